@@ -1,0 +1,364 @@
+//! The shell's state: the tool registry, the agent tree and the restriction
+//! layers, with the rules that combine them.
+//!
+//! Every agent sees its own scope, its ancestors' scopes and the global
+//! scope. A restriction layer on an agent masks what that agent inherits,
+//! never its own scope; layers intersect along the chain, so an agent never
+//! sees what its parent cannot.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use indexmap::IndexMap;
+
+use super::tools::{AgentId, Tool};
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellError {
+    #[error("unknown agent `{0}`")]
+    UnknownAgent(String),
+    #[error("agent `{0}` already exists")]
+    AgentExists(String),
+    #[error("invalid agent name `{0}`: use letters, digits, `-` and `_`")]
+    InvalidAgentName(String),
+    #[error("a tool named `{name}` is already registered in {scope}")]
+    DuplicateTool { name: String, scope: String },
+    #[error("no tool named `{name}` is registered in {scope}")]
+    NoSuchTool { name: String, scope: String },
+    #[error("cannot restrict `{agent}`: unknown tool {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))]
+    UnknownToolsInRestriction { agent: String, names: Vec<String> },
+}
+
+#[derive(Debug, Clone)]
+struct Agent {
+    parent: Option<AgentId>,
+}
+
+#[derive(Debug, Default)]
+pub struct ShellCore {
+    tools: Vec<Tool>,
+    agents: BTreeMap<AgentId, Agent>,
+    /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
+    restrictions: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
+}
+
+impl ShellCore {
+    pub fn tools(&self) -> &[Tool] {
+        &self.tools
+    }
+
+    pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
+        if let Some(agent) = tool.origin.scope() {
+            self.require_agent(agent)?;
+        }
+        if self
+            .tools
+            .iter()
+            .any(|t| t.name == tool.name && t.origin.scope() == tool.origin.scope())
+        {
+            return Err(ShellError::DuplicateTool {
+                name: tool.name,
+                scope: scope_name(tool.origin.scope()),
+            });
+        }
+        self.tools.push(tool);
+        Ok(())
+    }
+
+    /// Removes the tool `name` from `scope` (`None`: the global scope).
+    pub fn unregister(&mut self, name: &str, scope: Option<&str>) -> Result<Tool, ShellError> {
+        let index = self
+            .tools
+            .iter()
+            .position(|t| t.name == name && t.origin.scope() == scope)
+            .ok_or_else(|| ShellError::NoSuchTool {
+                name: name.to_string(),
+                scope: scope_name(scope),
+            })?;
+        Ok(self.tools.remove(index))
+    }
+
+    /// Removes every tool a plugin owns; returns how many.
+    pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
+        let before = self.tools.len();
+        self.tools.retain(|t| t.owner.as_deref() != Some(owner));
+        before - self.tools.len()
+    }
+
+    pub fn create_agent(&mut self, id: &str, parent: Option<&str>) -> Result<(), ShellError> {
+        let name = id.rsplit('/').next().unwrap_or(id);
+        if name.is_empty()
+            || !name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+        {
+            return Err(ShellError::InvalidAgentName(id.to_string()));
+        }
+        if self.agents.contains_key(id) {
+            return Err(ShellError::AgentExists(id.to_string()));
+        }
+        if let Some(parent) = parent {
+            self.require_agent(parent)?;
+        }
+        self.agents.insert(
+            id.to_string(),
+            Agent {
+                parent: parent.map(str::to_string),
+            },
+        );
+        Ok(())
+    }
+
+    /// Removes an agent with its descendants, their scopes and restrictions.
+    /// Returns the removed agents, deepest first.
+    pub fn dispose_agent(&mut self, id: &str) -> Result<Vec<AgentId>, ShellError> {
+        self.require_agent(id)?;
+        let mut removed: Vec<AgentId> = self
+            .agents
+            .keys()
+            .filter(|a| self.is_descendant_or_self(a, id))
+            .cloned()
+            .collect();
+        removed.sort_by_key(|a| std::cmp::Reverse(self.chain(a).map(|c| c.len()).unwrap_or(0)));
+        for agent in &removed {
+            self.agents.remove(agent);
+            self.restrictions.remove(agent);
+            self.tools
+                .retain(|t| t.origin.scope() != Some(agent.as_str()));
+        }
+        Ok(removed)
+    }
+
+    pub fn agents(&self) -> impl Iterator<Item = (&str, Option<&str>)> {
+        self.agents
+            .iter()
+            .map(|(id, a)| (id.as_str(), a.parent.as_deref()))
+    }
+
+    pub fn has_agent(&self, id: &str) -> bool {
+        self.agents.contains_key(id)
+    }
+
+    pub fn parent(&self, id: &str) -> Result<Option<&str>, ShellError> {
+        Ok(self.agent(id)?.parent.as_deref())
+    }
+
+    /// The agents from the root down to `id`.
+    pub fn chain(&self, id: &str) -> Result<Vec<&str>, ShellError> {
+        let mut chain = Vec::new();
+        let mut at = Some(
+            self.agents
+                .get_key_value(id)
+                .ok_or_else(|| ShellError::UnknownAgent(id.into()))?,
+        );
+        while let Some((key, agent)) = at {
+            chain.push(key.as_str());
+            at = agent
+                .parent
+                .as_deref()
+                .and_then(|p| self.agents.get_key_value(p));
+        }
+        chain.reverse();
+        Ok(chain)
+    }
+
+    /// Installs (`Some`) or lifts (`None`) the layer `source` on `agent`.
+    pub fn restrict(
+        &mut self,
+        agent: &str,
+        source: &str,
+        allow: Option<Vec<String>>,
+    ) -> Result<(), ShellError> {
+        self.require_agent(agent)?;
+        let Some(allow) = allow else {
+            if let Some(layers) = self.restrictions.get_mut(agent) {
+                layers.remove(source);
+            }
+            return Ok(());
+        };
+        let unknown: Vec<String> = allow
+            .iter()
+            .filter(|name| !self.tools.iter().any(|t| &t.name == *name))
+            .cloned()
+            .collect();
+        if !unknown.is_empty() {
+            return Err(ShellError::UnknownToolsInRestriction {
+                agent: agent.to_string(),
+                names: unknown,
+            });
+        }
+        self.restrictions
+            .entry(agent.to_string())
+            .or_default()
+            .insert(source.to_string(), allow.into_iter().collect());
+        Ok(())
+    }
+
+    /// Lifts every layer `source` installed, on every agent.
+    pub fn lift_all(&mut self, source: &str) {
+        for layers in self.restrictions.values_mut() {
+            layers.remove(source);
+        }
+    }
+
+    pub fn restriction(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {
+        self.restrictions.get(agent)?.get(source)
+    }
+
+    /// The tools `agent` may see and call, in prompt order: global tools in
+    /// registration order, then each scope from the root down. `ignore` names
+    /// one layer on `agent` itself to leave out (a plugin asking what the
+    /// agent could have without its own allow set).
+    pub fn effective(&self, agent: &str, ignore: Option<&str>) -> Result<Vec<&Tool>, ShellError> {
+        let chain = self.chain(agent)?;
+        let mut visible: IndexMap<&str, &Tool> = self
+            .tools
+            .iter()
+            .filter(|t| t.origin.scope().is_none())
+            .map(|t| (t.name.as_str(), t))
+            .collect();
+        for scope in chain {
+            if let Some(layers) = self.restrictions.get(scope) {
+                for (source, allow) in layers {
+                    if scope == agent && ignore == Some(source.as_str()) {
+                        continue;
+                    }
+                    visible.retain(|name, _| allow.contains(*name));
+                }
+            }
+            for tool in self
+                .tools
+                .iter()
+                .filter(|t| t.origin.scope() == Some(scope))
+            {
+                // A nearer scope shadows a farther tool of the same name.
+                visible.shift_remove(tool.name.as_str());
+                visible.insert(&tool.name, tool);
+            }
+        }
+        Ok(visible.into_values().collect())
+    }
+
+    /// The tool `agent` would reach under `name`, ignoring restrictions:
+    /// its own scope first, then its ancestors', then the global scope.
+    pub fn resolve(&self, agent: &str, name: &str) -> Result<Option<&Tool>, ShellError> {
+        let chain = self.chain(agent)?;
+        for scope in chain.iter().rev() {
+            if let Some(tool) = self
+                .tools
+                .iter()
+                .find(|t| t.name == name && t.origin.scope() == Some(*scope))
+            {
+                return Ok(Some(tool));
+            }
+        }
+        Ok(self
+            .tools
+            .iter()
+            .find(|t| t.name == name && t.origin.scope().is_none()))
+    }
+
+    fn agent(&self, id: &str) -> Result<&Agent, ShellError> {
+        self.agents
+            .get(id)
+            .ok_or_else(|| ShellError::UnknownAgent(id.to_string()))
+    }
+
+    fn require_agent(&self, id: &str) -> Result<(), ShellError> {
+        self.agent(id).map(|_| ())
+    }
+
+    fn is_descendant_or_self(&self, candidate: &str, ancestor: &str) -> bool {
+        self.chain(candidate)
+            .map(|chain| chain.contains(&ancestor))
+            .unwrap_or(false)
+    }
+}
+
+fn scope_name(scope: Option<&str>) -> String {
+    match scope {
+        Some(agent) => format!("the scope of agent `{agent}`"),
+        None => "the global scope".into(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::Origin;
+
+    fn names(tools: Vec<&Tool>) -> Vec<&str> {
+        tools.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn core() -> ShellCore {
+        let mut core = ShellCore::default();
+        for name in ["read", "bash", "gh_issue"] {
+            core.register(Tool::new(name, "", Origin::Builtin)).unwrap();
+        }
+        core.create_agent("main", None).unwrap();
+        core.create_agent("main/worker", Some("main")).unwrap();
+        core
+    }
+
+    #[test]
+    fn restrictions_mask_inherited_tools_only() {
+        let mut core = core();
+        core.register(Tool::new("mine", "", Origin::Agent("main".into())))
+            .unwrap();
+        core.restrict("main", "p", Some(vec!["read".into()]))
+            .unwrap();
+        assert_eq!(
+            names(core.effective("main", None).unwrap()),
+            ["read", "mine"]
+        );
+        assert_eq!(
+            names(core.effective("main", Some("p")).unwrap()),
+            ["read", "bash", "gh_issue", "mine"]
+        );
+    }
+
+    #[test]
+    fn restrictions_intersect_along_the_chain() {
+        let mut core = core();
+        core.restrict("main", "profile", Some(vec!["read".into(), "bash".into()]))
+            .unwrap();
+        core.restrict(
+            "main/worker",
+            "p",
+            Some(vec!["bash".into(), "gh_issue".into()]),
+        )
+        .unwrap();
+        assert_eq!(
+            names(core.effective("main/worker", None).unwrap()),
+            ["bash"]
+        );
+        // Ignoring the worker's own layer never reaches past its parent's.
+        assert_eq!(
+            names(core.effective("main/worker", Some("p")).unwrap()),
+            ["read", "bash"]
+        );
+    }
+
+    #[test]
+    fn restricting_with_an_unknown_name_is_an_error() {
+        let mut core = core();
+        let err = core
+            .restrict("main", "p", Some(vec!["read".into(), "nope".into()]))
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot restrict `main`: unknown tool `nope`"
+        );
+        assert!(core.restriction("main", "p").is_none());
+    }
+
+    #[test]
+    fn disposing_an_agent_removes_its_subtree() {
+        let mut core = core();
+        core.register(Tool::new("w", "", Origin::Agent("main/worker".into())))
+            .unwrap();
+        let removed = core.dispose_agent("main").unwrap();
+        assert_eq!(removed, ["main/worker", "main"]);
+        assert!(!core.tools().iter().any(|t| t.name == "w"));
+    }
+}

@@ -1,0 +1,81 @@
+//! Tools as the shell holds them, and what the model receives.
+
+use serde::Serialize;
+use serde_json::Value;
+
+pub type AgentId = String;
+
+/// Where a tool comes from; for `Agent` also the scope it lives in.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    Builtin,
+    Mcp(String),
+    Agent(AgentId),
+}
+
+impl Origin {
+    /// The agent whose own scope holds the tool; `None` for the global scope.
+    pub fn scope(&self) -> Option<&str> {
+        match self {
+            Origin::Agent(agent) => Some(agent),
+            Origin::Builtin | Origin::Mcp(_) => None,
+        }
+    }
+}
+
+impl std::fmt::Display for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Origin::Builtin => f.write_str("built-in"),
+            Origin::Mcp(server) => write!(f, "MCP server `{server}`"),
+            Origin::Agent(agent) => write!(f, "agent `{agent}`"),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub parameters: Value,
+    pub origin: Origin,
+    /// The plugin that runs this tool (its guard tools); `None` for the
+    /// shell's own and MCP tools.
+    pub owner: Option<String>,
+}
+
+impl Tool {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, origin: Origin) -> Self {
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            origin,
+            owner: None,
+        }
+    }
+
+    pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.parameters = parameters;
+        self
+    }
+
+    /// The tool as the model receives it.
+    pub fn schema(&self) -> ToolSchema {
+        ToolSchema {
+            name: self.name.clone(),
+            description: self.description.clone(),
+            input_schema: self.parameters.clone(),
+        }
+    }
+}
+
+/// One entry of the tool list sent to the model, in the field order of the
+/// Anthropic and MCP APIs.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolSchema {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}

@@ -1,0 +1,261 @@
+//! Runs plugin components on wasmtime: one engine per process, components
+//! compiled once, one store per plugin instance.
+
+pub mod wit;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex, MutexGuard};
+
+use anyhow::{Context as _, Result};
+use sha2::{Digest, Sha256};
+use wasmtime::component::{Component, Linker, ResourceTable};
+use wasmtime::{Config, Engine, Store};
+use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use crate::plugin_api::{ConfigError, PluginCallError, ToolResult, Verdict};
+use crate::shell::{ShellCore, Tool};
+use wit::PluginBindings;
+
+/// The path of the lazy-tools component this crate was built with.
+pub fn lazy_tools_component_path() -> PathBuf {
+    PathBuf::from(env!("LAZY_TOOLS_COMPONENT"))
+}
+
+pub struct WasmHost {
+    engine: Engine,
+    linker: Linker<PluginState>,
+    compiled: Mutex<HashMap<String, PluginComponent>>,
+}
+
+/// A compiled component, ready to instantiate any number of times.
+#[derive(Clone)]
+pub struct PluginComponent {
+    pub component: Component,
+    /// sha256 of the component's bytes, hex.
+    pub sha256: String,
+    pub size: usize,
+    pub path: PathBuf,
+}
+
+static WASM_HOST: LazyLock<WasmHost> =
+    LazyLock::new(|| WasmHost::new().expect("the wasmtime engine and linker can be set up"));
+
+impl WasmHost {
+    /// The process-wide host: compiling a component is costly, so every
+    /// shell in the process shares one engine and its compiled components.
+    pub fn global() -> &'static WasmHost {
+        &WASM_HOST
+    }
+
+    fn new() -> Result<Self> {
+        let mut config = Config::new();
+        config.wasm_component_model(true);
+        let engine = Engine::new(&config)
+            .into_anyhow()
+            .context("creating the wasmtime engine")?;
+        let mut linker = Linker::new(&engine);
+        // The plugin's std imports WASI p2 (stdio, environment, clocks,
+        // random); it gets an empty context: nothing inherited or preopened.
+        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .into_anyhow()
+            .context("linking WASI p2")?;
+        wit::add_to_linker(&mut linker)?;
+        Ok(Self {
+            engine,
+            linker,
+            compiled: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn engine(&self) -> &Engine {
+        &self.engine
+    }
+
+    /// Loads and compiles the component at `path`, once per content.
+    pub fn load(&self, path: &Path) -> Result<PluginComponent> {
+        let bytes = std::fs::read(path)
+            .with_context(|| format!("reading the plugin component {}", path.display()))?;
+        let sha256 = hex(&Sha256::digest(&bytes));
+        if let Some(found) = self.lock_compiled().get(&sha256) {
+            return Ok(found.clone());
+        }
+        let component = Component::new(&self.engine, &bytes)
+            .into_anyhow()
+            .with_context(|| format!("compiling the plugin component {}", path.display()))?;
+        let loaded = PluginComponent {
+            component,
+            sha256: sha256.clone(),
+            size: bytes.len(),
+            path: path.to_path_buf(),
+        };
+        self.lock_compiled().insert(sha256, loaded.clone());
+        Ok(loaded)
+    }
+
+    /// The lazy-tools component built with this crate.
+    pub fn lazy_tools(&self) -> Result<PluginComponent> {
+        self.load(&lazy_tools_component_path())
+    }
+
+    pub fn instantiate(
+        &self,
+        component: &PluginComponent,
+        plugin_id: &str,
+        shell: Arc<Mutex<ShellCore>>,
+    ) -> Result<PluginInstance> {
+        let state = PluginState {
+            wasi: WasiCtx::builder().build(),
+            table: ResourceTable::new(),
+            shell,
+            plugin_id: plugin_id.to_string(),
+            logs: Vec::new(),
+        };
+        let mut store = Store::new(&self.engine, state);
+        let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
+            .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
+        Ok(PluginInstance { store, bindings })
+    }
+
+    fn lock_compiled(&self) -> MutexGuard<'_, HashMap<String, PluginComponent>> {
+        // A panic while holding this lock leaves the map intact.
+        self.compiled.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// What a plugin's store holds: WASI state and a handle to the shell.
+pub struct PluginState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    shell: Arc<Mutex<ShellCore>>,
+    plugin_id: String,
+    logs: Vec<(tracing::Level, String)>,
+}
+
+impl WasiView for PluginState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView {
+            ctx: &mut self.wasi,
+            table: &mut self.table,
+        }
+    }
+}
+
+impl PluginState {
+    fn shell(&self) -> MutexGuard<'_, ShellCore> {
+        self.shell.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub(crate) fn shell_registry(&self) -> Vec<Tool> {
+        self.shell().tools().to_vec()
+    }
+
+    pub(crate) fn shell_allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
+        let shell = self.shell();
+        let tools = shell
+            .effective(agent, Some(&self.plugin_id))
+            .map_err(|e| e.to_string())?;
+        Ok(tools.into_iter().map(|t| t.name.clone()).collect())
+    }
+
+    pub(crate) fn shell_restrict(
+        &self,
+        agent: &str,
+        allow: Option<Vec<String>>,
+    ) -> Result<(), String> {
+        self.shell()
+            .restrict(agent, &self.plugin_id, allow)
+            .map_err(|e| e.to_string())
+    }
+
+    pub(crate) fn record_log(&mut self, level: tracing::Level, message: String) {
+        match level {
+            tracing::Level::ERROR => tracing::error!(plugin = %self.plugin_id, "{message}"),
+            tracing::Level::WARN => tracing::warn!(plugin = %self.plugin_id, "{message}"),
+            tracing::Level::INFO => tracing::info!(plugin = %self.plugin_id, "{message}"),
+            tracing::Level::DEBUG => tracing::debug!(plugin = %self.plugin_id, "{message}"),
+            tracing::Level::TRACE => tracing::trace!(plugin = %self.plugin_id, "{message}"),
+        }
+        self.logs.push((level, message));
+    }
+}
+
+/// One instantiated plugin. Every method returns `Err` only when the
+/// plugin trapped; errors the plugin reports are values inside.
+pub struct PluginInstance {
+    store: Store<PluginState>,
+    bindings: PluginBindings,
+}
+
+impl PluginInstance {
+    pub fn contract_version(&self) -> &'static str {
+        self.bindings.version()
+    }
+
+    pub fn logs(&self) -> &[(tracing::Level, String)] {
+        &self.store.data().logs
+    }
+
+    pub fn configure(&mut self, config: &str) -> Result<Result<(), Vec<ConfigError>>> {
+        self.bindings.configure(&mut self.store, config)
+    }
+
+    pub fn guard_tools(&mut self) -> Result<Vec<Tool>> {
+        self.bindings.guard_tools(&mut self.store)
+    }
+
+    pub fn agent_created(
+        &mut self,
+        agent: &str,
+        parent: Option<&str>,
+    ) -> Result<Result<(), PluginCallError>> {
+        self.bindings.agent_created(&mut self.store, agent, parent)
+    }
+
+    pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
+        self.bindings.agent_disposed(&mut self.store, agent)
+    }
+
+    pub fn registry_changed(&mut self) -> Result<Result<(), PluginCallError>> {
+        self.bindings.registry_changed(&mut self.store)
+    }
+
+    pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginCallError>> {
+        self.bindings.visible_tools(&mut self.store, agent)
+    }
+
+    pub fn pre_execute(&mut self, agent: &str, tool: &str, arguments: &str) -> Result<Verdict> {
+        self.bindings
+            .pre_execute(&mut self.store, agent, tool, arguments)
+    }
+
+    pub fn execute(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<ToolResult, PluginCallError>> {
+        self.bindings
+            .execute(&mut self.store, agent, tool, arguments)
+    }
+
+    pub fn dispose(&mut self) -> Result<()> {
+        self.bindings.dispose(&mut self.store)
+    }
+}
+
+/// wasmtime 48 has its own error type; this brings it into anyhow so that
+/// every step can say what it was doing.
+pub(crate) trait IntoAnyhow<T> {
+    fn into_anyhow(self) -> Result<T>;
+}
+
+impl<T> IntoAnyhow<T> for wasmtime::Result<T> {
+    fn into_anyhow(self) -> Result<T> {
+        self.map_err(anyhow::Error::from)
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}

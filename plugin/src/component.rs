@@ -1,0 +1,165 @@
+//! Glue from the `dsh:tool-restriction` WIT world to [`LazyTools`]: type
+//! conversions and one plugin instance per component instance.
+
+use std::cell::RefCell;
+
+use crate::host::{Host, LogLevel};
+use crate::registry::{Origin, ToolDef};
+use crate::{LazyTools, PluginError, ToolResult, Verdict};
+
+wit_bindgen::generate!({
+    path: "../wit/since_v0.1.0",
+    world: "restriction-plugin",
+});
+
+use dsh::tool_restriction::host as wit_host;
+use dsh::tool_restriction::types as wit;
+use exports::dsh::tool_restriction::restriction::Guest;
+
+struct WitHost;
+
+impl Host for WitHost {
+    fn registry(&self) -> Vec<ToolDef> {
+        wit_host::registry()
+            .into_iter()
+            .map(tool_from_wit)
+            .collect()
+    }
+
+    fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
+        wit_host::allowed_tools(agent)
+    }
+
+    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String> {
+        wit_host::restrict(agent, allow)
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        let level = match level {
+            LogLevel::Trace => wit::LogLevel::Trace,
+            LogLevel::Debug => wit::LogLevel::Debug,
+            LogLevel::Info => wit::LogLevel::Info,
+            LogLevel::Warn => wit::LogLevel::Warn,
+            LogLevel::Error => wit::LogLevel::Error,
+        };
+        wit_host::log(level, message);
+    }
+}
+
+thread_local! {
+    // A component instance is single-threaded and the host never re-enters
+    // it from an import, so a RefCell borrow never collides.
+    static PLUGIN: RefCell<LazyTools<WitHost>> = RefCell::new(LazyTools::new(WitHost));
+}
+
+fn with<R>(f: impl FnOnce(&mut LazyTools<WitHost>) -> R) -> R {
+    PLUGIN.with(|plugin| f(&mut plugin.borrow_mut()))
+}
+
+struct Component;
+
+impl Guest for Component {
+    fn configure(config: String) -> Result<(), Vec<wit::ConfigError>> {
+        with(|p| p.configure(&config)).map_err(|errors| {
+            errors
+                .into_iter()
+                .map(|e| wit::ConfigError {
+                    pointer: e.pointer,
+                    entry: e.entry,
+                    message: e.message,
+                })
+                .collect()
+        })
+    }
+
+    fn guard_tools() -> Vec<wit::ToolDef> {
+        with(|p| p.guard_tools())
+            .into_iter()
+            .map(tool_to_wit)
+            .collect()
+    }
+
+    fn agent_created(agent: String, parent: Option<String>) -> Result<(), wit::PluginError> {
+        with(|p| p.agent_created(&agent, parent.as_deref())).map_err(error_to_wit)
+    }
+
+    fn agent_disposed(agent: String) {
+        with(|p| p.agent_disposed(&agent));
+    }
+
+    fn registry_changed() -> Result<(), wit::PluginError> {
+        with(|p| p.registry_changed()).map_err(error_to_wit)
+    }
+
+    fn visible_tools(agent: String) -> Result<Vec<String>, wit::PluginError> {
+        with(|p| p.visible_tools(&agent)).map_err(error_to_wit)
+    }
+
+    fn pre_execute(agent: String, tool: String, _arguments: String) -> wit::Verdict {
+        match with(|p| p.pre_execute(&agent, &tool)) {
+            Verdict::Pass => wit::Verdict::Pass,
+            Verdict::Deny(reason) => wit::Verdict::Deny(reason),
+        }
+    }
+
+    fn execute(
+        agent: String,
+        tool: String,
+        arguments: String,
+    ) -> Result<wit::ToolResult, wit::PluginError> {
+        with(|p| p.execute(&agent, &tool, &arguments))
+            .map(
+                |ToolResult {
+                     json,
+                     text,
+                     is_error,
+                 }| wit::ToolResult {
+                    json,
+                    text,
+                    is_error,
+                },
+            )
+            .map_err(error_to_wit)
+    }
+
+    fn dispose() {
+        with(|p| p.dispose());
+    }
+}
+
+export!(Component);
+
+fn tool_from_wit(t: wit::ToolDef) -> ToolDef {
+    ToolDef {
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        origin: match t.origin {
+            wit::ToolOrigin::Builtin => Origin::Builtin,
+            wit::ToolOrigin::Mcp(server) => Origin::Mcp(server),
+            wit::ToolOrigin::Agent(agent) => Origin::Agent(agent),
+        },
+    }
+}
+
+fn tool_to_wit(t: ToolDef) -> wit::ToolDef {
+    wit::ToolDef {
+        name: t.name,
+        description: t.description,
+        parameters: t.parameters,
+        origin: match t.origin {
+            Origin::Builtin => wit::ToolOrigin::Builtin,
+            Origin::Mcp(server) => wit::ToolOrigin::Mcp(server),
+            Origin::Agent(agent) => wit::ToolOrigin::Agent(agent),
+        },
+    }
+}
+
+fn error_to_wit(e: PluginError) -> wit::PluginError {
+    match e {
+        PluginError::NotConfigured => wit::PluginError::NotConfigured,
+        PluginError::UnknownAgent(a) => wit::PluginError::UnknownAgent(a),
+        PluginError::UnknownTool(t) => wit::PluginError::UnknownTool(t),
+        PluginError::Host(m) => wit::PluginError::Host(m),
+    }
+}

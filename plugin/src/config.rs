@@ -1,0 +1,422 @@
+//! The plugin's configuration, as the profile gives it (a JSON object), and
+//! the errors that point at the offending node.
+
+use serde_json::{Map, Value};
+
+use crate::pattern::Pattern;
+
+/// The shell's core built-ins that the zero-config preset keeps visible.
+pub const PRESET_NO_DEFER: &[&str] = &[
+    "read",
+    "write",
+    "edit",
+    "bash",
+    "glob",
+    "grep",
+    "web_search",
+    "web_fetch",
+    "ask_user_question",
+    "skill",
+];
+
+const KEYS: &[&str] = &["defer", "noDefer", "deferToolLoading"];
+
+/// One problem in the configuration, located by a JSON pointer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}: {message}", if pointer.is_empty() { "config" } else { pointer.as_str() })]
+pub struct ConfigError {
+    pub pointer: String,
+    pub entry: Option<String>,
+    pub message: String,
+}
+
+impl ConfigError {
+    fn new(pointer: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            pointer: pointer.into(),
+            entry: None,
+            message: message.into(),
+        }
+    }
+
+    fn with_entry(mut self, entry: &str) -> Self {
+        self.entry = Some(entry.to_string());
+        self
+    }
+}
+
+/// What a rule does to the tools it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Action {
+    Defer,
+    NoDefer,
+}
+
+/// Where a rule came from, so a person can be told which line decided.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RuleSource {
+    /// The zero-config preset.
+    Preset,
+    /// An entry of the user's config: the list it sits in, its index and text.
+    Entry {
+        list: &'static str,
+        index: usize,
+        text: String,
+    },
+}
+
+#[derive(Debug, Clone)]
+pub struct Rule {
+    pub action: Action,
+    pub pattern: Pattern,
+    pub source: RuleSource,
+}
+
+/// The master switch, `deferToolLoading`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeferSwitch {
+    On,
+    Off,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub switch: DeferSwitch,
+    /// All rules, in the order written; precedence is decided by the policy.
+    pub rules: Vec<Rule>,
+    /// True when neither `defer` nor `noDefer` was given.
+    pub preset: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Self::preset(DeferSwitch::On)
+    }
+}
+
+impl Config {
+    fn preset(switch: DeferSwitch) -> Self {
+        let mut rules = vec![Rule {
+            action: Action::Defer,
+            pattern: Pattern::new("*").expect("`*` compiles"),
+            source: RuleSource::Preset,
+        }];
+        rules.extend(PRESET_NO_DEFER.iter().map(|name| Rule {
+            action: Action::NoDefer,
+            pattern: Pattern::new(name).expect("a plain name compiles"),
+            source: RuleSource::Preset,
+        }));
+        Self {
+            switch,
+            rules,
+            preset: true,
+        }
+    }
+
+    /// Parses the profile's config node, given as JSON text. `null` or an
+    /// empty text means "no config": the zero-config preset. Every problem is
+    /// reported, not just the first.
+    pub fn from_json(text: &str) -> Result<Self, Vec<ConfigError>> {
+        if text.trim().is_empty() {
+            return Ok(Self::default());
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            vec![ConfigError::new(
+                "",
+                format!("config is not valid JSON: {e}"),
+            )]
+        })?;
+        Self::from_value(&value)
+    }
+
+    pub fn from_value(value: &Value) -> Result<Self, Vec<ConfigError>> {
+        let map = match value {
+            Value::Null => return Ok(Self::default()),
+            Value::Object(map) => map,
+            other => {
+                return Err(vec![ConfigError::new(
+                    "",
+                    format!("expected a mapping of settings, found {}", kind(other)),
+                )]);
+            }
+        };
+        let mut errors = Vec::new();
+        for key in map.keys() {
+            if !KEYS.contains(&key.as_str()) {
+                errors.push(ConfigError::new(pointer(&[key]), unknown_key_message(key)));
+            }
+        }
+        let switch = parse_switch(map, &mut errors);
+        let defer = parse_list(map, "defer", Action::Defer, &mut errors);
+        let no_defer = parse_list(map, "noDefer", Action::NoDefer, &mut errors);
+        if !errors.is_empty() {
+            return Err(errors);
+        }
+        if defer.is_none() && no_defer.is_none() {
+            return Ok(Self::preset(switch));
+        }
+        let rules = defer
+            .into_iter()
+            .flatten()
+            .chain(no_defer.into_iter().flatten())
+            .collect();
+        Ok(Self {
+            switch,
+            rules,
+            preset: false,
+        })
+    }
+}
+
+fn parse_switch(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> DeferSwitch {
+    match map.get("deferToolLoading") {
+        None | Some(Value::Bool(true)) => DeferSwitch::On,
+        Some(Value::Bool(false)) => DeferSwitch::Off,
+        Some(other) => {
+            errors.push(ConfigError::new(
+                "/deferToolLoading",
+                format!("expected true or false, found {}", kind(other)),
+            ));
+            DeferSwitch::On
+        }
+    }
+}
+
+/// Parses `defer` or `noDefer`. `None` when the key is absent, which is not
+/// the same as an empty list: an empty `defer` defers nothing.
+fn parse_list(
+    map: &Map<String, Value>,
+    key: &'static str,
+    action: Action,
+    errors: &mut Vec<ConfigError>,
+) -> Option<Vec<Rule>> {
+    let value = map.get(key)?;
+    let Value::Array(items) = value else {
+        errors.push(ConfigError::new(
+            pointer(&[key]),
+            format!(
+                "expected a list of tool names or patterns, found {}",
+                kind(value)
+            ),
+        ));
+        return Some(Vec::new());
+    };
+    let mut rules = Vec::with_capacity(items.len());
+    for (index, item) in items.iter().enumerate() {
+        let at = pointer(&[key, &index.to_string()]);
+        let Value::String(text) = item else {
+            errors.push(ConfigError::new(
+                at,
+                format!("expected a tool name or pattern, found {}", kind(item)),
+            ));
+            continue;
+        };
+        match parse_entry(text, action)
+            .and_then(|(action, pattern)| Pattern::new(&pattern).map(|pattern| (action, pattern)))
+        {
+            Ok((action, pattern)) => rules.push(Rule {
+                action,
+                pattern,
+                source: RuleSource::Entry {
+                    list: key,
+                    index,
+                    text: text.clone(),
+                },
+            }),
+            Err(message) => errors.push(ConfigError::new(at, message).with_entry(text)),
+        }
+    }
+    Some(rules)
+}
+
+/// Parses one entry: a bare pattern takes the list's own action; `Defer(p)`
+/// and `NoDefer(p)` (any case, whitespace trimmed) override it.
+pub fn parse_entry(text: &str, list_action: Action) -> Result<(Action, String), String> {
+    let entry = text.trim();
+    if entry.is_empty() {
+        return Err("blank entry: write a tool name or a pattern".into());
+    }
+    let Some(open) = entry.find('(') else {
+        if entry.contains(')') {
+            return Err(format!("unbalanced parentheses in `{entry}`"));
+        }
+        return Ok((list_action, entry.to_string()));
+    };
+    let modifier = entry[..open].trim();
+    let Some(inner) = entry[open + 1..].strip_suffix(')') else {
+        return Err(format!(
+            "unbalanced parentheses in `{entry}`: expected `Defer(pattern)` or `NoDefer(pattern)`"
+        ));
+    };
+    let action = match modifier.to_ascii_lowercase().as_str() {
+        "defer" => Action::Defer,
+        "nodefer" => Action::NoDefer,
+        "" => {
+            return Err(format!(
+                "missing modifier before `(` in `{entry}`: expected `Defer(...)` or `NoDefer(...)`"
+            ));
+        }
+        _ => {
+            return Err(format!(
+                "unknown modifier `{modifier}`: expected `Defer` or `NoDefer`"
+            ));
+        }
+    };
+    let inner = inner.trim();
+    if inner.is_empty() {
+        return Err(format!("`{entry}` has no pattern inside the parentheses"));
+    }
+    if let Some(nested) = inner.find('(') {
+        let word = inner[..nested].trim().to_ascii_lowercase();
+        if word == "defer" || word == "nodefer" {
+            return Err(format!(
+                "nested modifiers are not allowed: `{entry}`; write one `Defer(...)` or `NoDefer(...)` per entry"
+            ));
+        }
+        return Err(format!("unbalanced parentheses in `{entry}`"));
+    }
+    if inner.contains(')') {
+        return Err(format!("unbalanced parentheses in `{entry}`"));
+    }
+    Ok((action, inner.to_string()))
+}
+
+fn unknown_key_message(key: &str) -> String {
+    let suggestion = KEYS
+        .iter()
+        .map(|known| {
+            (
+                strsim::jaro_winkler(&key.to_lowercase(), &known.to_lowercase()),
+                known,
+            )
+        })
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0));
+    match suggestion {
+        Some((_, known)) => format!("unknown key `{key}`; did you mean `{known}`?"),
+        None => format!("unknown key `{key}`; expected one of: {}", KEYS.join(", ")),
+    }
+}
+
+/// A JSON pointer (RFC 6901) to a node.
+fn pointer(parts: &[&str]) -> String {
+    parts
+        .iter()
+        .map(|p| format!("/{}", p.replace('~', "~0").replace('/', "~1")))
+        .collect()
+}
+
+fn kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn entry(text: &str) -> Result<(Action, String), String> {
+        parse_entry(text, Action::Defer)
+    }
+
+    #[test]
+    fn bare_names_take_the_list_action() {
+        assert_eq!(entry(" bash "), Ok((Action::Defer, "bash".into())));
+        assert_eq!(
+            parse_entry("bash", Action::NoDefer),
+            Ok((Action::NoDefer, "bash".into()))
+        );
+    }
+
+    #[test]
+    fn modifiers_override_and_ignore_case_and_space() {
+        assert_eq!(entry("NoDefer(x)"), Ok((Action::NoDefer, "x".into())));
+        assert_eq!(
+            entry("  nodefer ( x_* ) "),
+            Ok((Action::NoDefer, "x_*".into()))
+        );
+        assert_eq!(
+            parse_entry("DEFER(*)", Action::NoDefer),
+            Ok((Action::Defer, "*".into()))
+        );
+    }
+
+    #[test]
+    fn bad_entries_say_why() {
+        for (text, needle) in [
+            ("", "blank"),
+            ("   ", "blank"),
+            ("Defer()", "no pattern"),
+            ("NoDefer(  )", "no pattern"),
+            ("Defer(NoDefer(x))", "nested"),
+            ("Later(x)", "unknown modifier `Later`"),
+            ("Defer(x", "unbalanced"),
+            ("x)", "unbalanced"),
+            ("Defer(a(b)", "unbalanced"),
+            ("(x)", "missing modifier"),
+        ] {
+            let err = entry(text).unwrap_err();
+            assert!(err.contains(needle), "{text:?}: {err}");
+        }
+    }
+
+    #[test]
+    fn no_keys_means_preset() {
+        for value in [json!(null), json!({}), json!({"deferToolLoading": true})] {
+            let config = Config::from_value(&value).unwrap();
+            assert!(config.preset);
+            assert_eq!(config.rules.len(), 1 + PRESET_NO_DEFER.len());
+        }
+    }
+
+    #[test]
+    fn either_key_replaces_the_preset() {
+        let config = Config::from_value(&json!({"noDefer": ["bash"]})).unwrap();
+        assert!(!config.preset);
+        assert_eq!(config.rules.len(), 1);
+        let config = Config::from_value(&json!({"defer": []})).unwrap();
+        assert!(!config.preset);
+        assert!(config.rules.is_empty());
+    }
+
+    #[test]
+    fn every_error_is_reported_with_its_pointer() {
+        let errors = Config::from_value(&json!({
+            "defer": ["ok", "", 3, "Defer()"],
+            "noDefr": [],
+            "deferToolLoading": "yes",
+        }))
+        .unwrap_err();
+        let pointers: Vec<_> = errors.iter().map(|e| e.pointer.as_str()).collect();
+        assert_eq!(
+            pointers,
+            [
+                "/noDefr",
+                "/deferToolLoading",
+                "/defer/1",
+                "/defer/2",
+                "/defer/3"
+            ]
+        );
+        assert!(errors[0].message.contains("did you mean `noDefer`"));
+        assert_eq!(errors[4].entry.as_deref(), Some("Defer()"));
+    }
+
+    #[test]
+    fn wrong_shapes_are_rejected() {
+        let errors = Config::from_json("[1]").unwrap_err();
+        assert!(errors[0].message.contains("expected a mapping"));
+        let errors = Config::from_value(&json!({"defer": "bash"})).unwrap_err();
+        assert_eq!(errors[0].pointer, "/defer");
+        assert!(errors[0].message.contains("found a string"));
+        let errors = Config::from_json("{").unwrap_err();
+        assert!(errors[0].message.contains("not valid JSON"));
+    }
+}

@@ -1,0 +1,439 @@
+//! The plugin itself, independent of WIT: lifecycle, pre-execute, the guard
+//! tools and the allow sets it installs through the [`Host`].
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::json;
+
+use crate::config::{Config, ConfigError};
+use crate::guards::{
+    self, ActivateArgs, ActivateOutput, DEFAULT_TOP_K, MAX_TOP_K, Match, SearchArgs, SearchOutput,
+    Status,
+};
+use crate::host::{Host, LogLevel};
+use crate::policy::{Decision, Policy};
+use crate::registry::{Registry, ToolDef};
+use crate::search::SearchIndex;
+use crate::state::AgentState;
+
+/// Misuse by the host (mirrors the WIT `plugin-error`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PluginError {
+    #[error("lazy-tools is not configured yet")]
+    NotConfigured,
+    #[error("unknown agent `{0}`")]
+    UnknownAgent(String),
+    #[error("`{0}` is not a lazy-tools tool")]
+    UnknownTool(String),
+    #[error("the host refused: {0}")]
+    Host(String),
+}
+
+/// The answer of the pre-execute hook (mirrors the WIT `verdict`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    Pass,
+    Deny(String),
+}
+
+/// The result of a guard tool (mirrors the WIT `tool-result`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolResult {
+    pub json: String,
+    pub text: String,
+    pub is_error: bool,
+}
+
+impl ToolResult {
+    fn ok(value: &impl Serialize, text: String) -> Self {
+        Self {
+            json: serde_json::to_string(value)
+                .unwrap_or_else(|e| json!({"error": e.to_string()}).to_string()),
+            text,
+            is_error: false,
+        }
+    }
+
+    fn error(message: impl Into<String>) -> Self {
+        let message = message.into();
+        Self {
+            json: json!({ "error": message }).to_string(),
+            text: message,
+            is_error: true,
+        }
+    }
+}
+
+pub struct LazyTools<H: Host> {
+    host: H,
+    policy: Option<Policy>,
+    registry: Registry,
+    /// Each registered name classified as an inherited tool; rebuilt on every
+    /// registry or config change so requests only look names up.
+    classes: HashMap<String, Decision>,
+    index: SearchIndex,
+    agents: BTreeMap<String, AgentState>,
+}
+
+impl<H: Host> LazyTools<H> {
+    pub fn new(host: H) -> Self {
+        Self {
+            host,
+            policy: None,
+            registry: Registry::default(),
+            classes: HashMap::new(),
+            index: SearchIndex::default(),
+            agents: BTreeMap::new(),
+        }
+    }
+
+    pub fn host(&self) -> &H {
+        &self.host
+    }
+
+    /// Applies a new configuration; on error the previous one stays in force.
+    pub fn configure(&mut self, config_json: &str) -> Result<(), Vec<ConfigError>> {
+        let config = Config::from_json(config_json)?;
+        let policy = Policy::new(config).map_err(|message| {
+            vec![ConfigError {
+                pointer: String::new(),
+                entry: None,
+                message,
+            }]
+        })?;
+        let first = self.policy.is_none();
+        self.policy = Some(policy);
+        if first {
+            self.load_registry();
+        } else {
+            self.classify_all();
+        }
+        self.refresh_all();
+        Ok(())
+    }
+
+    pub fn guard_tools(&self) -> Vec<ToolDef> {
+        guards::definitions()
+    }
+
+    pub fn agent_created(&mut self, agent: &str, parent: Option<&str>) -> Result<(), PluginError> {
+        self.policy()?;
+        if !self.agents.contains_key(agent) {
+            self.agents.insert(
+                agent.to_string(),
+                AgentState::new(parent.map(str::to_string)),
+            );
+        }
+        self.refresh(agent)
+    }
+
+    pub fn agent_disposed(&mut self, agent: &str) {
+        // The host drops the agent's restrictions with the agent.
+        self.agents.remove(agent);
+    }
+
+    pub fn registry_changed(&mut self) -> Result<(), PluginError> {
+        self.policy()?;
+        self.load_registry();
+        self.refresh_all();
+        Ok(())
+    }
+
+    pub fn visible_tools(&mut self, agent: &str) -> Result<Vec<String>, PluginError> {
+        self.refresh(agent)?;
+        Ok(self.agent(agent)?.visible().to_vec())
+    }
+
+    /// Denies a direct call to a deferred tool that is not activated. Works on
+    /// cached state only: it runs before every tool call.
+    pub fn pre_execute(&self, agent: &str, tool: &str) -> Verdict {
+        match self.agents.get(agent) {
+            Some(state) if state.is_pending(tool) => Verdict::Deny(guards::deferred_hint(tool)),
+            _ => Verdict::Pass,
+        }
+    }
+
+    pub fn execute(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<ToolResult, PluginError> {
+        self.policy()?;
+        self.agent(agent)?;
+        match tool {
+            guards::TOOL_SEARCH => self.tool_search(agent, arguments),
+            guards::DEFER_EXECUTE_TOOL => self.defer_execute_tool(agent, arguments),
+            other => Err(PluginError::UnknownTool(other.to_string())),
+        }
+    }
+
+    /// Lifts every allow set this plugin installed.
+    pub fn dispose(&mut self) {
+        for (agent, state) in &mut self.agents {
+            if state.installed().is_some() {
+                if let Err(e) = self.host.restrict(agent, None) {
+                    self.host.log(
+                        LogLevel::Warn,
+                        &format!("lazy-tools: could not lift the allow set of `{agent}`: {e}"),
+                    );
+                }
+                state.set_installed(None);
+            }
+        }
+        self.agents.clear();
+    }
+
+    /// Why `tool` is visible, deferred or out of reach for `agent`.
+    pub fn explain(&mut self, agent: &str, tool: &str) -> Result<String, PluginError> {
+        self.refresh(agent)?;
+        let state = self.agent(agent)?;
+        if !self.registry.contains(tool) {
+            return Ok(format!(
+                "{tool}: unavailable: no tool of that name is registered"
+            ));
+        }
+        if !state.is_allowed(tool) {
+            return Ok(format!(
+                "{tool}: unavailable: a restriction of the agent's parent chain or of another plugin hides it"
+            ));
+        }
+        let decision = self.decide(agent, tool);
+        if decision.deferred && state.activated.contains(tool) {
+            return Ok(format!(
+                "{}; activated on demand, so visible",
+                decision.describe(tool)
+            ));
+        }
+        Ok(decision.describe(tool))
+    }
+
+    fn tool_search(&mut self, agent: &str, arguments: &str) -> Result<ToolResult, PluginError> {
+        let args: SearchArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(e) => {
+                return Ok(ToolResult::error(format!(
+                    "tool_search: invalid arguments: {e}"
+                )));
+            }
+        };
+        let top_k = args.top_k.unwrap_or(i64::from(DEFAULT_TOP_K));
+        if !(1..=i64::from(MAX_TOP_K)).contains(&top_k) {
+            return Ok(ToolResult::error(format!(
+                "tool_search: top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
+            )));
+        }
+        if args.tool_names.is_empty() && args.queries.is_empty() {
+            return Ok(ToolResult::error(
+                "tool_search: give tool_names (exact names) or queries (what the tool should do)",
+            ));
+        }
+        self.refresh(agent)?;
+        let mut matches: Vec<Match> = Vec::new();
+        let mut seen = HashSet::new();
+        for name in &args.tool_names {
+            let name = name.trim();
+            if seen.insert(name.to_string()) {
+                matches.push(self.activate(agent, name));
+            }
+        }
+        for query in &args.queries {
+            let state = self.agent(agent)?;
+            let hits: Vec<String> = self
+                .index
+                .search(query, top_k as usize, |name| {
+                    state.is_pending(name) && !seen.contains(name)
+                })
+                .into_iter()
+                .map(str::to_string)
+                .collect();
+            for name in hits {
+                seen.insert(name.clone());
+                matches.push(self.activate(agent, &name));
+            }
+        }
+        self.install(agent)?;
+        let output = SearchOutput {
+            matches,
+            remaining_deferred: self.agent(agent)?.pending_count(),
+        };
+        let text = output.text();
+        Ok(ToolResult::ok(&output, text))
+    }
+
+    fn defer_execute_tool(
+        &mut self,
+        agent: &str,
+        arguments: &str,
+    ) -> Result<ToolResult, PluginError> {
+        let args: ActivateArgs = match serde_json::from_str(arguments) {
+            Ok(args) => args,
+            Err(e) => {
+                return Ok(ToolResult::error(format!(
+                    "defer_execute_tool: invalid arguments: {e}"
+                )));
+            }
+        };
+        self.refresh(agent)?;
+        let m = self.activate(agent, args.tool_name.trim());
+        self.install(agent)?;
+        let output = ActivateOutput {
+            tool_name: m.name,
+            status: m.status,
+            reason: m.reason,
+        };
+        let text = output.text();
+        Ok(ToolResult::ok(&output, text))
+    }
+
+    /// Activates one tool for `agent` by exact name, never beyond what the
+    /// agent may call.
+    fn activate(&mut self, agent: &str, name: &str) -> Match {
+        let description = self
+            .registry
+            .lookup(name, agent)
+            .map(|t| guards::first_sentence(&t.description, 200))
+            .unwrap_or_default();
+        let Some(state) = self.agents.get_mut(agent) else {
+            return unavailable(name, "unknown agent".into());
+        };
+        let status = if state.activate(name) {
+            Status::Loaded
+        } else if state.visible().iter().any(|v| v == name) {
+            Status::AlreadyLoaded
+        } else if self.registry.contains(name) {
+            return unavailable(
+                name,
+                "this agent may not call it: a restriction of its parent chain or of another plugin hides it".into(),
+            );
+        } else {
+            let reason = match closest_name(
+                name,
+                state
+                    .visible()
+                    .iter()
+                    .map(String::as_str)
+                    .chain(self.registry.names()),
+            ) {
+                Some(near) => format!("no tool of that name; did you mean `{near}`?"),
+                None => "no tool of that name".into(),
+            };
+            return unavailable(name, reason);
+        };
+        Match {
+            name: name.to_string(),
+            description,
+            status,
+            reason: None,
+        }
+    }
+
+    fn policy(&self) -> Result<&Policy, PluginError> {
+        self.policy.as_ref().ok_or(PluginError::NotConfigured)
+    }
+
+    fn agent(&self, agent: &str) -> Result<&AgentState, PluginError> {
+        self.agents
+            .get(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.to_string()))
+    }
+
+    fn load_registry(&mut self) {
+        self.registry = Registry::new(self.host.registry());
+        self.index = SearchIndex::build(self.registry.tools());
+        self.classify_all();
+    }
+
+    fn classify_all(&mut self) {
+        let Some(policy) = &self.policy else { return };
+        self.classes = self
+            .registry
+            .names()
+            .map(|name| (name.to_string(), policy.classify(name, false)))
+            .collect();
+    }
+
+    fn decide(&self, agent: &str, name: &str) -> Decision {
+        let own = self.registry.is_own(name, agent);
+        match (own, self.classes.get(name), &self.policy) {
+            (false, Some(decision), _) => decision.clone(),
+            (_, _, Some(policy)) => policy.classify(name, own),
+            (_, _, None) => policy_missing(),
+        }
+    }
+
+    fn refresh_all(&mut self) {
+        let agents: Vec<String> = self.agents.keys().cloned().collect();
+        for agent in agents {
+            if let Err(e) = self.refresh(&agent) {
+                self.host.log(
+                    LogLevel::Warn,
+                    &format!("lazy-tools: could not refresh `{agent}`: {e}"),
+                );
+            }
+        }
+    }
+
+    /// Asks the host what the agent may call, reclassifies, and installs the
+    /// resulting allow set if it changed.
+    fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
+        self.agent(agent)?;
+        let allowed = self.host.allowed_tools(agent).map_err(PluginError::Host)?;
+        let decisions: Vec<Decision> = allowed
+            .iter()
+            .map(|name| self.decide(agent, name))
+            .collect();
+        let state = self
+            .agents
+            .get_mut(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
+        let mut decisions = decisions.into_iter();
+        state.update(allowed, |_| decisions.next().unwrap_or_else(policy_missing));
+        self.install(agent)
+    }
+
+    fn install(&mut self, agent: &str) -> Result<(), PluginError> {
+        let state = self
+            .agents
+            .get_mut(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.to_string()))?;
+        let wanted = state.wanted_allow_set();
+        if wanted.as_deref() == state.installed() {
+            return Ok(());
+        }
+        self.host
+            .restrict(agent, wanted.as_deref())
+            .map_err(PluginError::Host)?;
+        state.set_installed(wanted);
+        Ok(())
+    }
+}
+
+/// A visible default for a state that cannot happen (a name classified
+/// before any policy exists): never hide a tool by accident.
+fn policy_missing() -> Decision {
+    Decision {
+        deferred: false,
+        reason: crate::policy::Reason::NoRule,
+    }
+}
+
+fn unavailable(name: &str, reason: String) -> Match {
+    Match {
+        name: name.to_string(),
+        description: String::new(),
+        status: Status::Unavailable,
+        reason: Some(reason),
+    }
+}
+
+/// The most similar name, for "did you mean" hints; ties go to the smaller
+/// name so the hint is deterministic.
+fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, _)| *score >= 0.85)
+        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+        .map(|(_, c)| c)
+}

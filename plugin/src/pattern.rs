@@ -1,0 +1,128 @@
+//! Tool-name patterns: `*` is the only wildcard, every other character is
+//! literal (`?`, `[`, `{` and `\` included), and a pattern matches the whole
+//! name.
+
+use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+
+/// One compiled pattern, with the text the user wrote.
+#[derive(Debug, Clone)]
+pub struct Pattern {
+    text: String,
+    matcher: GlobMatcher,
+}
+
+impl Pattern {
+    /// Compiles `text`. Fails only on an internal globset error, which the
+    /// escaping below rules out; callers still report it rather than trap.
+    pub fn new(text: &str) -> Result<Self, String> {
+        let glob = to_glob(text)?;
+        Ok(Self {
+            text: text.to_string(),
+            matcher: glob.compile_matcher(),
+        })
+    }
+
+    pub fn text(&self) -> &str {
+        &self.text
+    }
+
+    pub fn is_match(&self, name: &str) -> bool {
+        self.matcher.is_match(name)
+    }
+}
+
+/// Several patterns matched at once; reports the index of every pattern
+/// that matches, in the order they were added.
+#[derive(Debug, Clone, Default)]
+pub struct PatternSet {
+    set: Option<GlobSet>,
+}
+
+impl PatternSet {
+    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a Pattern>) -> Result<Self, String> {
+        let mut builder = GlobSetBuilder::new();
+        let mut any = false;
+        for pattern in patterns {
+            builder.add(to_glob(pattern.text())?);
+            any = true;
+        }
+        if !any {
+            return Ok(Self { set: None });
+        }
+        let set = builder.build().map_err(|e| e.to_string())?;
+        Ok(Self { set: Some(set) })
+    }
+
+    /// The index of the first pattern that matches `name`.
+    pub fn first_match(&self, name: &str) -> Option<usize> {
+        let set = self.set.as_ref()?;
+        set.matches(name).into_iter().min()
+    }
+}
+
+fn to_glob(text: &str) -> Result<Glob, String> {
+    // Escape each literal run, keep `*` as the wildcard. Runs of `*` collapse
+    // to one: globset gives `**` a path meaning that tool names do not have.
+    let mut glob = String::with_capacity(text.len() + 8);
+    for (i, literal) in text.split('*').enumerate() {
+        if i > 0 && !glob.ends_with('*') {
+            glob.push('*');
+        }
+        glob.push_str(&globset::escape(literal));
+    }
+    GlobBuilder::new(&glob)
+        .literal_separator(false)
+        .backslash_escape(false)
+        .build()
+        .map_err(|e| format!("pattern `{text}`: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn matches(pattern: &str, name: &str) -> bool {
+        Pattern::new(pattern).unwrap().is_match(name)
+    }
+
+    #[test]
+    fn star_is_the_only_wildcard() {
+        assert!(matches("*", "anything/at all"));
+        assert!(matches("browser_*", "browser_click"));
+        assert!(!matches("browser_*", "xbrowser_click"));
+        assert!(matches("*_search", "web_search"));
+        assert!(matches("a**b", "axxb"));
+        assert!(matches("get_*_by_*", "get_user_by_id"));
+    }
+
+    #[test]
+    fn other_glob_characters_are_literal() {
+        assert!(matches("a?c", "a?c"));
+        assert!(!matches("a?c", "abc"));
+        assert!(matches("[ab]", "[ab]"));
+        assert!(!matches("[ab]", "a"));
+        assert!(matches("{a,b}", "{a,b}"));
+        assert!(!matches("{a,b}", "a"));
+        assert!(matches(r"a\*", r"a\xyz"));
+        assert!(matches("a.b", "a.b"));
+        assert!(!matches("a.b", "axb"));
+    }
+
+    #[test]
+    fn whole_name_only() {
+        assert!(!matches("read", "read_file"));
+        assert!(!matches("read", "unread"));
+    }
+
+    #[test]
+    fn set_reports_first_matching_pattern() {
+        let patterns: Vec<_> = ["x_*", "*", "a"]
+            .iter()
+            .map(|p| Pattern::new(p).unwrap())
+            .collect();
+        let set = PatternSet::new(&patterns).unwrap();
+        assert_eq!(set.first_match("x_1"), Some(0));
+        assert_eq!(set.first_match("a"), Some(1));
+        assert_eq!(PatternSet::new(&[]).unwrap().first_match("a"), None);
+    }
+}

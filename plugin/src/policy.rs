@@ -1,0 +1,190 @@
+//! Which tools are deferred, and which rule decided it.
+//!
+//! Precedence, first match wins: a guard tool, a tool of the agent's own
+//! scope, the `deferToolLoading: false` switch, a NoDefer rule, a Defer rule.
+//! A tool no rule names stays visible.
+
+use crate::config::{Action, Config, DeferSwitch, RuleSource};
+use crate::guards;
+use crate::pattern::PatternSet;
+
+/// Why a tool is visible or deferred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    Guard,
+    OwnScope,
+    SwitchOff,
+    NoDefer(RuleSource),
+    Defer(RuleSource),
+    NoRule,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    pub deferred: bool,
+    pub reason: Reason,
+}
+
+impl Decision {
+    fn visible(reason: Reason) -> Self {
+        Self {
+            deferred: false,
+            reason,
+        }
+    }
+
+    /// One line a person understands.
+    pub fn describe(&self, tool: &str) -> String {
+        let verdict = if self.deferred { "deferred" } else { "visible" };
+        let why = match &self.reason {
+            Reason::Guard => "it is one of lazy-tools' own tools, which are never deferred".into(),
+            Reason::OwnScope => {
+                "it is registered in the agent's own scope, which is never deferred".into()
+            }
+            Reason::SwitchOff => "deferToolLoading is false, so nothing is deferred".into(),
+            Reason::NoDefer(source) => format!("it matches {}", describe_source(source, "NoDefer")),
+            Reason::Defer(source) => format!("it matches {}", describe_source(source, "Defer")),
+            Reason::NoRule => "no Defer rule matches it".into(),
+        };
+        format!("{tool}: {verdict}: {why}")
+    }
+}
+
+fn describe_source(source: &RuleSource, action: &str) -> String {
+    match source {
+        RuleSource::Preset => format!("the zero-config preset's {action} rule"),
+        RuleSource::Entry { list, index, text } => {
+            format!("the {action} entry {list}[{index}] `{text}`")
+        }
+    }
+}
+
+/// A configuration compiled for fast classification.
+#[derive(Debug, Clone)]
+pub struct Policy {
+    config: Config,
+    no_defer: RuleIndex,
+    defer: RuleIndex,
+}
+
+/// The rules of one action, with a set that matches them all at once.
+#[derive(Debug, Clone, Default)]
+struct RuleIndex {
+    rules: Vec<usize>,
+    set: PatternSet,
+}
+
+impl RuleIndex {
+    fn new(config: &Config, action: Action) -> Result<Self, String> {
+        let rules: Vec<usize> = (0..config.rules.len())
+            .filter(|&i| config.rules[i].action == action)
+            .collect();
+        let set = PatternSet::new(rules.iter().map(|&i| &config.rules[i].pattern))?;
+        Ok(Self { rules, set })
+    }
+
+    fn first_match<'c>(&self, config: &'c Config, name: &str) -> Option<&'c RuleSource> {
+        let hit = self.set.first_match(name)?;
+        Some(&config.rules[self.rules[hit]].source)
+    }
+}
+
+impl Policy {
+    pub fn new(config: Config) -> Result<Self, String> {
+        let no_defer = RuleIndex::new(&config, Action::NoDefer)?;
+        let defer = RuleIndex::new(&config, Action::Defer)?;
+        Ok(Self {
+            config,
+            no_defer,
+            defer,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    /// Classifies a tool that the agent inherits; `own_scope` says whether it
+    /// is registered in the agent's own scope.
+    pub fn classify(&self, name: &str, own_scope: bool) -> Decision {
+        if guards::is_guard(name) {
+            return Decision::visible(Reason::Guard);
+        }
+        if own_scope {
+            return Decision::visible(Reason::OwnScope);
+        }
+        if self.config.switch == DeferSwitch::Off {
+            return Decision::visible(Reason::SwitchOff);
+        }
+        if let Some(source) = self.no_defer.first_match(&self.config, name) {
+            return Decision::visible(Reason::NoDefer(source.clone()));
+        }
+        if let Some(source) = self.defer.first_match(&self.config, name) {
+            return Decision {
+                deferred: true,
+                reason: Reason::Defer(source.clone()),
+            };
+        }
+        Decision::visible(Reason::NoRule)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn policy(config: serde_json::Value) -> Policy {
+        Policy::new(Config::from_value(&config).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn preset_defers_all_but_core_builtins() {
+        let p = policy(json!(null));
+        assert!(p.classify("browser_click", false).deferred);
+        assert!(!p.classify("bash", false).deferred);
+        assert!(!p.classify("web_fetch", false).deferred);
+        assert_eq!(
+            p.classify("bash", false).reason,
+            Reason::NoDefer(RuleSource::Preset)
+        );
+    }
+
+    #[test]
+    fn no_defer_beats_defer_in_either_list() {
+        let p = policy(json!({"defer": ["Defer(*)", "NoDefer(git_*)"], "noDefer": ["read"]}));
+        assert!(p.classify("x", false).deferred);
+        assert!(!p.classify("git_log", false).deferred);
+        assert!(!p.classify("read", false).deferred);
+        let p = policy(json!({"noDefer": ["Defer(a*)", "abc"]}));
+        assert!(p.classify("abd", false).deferred);
+        assert!(!p.classify("abc", false).deferred);
+    }
+
+    #[test]
+    fn guards_and_own_scope_are_never_deferred() {
+        let p = policy(json!({"defer": ["*", "tool_search"]}));
+        assert!(!p.classify("tool_search", false).deferred);
+        assert!(!p.classify("defer_execute_tool", false).deferred);
+        assert_eq!(p.classify("mine", true).reason, Reason::OwnScope);
+    }
+
+    #[test]
+    fn switch_off_and_empty_defer_defer_nothing() {
+        let p = policy(json!({"deferToolLoading": false}));
+        assert_eq!(p.classify("x", false).reason, Reason::SwitchOff);
+        let p = policy(json!({"defer": []}));
+        assert_eq!(p.classify("x", false).reason, Reason::NoRule);
+        assert!(!p.classify("x", false).deferred);
+    }
+
+    #[test]
+    fn describe_names_the_entry() {
+        let p = policy(json!({"noDefer": ["bash", "git_*"]}));
+        let line = p.classify("git_log", false).describe("git_log");
+        assert_eq!(
+            line,
+            "git_log: visible: it matches the NoDefer entry noDefer[1] `git_*`"
+        );
+    }
+}

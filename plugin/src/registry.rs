@@ -1,0 +1,76 @@
+//! The plugin's cached copy of the shell's tool registry. It is fetched once
+//! and again only when the host says the registry changed, never per call.
+
+use std::collections::HashMap;
+
+/// Where a tool comes from (mirrors the WIT `tool-origin`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Origin {
+    Builtin,
+    Mcp(String),
+    Agent(String),
+}
+
+/// A tool as the registry holds it (mirrors the WIT `tool-def`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments, as JSON text.
+    pub parameters: String,
+    pub origin: Origin,
+}
+
+#[derive(Debug, Default)]
+pub struct Registry {
+    tools: Vec<ToolDef>,
+    by_name: HashMap<String, Vec<usize>>,
+}
+
+impl Registry {
+    pub fn new(tools: Vec<ToolDef>) -> Self {
+        let mut by_name: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
+        for (i, tool) in tools.iter().enumerate() {
+            by_name.entry(tool.name.clone()).or_default().push(i);
+        }
+        Self { tools, by_name }
+    }
+
+    pub fn tools(&self) -> &[ToolDef] {
+        &self.tools
+    }
+
+    pub fn contains(&self, name: &str) -> bool {
+        self.by_name.contains_key(name)
+    }
+
+    /// True when `name` is registered in `agent`'s own scope.
+    pub fn is_own(&self, name: &str, agent: &str) -> bool {
+        self.defs(name)
+            .any(|t| matches!(&t.origin, Origin::Agent(a) if a == agent))
+    }
+
+    /// The definition `agent` sees under `name`: its own scope's first, then
+    /// a global one, then an ancestor's.
+    pub fn lookup(&self, name: &str, agent: &str) -> Option<&ToolDef> {
+        let rank = |t: &ToolDef| match &t.origin {
+            Origin::Agent(a) if a == agent => 0,
+            Origin::Builtin | Origin::Mcp(_) => 1,
+            Origin::Agent(_) => 2,
+        };
+        self.defs(name).min_by_key(|t| rank(t))
+    }
+
+    fn defs<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ToolDef> + 'a {
+        self.by_name
+            .get(name)
+            .into_iter()
+            .flatten()
+            .map(|&i| &self.tools[i])
+    }
+
+    /// Registered names, in no particular order.
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.by_name.keys().map(String::as_str)
+    }
+}
