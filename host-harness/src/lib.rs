@@ -2,6 +2,10 @@
 //! plugin, used by its tests, benchmarks and the `host-harness` CLI.
 
 pub mod catalog;
+pub mod commands;
 pub mod plugin_api;
+pub mod profile;
+pub mod script;
 pub mod shell;
 pub mod wasm_host;
+pub mod yaml;

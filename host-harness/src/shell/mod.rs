@@ -2,6 +2,7 @@
 //! scope chain, restriction layers, a pre-execute waterfall, prompt assembly
 //! and restriction plugins running as WebAssembly components.
 
+mod builtins;
 mod core;
 mod tools;
 
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
 
+pub use self::builtins::core_builtins;
 pub use self::core::{ShellCore, ShellError};
 pub use self::tools::{AgentId, Origin, Tool, ToolSchema};
 use crate::plugin_api::{ConfigError, Verdict};

@@ -1,0 +1,134 @@
+//! `host-harness demo`: what lazy-tools does to a real MCP catalog, shown to
+//! a person step by step, through the real component.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::{Value, json};
+
+use crate::catalog::Catalog;
+use crate::script::describe;
+use crate::shell::{CallOutcome, Shell, ToolSchema, core_builtins};
+use crate::wasm_host::WasmHost;
+
+/// The catalog the demo loads when none is given.
+pub fn bundled_catalog() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalogs/livemcpbench.json")
+}
+
+pub fn run(catalog: Option<&Path>) -> Result<()> {
+    let path = catalog
+        .map(Path::to_path_buf)
+        .unwrap_or_else(bundled_catalog);
+    let catalog = Catalog::load(&path)?;
+    let mut shell = Shell::new();
+    shell.register_tools(core_builtins())?;
+    shell.register_tools(catalog.tools().map(|(_, tool)| tool))?;
+    let main = shell.create_agent("main", None)?;
+
+    println!(
+        "lazy-tools demo: {} MCP tools from {} servers ({}) and {} built-ins\n",
+        catalog.tool_count(),
+        catalog.servers.len(),
+        path.display(),
+        core_builtins().len()
+    );
+
+    let eager = shell.next_request(&main)?;
+    println!(
+        "1. Without lazy-tools the model receives {} tools on every request: {}.",
+        eager.len(),
+        size(&eager)
+    );
+
+    let component = WasmHost::global().lazy_tools()?;
+    shell
+        .install_plugin("lazy-tools", &component, &Value::Null)
+        .context("installing lazy-tools with the zero-config preset")?;
+    let cold = shell.next_request(&main)?;
+    println!(
+        "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {} ({:.1}% of the bytes).\n   {}",
+        cold.len(),
+        size(&cold),
+        100.0 * bytes(&cold) as f64 / bytes(&eager) as f64,
+        names(&cold)
+    );
+
+    let english = search(
+        &mut shell,
+        &main,
+        "find academic papers on arXiv by keyword",
+    )?;
+    println!("3. The model searches in English:\n{english}");
+    let chinese = search(&mut shell, &main, "查询股票的实时价格")?;
+    println!(
+        "4. The model searches in Chinese (查询股票的实时价格, \"look up a stock's live price\"):\n{chinese}"
+    );
+
+    let visible: Vec<String> = shell
+        .next_request(&main)?
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    let hidden = catalog
+        .tools()
+        .map(|(_, t)| t.name)
+        .find(|name| !visible.contains(name))
+        .context("every catalog tool is visible; nothing to deny")?;
+    let outcome = shell.call(&main, &hidden, &json!({}))?;
+    if !matches!(outcome, CallOutcome::Denied { .. }) {
+        bail!("a direct call to the deferred tool `{hidden}` was not denied: {outcome:?}");
+    }
+    println!(
+        "5. The model calls the deferred tool `{hidden}` directly:\n   {}",
+        describe(&outcome)
+    );
+
+    let next = shell.next_request(&main)?;
+    let loaded: Vec<&ToolSchema> = next.iter().filter(|t| !cold.contains(t)).collect();
+    println!(
+        "6. On the next request the model receives {} tools ({}); newly loaded: {}.",
+        next.len(),
+        size(&next),
+        loaded
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    Ok(())
+}
+
+fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
+    let args = json!({"queries": [query], "top_k": 3});
+    let outcome = shell.call(agent, "tool_search", &args)?;
+    let CallOutcome::Completed(output) = outcome else {
+        bail!("tool_search did not run: {outcome:?}");
+    };
+    Ok(format!(
+        "   tool_search {args}\n{}",
+        output
+            .text
+            .lines()
+            .map(|l| format!("   {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+}
+
+fn bytes(tools: &[ToolSchema]) -> usize {
+    serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0)
+}
+
+fn size(tools: &[ToolSchema]) -> String {
+    let bytes = bytes(tools);
+    format!("{bytes} bytes of schemas")
+}
+
+fn names(tools: &[ToolSchema]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

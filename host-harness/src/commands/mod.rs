@@ -1,0 +1,4 @@
+//! The CLI's commands, as library functions so tests can run them.
+
+pub mod bench;
+pub mod demo;

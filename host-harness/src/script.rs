@@ -1,0 +1,508 @@
+//! Scripted sessions: the tools, agents and steps of a session in YAML, each
+//! step with what it must produce. The fixture tests under `tests/cases/`
+//! and `host-harness session --steps` both run them.
+
+use std::fmt::Write as _;
+use std::path::Path;
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use serde::Deserialize;
+use serde_json::Value;
+use serde_saphyr::Spanned;
+
+use crate::catalog::Catalog;
+use crate::shell::{CallOutcome, Origin, Shell, Tool};
+
+/// A session script.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Script {
+    /// A catalog file, relative to the script, whose tools are registered
+    /// first.
+    #[serde(default)]
+    pub catalog: Option<String>,
+    /// Tools registered before the plugin starts.
+    #[serde(default)]
+    pub tools: Vec<ToolEntry>,
+    /// Agents created before the plugin starts, parents first.
+    #[serde(default)]
+    pub agents: Vec<AgentEntry>,
+    #[serde(default)]
+    pub steps: Vec<Spanned<Step>>,
+}
+
+/// A tool: a bare name is a built-in; `server` makes it an MCP tool and
+/// `agent` puts it in that agent's own scope.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum ToolEntry {
+    Name(String),
+    Full(ToolSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub server: Option<String>,
+    #[serde(default)]
+    pub agent: Option<String>,
+    #[serde(default)]
+    pub parameters: Option<Value>,
+}
+
+impl ToolEntry {
+    pub fn to_tool(&self) -> Result<Tool> {
+        let spec = match self {
+            ToolEntry::Name(name) => ToolSpec {
+                name: name.clone(),
+                description: None,
+                server: None,
+                agent: None,
+                parameters: None,
+            },
+            ToolEntry::Full(spec) => spec.clone(),
+        };
+        let origin = match (spec.server, spec.agent) {
+            (Some(_), Some(_)) => bail!("tool `{}`: give `server` or `agent`, not both", spec.name),
+            (Some(server), None) => Origin::Mcp(server),
+            (None, Some(agent)) => Origin::Agent(agent),
+            (None, None) => Origin::Builtin,
+        };
+        let description = spec
+            .description
+            .unwrap_or_else(|| format!("The {} tool.", spec.name.replace('_', " ")));
+        let tool = Tool::new(spec.name, description, origin);
+        Ok(match spec.parameters {
+            Some(parameters) => tool.with_parameters(parameters),
+            None => tool,
+        })
+    }
+}
+
+/// An agent by its id (`main`, `main/worker`); `restrict` installs the
+/// parent's restriction on it (source `parent`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum AgentEntry {
+    Id(String),
+    Full(AgentSpec),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentSpec {
+    pub id: String,
+    #[serde(default)]
+    pub restrict: Option<Vec<String>>,
+}
+
+impl AgentEntry {
+    fn spec(&self) -> AgentSpec {
+        match self {
+            AgentEntry::Id(id) => AgentSpec {
+                id: id.clone(),
+                restrict: None,
+            },
+            AgentEntry::Full(spec) => spec.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Step {
+    /// What the model sees on the agent's next request.
+    Visible(VisibleStep),
+    /// A tool call, as the model would make it.
+    Call(CallStep),
+    /// Tools registered now (an MCP server that connects late).
+    Register(Vec<ToolEntry>),
+    /// Tools removed from the global scope.
+    Unregister(Vec<String>),
+    CreateAgent(AgentSpec),
+    DisposeAgent(String),
+    /// A restriction layer from another source.
+    Restrict(RestrictStep),
+    /// The plugin gets a new config; `error` is the expected rejection.
+    Reconfigure(ReconfigureStep),
+    /// A lifecycle event sent again, straight to the plugin.
+    Resend(Resend),
+    /// The plugin is removed.
+    DisposePlugin,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VisibleStep {
+    pub agent: String,
+    /// The whole list, in prompt order.
+    #[serde(default)]
+    pub exactly: Option<Vec<String>>,
+    #[serde(default)]
+    pub includes: Vec<String>,
+    #[serde(default)]
+    pub excludes: Vec<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CallStep {
+    pub agent: String,
+    pub tool: String,
+    #[serde(default)]
+    pub args: Option<Value>,
+    pub expect: Expect,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub outcome: OutcomeKind,
+    /// Which hook denied it.
+    #[serde(default)]
+    pub by: Option<String>,
+    #[serde(default)]
+    pub reason_contains: Vec<String>,
+    #[serde(default)]
+    pub text_contains: Vec<String>,
+    /// A subset of the result's JSON: every key given must match; lists
+    /// must match element by element and in length.
+    #[serde(default)]
+    pub json: Option<Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutcomeKind {
+    /// Refused by a pre-execute hook.
+    Denied,
+    /// Refused by the shell (unknown or restricted tool).
+    Refused,
+    /// Ran and succeeded.
+    Ok,
+    /// Ran and returned an error result.
+    Error,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RestrictStep {
+    pub agent: String,
+    pub source: String,
+    pub allow: Option<Vec<String>>,
+    /// The expected rejection, if the shell must refuse the restriction.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReconfigureStep {
+    pub config: Value,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "snake_case", deny_unknown_fields)]
+pub enum Resend {
+    AgentCreated(String),
+    AgentDisposed(String),
+    RegistryChanged,
+}
+
+impl Script {
+    pub fn load(path: &Path) -> Result<Self> {
+        let text =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(path: &Path, text: &str) -> Result<Self> {
+        serde_saphyr::from_str(text).map_err(|e| {
+            let place = e
+                .location()
+                .map(|l| format!("{}:{}:{}", path.display(), l.line(), l.column()))
+                .unwrap_or_else(|| path.display().to_string());
+            anyhow!(
+                "{place}: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            )
+        })
+    }
+
+    /// Registers the script's catalog and tools and creates its agents.
+    pub fn set_up(&self, shell: &mut Shell, base: &Path) -> Result<()> {
+        if let Some(catalog) = &self.catalog {
+            let catalog = Catalog::load(&base.join(catalog))?;
+            shell.register_tools(catalog.tools().map(|(_, tool)| tool))?;
+        }
+        // Agent-scoped tools need their agent first.
+        let (scoped, global): (Vec<_>, Vec<_>) = self
+            .tools
+            .iter()
+            .map(ToolEntry::to_tool)
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .partition(|t| t.origin.scope().is_some());
+        shell.register_tools(global)?;
+        for agent in &self.agents {
+            create_agent(shell, &agent.spec())?;
+        }
+        shell.register_tools(scoped)?;
+        Ok(())
+    }
+}
+
+fn create_agent(shell: &mut Shell, spec: &AgentSpec) -> Result<()> {
+    let (parent, name) = match spec.id.rsplit_once('/') {
+        Some((parent, name)) => (Some(parent), name),
+        None => (None, spec.id.as_str()),
+    };
+    shell.create_agent(name, parent)?;
+    if let Some(allow) = &spec.restrict {
+        shell.restrict(&spec.id, "parent", Some(allow.clone()))?;
+    }
+    Ok(())
+}
+
+/// Runs one step and checks what it must produce. Returns a line for the
+/// transcript; `Err` says what differed.
+pub fn run_step(shell: &mut Shell, plugin: &str, step: &Step) -> Result<String> {
+    match step {
+        Step::Visible(v) => {
+            let names: Vec<String> = shell
+                .next_request(&v.agent)?
+                .into_iter()
+                .map(|t| t.name)
+                .collect();
+            if let Some(exactly) = &v.exactly
+                && &names != exactly
+            {
+                bail!("{} sees {names:?}, expected exactly {exactly:?}", v.agent);
+            }
+            for name in &v.includes {
+                if !names.contains(name) {
+                    bail!("{} does not see `{name}`; it sees {names:?}", v.agent);
+                }
+            }
+            for name in &v.excludes {
+                if names.contains(name) {
+                    bail!("{} sees `{name}`, which must be hidden", v.agent);
+                }
+            }
+            Ok(format!("{} sees {}", v.agent, names.join(", ")))
+        }
+        Step::Call(c) => {
+            let args = c.args.clone().unwrap_or_else(|| serde_json::json!({}));
+            let outcome = shell.call(&c.agent, &c.tool, &args)?;
+            check_outcome(&outcome, &c.expect).with_context(|| {
+                format!("{} calling `{}`: {}", c.agent, c.tool, describe(&outcome))
+            })?;
+            Ok(format!(
+                "{} calls {}: {}",
+                c.agent,
+                c.tool,
+                describe(&outcome)
+            ))
+        }
+        Step::Register(entries) => {
+            let tools = entries
+                .iter()
+                .map(ToolEntry::to_tool)
+                .collect::<Result<Vec<_>>>()?;
+            let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+            shell.register_tools(tools)?;
+            Ok(format!("registered {}", names.join(", ")))
+        }
+        Step::Unregister(names) => {
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            shell.unregister_tools(&names, None)?;
+            Ok(format!("unregistered {}", names.join(", ")))
+        }
+        Step::CreateAgent(spec) => {
+            create_agent(shell, spec)?;
+            Ok(format!("created {}", spec.id))
+        }
+        Step::DisposeAgent(id) => {
+            shell.dispose_agent(id)?;
+            Ok(format!("disposed {id}"))
+        }
+        Step::Restrict(r) => {
+            let result = shell.restrict(&r.agent, &r.source, r.allow.clone());
+            expect_error(result, r.error.as_deref())?;
+            Ok(format!("{} restricts {}", r.source, r.agent))
+        }
+        Step::Reconfigure(r) => {
+            let result = shell
+                .reconfigure(plugin, &r.config)
+                .map_err(anyhow::Error::from);
+            expect_error(result, r.error.as_deref())?;
+            Ok("reconfigured".into())
+        }
+        Step::Resend(event) => {
+            let instance = shell.plugin_mut(plugin)?;
+            match event {
+                Resend::AgentCreated(agent) => {
+                    let parent = agent.rsplit_once('/').map(|(p, _)| p);
+                    instance
+                        .agent_created(agent, parent)?
+                        .map_err(|e| anyhow!("{e}"))?;
+                }
+                Resend::AgentDisposed(agent) => instance.agent_disposed(agent)?,
+                Resend::RegistryChanged => {
+                    instance.registry_changed()?.map_err(|e| anyhow!("{e}"))?
+                }
+            }
+            Ok(format!("resent {event:?}"))
+        }
+        Step::DisposePlugin => {
+            shell.dispose_plugin(plugin)?;
+            Ok(format!("disposed plugin {plugin}"))
+        }
+    }
+}
+
+fn expect_error(result: Result<()>, expected: Option<&str>) -> Result<()> {
+    match (result, expected) {
+        (Ok(()), None) => Ok(()),
+        (Ok(()), Some(expected)) => bail!("expected the error `{expected}`, but it succeeded"),
+        (Err(e), None) => Err(e),
+        (Err(e), Some(expected)) => {
+            let message = format!("{e:#}");
+            if message.contains(expected) {
+                Ok(())
+            } else {
+                bail!("expected an error containing `{expected}`, got `{message}`")
+            }
+        }
+    }
+}
+
+fn check_outcome(outcome: &CallOutcome, expect: &Expect) -> Result<()> {
+    let (kind, reason, text, json) = match outcome {
+        CallOutcome::Denied { reason, .. } => (OutcomeKind::Denied, Some(reason), None, None),
+        CallOutcome::Refused(reason) => (OutcomeKind::Refused, Some(reason), None, None),
+        CallOutcome::Completed(out) => (
+            if out.is_error {
+                OutcomeKind::Error
+            } else {
+                OutcomeKind::Ok
+            },
+            None,
+            Some(&out.text),
+            Some(&out.json),
+        ),
+    };
+    if kind != expect.outcome {
+        bail!("expected {:?}, got {kind:?}", expect.outcome);
+    }
+    if let (Some(by), CallOutcome::Denied { by: actual, .. }) = (&expect.by, outcome)
+        && by != actual
+    {
+        bail!("expected a deny by `{by}`, got one by `{actual}`");
+    }
+    for needle in &expect.reason_contains {
+        if !reason.is_some_and(|r| r.contains(needle.as_str())) {
+            bail!("the reason does not contain `{needle}`");
+        }
+    }
+    for needle in &expect.text_contains {
+        if !text.is_some_and(|t| t.contains(needle.as_str())) {
+            bail!("the text does not contain `{needle}`");
+        }
+    }
+    if let Some(expected) = &expect.json {
+        let actual = json.ok_or_else(|| anyhow!("no JSON result to compare"))?;
+        if let Err(path) = json_subset(expected, actual, String::new()) {
+            bail!("the JSON result differs at `{path}`: {actual}");
+        }
+    }
+    Ok(())
+}
+
+/// Whether `expected` is a subset of `actual`; `Err` holds where it is not.
+fn json_subset(expected: &Value, actual: &Value, path: String) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                let at = format!("{path}/{key}");
+                match a.get(key) {
+                    Some(actual) => json_subset(value, actual, at)?,
+                    None => return Err(at),
+                }
+            }
+            Ok(())
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                return Err(format!("{path} (length {} != {})", a.len(), e.len()));
+            }
+            for (i, (e, a)) in e.iter().zip(a).enumerate() {
+                json_subset(e, a, format!("{path}/{i}"))?;
+            }
+            Ok(())
+        }
+        _ if expected == actual => Ok(()),
+        _ => Err(path),
+    }
+}
+
+/// One line a person reads.
+pub fn describe(outcome: &CallOutcome) -> String {
+    match outcome {
+        CallOutcome::Denied { by, reason } => format!("denied by {by}: {reason}"),
+        CallOutcome::Refused(reason) => format!("refused: {reason}"),
+        CallOutcome::Completed(out) => {
+            let mut line = String::new();
+            if out.is_error {
+                line.push_str("error: ");
+            }
+            let _ = write!(line, "{}", out.text.replace('\n', " | "));
+            line
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_subset_checks_keys_and_lengths() {
+        let actual = json!({"a": 1, "b": [{"x": 1, "y": 2}], "c": "z"});
+        assert!(json_subset(&json!({"a": 1}), &actual, String::new()).is_ok());
+        assert!(json_subset(&json!({"b": [{"x": 1}]}), &actual, String::new()).is_ok());
+        assert_eq!(
+            json_subset(&json!({"b": []}), &actual, String::new()),
+            Err("/b (length 1 != 0)".into())
+        );
+        assert_eq!(
+            json_subset(&json!({"b": [{"x": 2}]}), &actual, String::new()),
+            Err("/b/0/x".into())
+        );
+        assert_eq!(
+            json_subset(&json!({"d": 1}), &actual, String::new()),
+            Err("/d".into())
+        );
+    }
+
+    #[test]
+    fn scripts_parse_with_located_errors() {
+        let script = Script::parse(
+            Path::new("s.yml"),
+            "tools: [bash, {name: x, server: s}]\nagents: [main]\nsteps:\n  - visible: {agent: main, includes: [bash]}\n  - dispose_plugin\n",
+        )
+        .unwrap();
+        assert_eq!(script.steps.len(), 2);
+        assert_eq!(script.steps[1].referenced.line(), 5);
+        let err =
+            Script::parse(Path::new("s.yml"), "steps:\n  - visibel: {agent: main}\n").unwrap_err();
+        assert!(err.to_string().starts_with("s.yml:2:"), "{err}");
+    }
+}

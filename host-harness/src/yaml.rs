@@ -1,0 +1,295 @@
+//! YAML documents with the location of every node, so that an error found
+//! later (by the plugin, in JSON terms) can be shown at the user's line.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::{Map, Number, Value};
+use serde_saphyr::Spanned;
+
+/// A place in a YAML file (1-based line and column).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub file: PathBuf,
+    pub line: u64,
+    pub column: u64,
+}
+
+impl fmt::Display for Place {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+    }
+}
+
+/// A YAML error, located.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{place}: {message}")]
+pub struct YamlError {
+    pub place: Place,
+    pub message: String,
+}
+
+/// A YAML document as JSON, with each node's place by JSON pointer.
+#[derive(Debug, Clone)]
+pub struct LocatedValue {
+    pub value: Value,
+    places: BTreeMap<String, (u64, u64)>,
+    file: PathBuf,
+}
+
+impl LocatedValue {
+    /// Parses `text`, read from `file` (used in messages only).
+    pub fn parse(file: &Path, text: &str) -> Result<Self, YamlError> {
+        let root: Spanned<Node> = serde_saphyr::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .location()
+                .map(|l| (l.line(), l.column()))
+                .unwrap_or((1, 1));
+            YamlError {
+                place: Place {
+                    file: file.to_path_buf(),
+                    line,
+                    column,
+                },
+                message: first_line(&e.to_string()),
+            }
+        })?;
+        let mut places = BTreeMap::new();
+        let value = root_into_json(root, String::new(), &mut places);
+        Ok(Self {
+            value,
+            places,
+            file: file.to_path_buf(),
+        })
+    }
+
+    pub fn load(file: &Path) -> anyhow::Result<Self> {
+        let text = std::fs::read_to_string(file)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+        Ok(Self::parse(file, &text)?)
+    }
+
+    /// Where the node at `pointer` was written: a mapping entry at its key,
+    /// a list item at the item. A pointer that does not exist falls back to
+    /// its nearest ancestor.
+    pub fn place(&self, pointer: &str) -> Place {
+        let mut at = pointer;
+        loop {
+            if let Some(&(line, column)) = self.places.get(at) {
+                return Place {
+                    file: self.file.clone(),
+                    line,
+                    column,
+                };
+            }
+            match at.rfind('/') {
+                Some(i) => at = &at[..i],
+                None => {
+                    return Place {
+                        file: self.file.clone(),
+                        line: 1,
+                        column: 1,
+                    };
+                }
+            }
+        }
+    }
+
+    /// A sub-document, keeping the places of its nodes.
+    pub fn at(&self, pointer: &str) -> Option<LocatedValue> {
+        let value = self.value.pointer(pointer)?.clone();
+        let places = self
+            .places
+            .range(pointer.to_string()..)
+            .take_while(|(k, _)| k.starts_with(pointer))
+            .filter(|(k, _)| k.len() == pointer.len() || k[pointer.len()..].starts_with('/'))
+            .map(|(k, v)| (k[pointer.len()..].to_string(), *v))
+            .collect();
+        Some(Self {
+            value,
+            places,
+            file: self.file.clone(),
+        })
+    }
+
+    pub fn file(&self) -> &Path {
+        &self.file
+    }
+}
+
+/// The parser's message without the location it repeats and without advice
+/// meant for programmers.
+fn first_line(message: &str) -> String {
+    let line = message.lines().next().unwrap_or(message).trim();
+    let line = line.strip_prefix("error: ").unwrap_or(line);
+    let line = match line
+        .strip_prefix("line ")
+        .and_then(|rest| rest.split_once(": "))
+    {
+        Some((place, rest)) if place.contains(" column ") => rest,
+        _ => line,
+    };
+    let line = line
+        .split(", set DuplicateKeyPolicy")
+        .next()
+        .unwrap_or(line);
+    line.to_string()
+}
+
+/// A YAML node whose children carry their places.
+enum Node {
+    Null,
+    Bool(bool),
+    Number(Number),
+    String(String),
+    Seq(Vec<Spanned<Node>>),
+    Map(Vec<(Spanned<String>, Spanned<Node>)>),
+}
+
+fn root_into_json(
+    node: Spanned<Node>,
+    pointer: String,
+    places: &mut BTreeMap<String, (u64, u64)>,
+) -> Value {
+    places.insert(
+        pointer.clone(),
+        (node.referenced.line(), node.referenced.column()),
+    );
+    match node.value {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(b),
+        Node::Number(n) => Value::Number(n),
+        Node::String(s) => Value::String(s),
+        Node::Seq(items) => Value::Array(
+            items
+                .into_iter()
+                .enumerate()
+                .map(|(i, item)| root_into_json(item, format!("{pointer}/{i}"), places))
+                .collect(),
+        ),
+        Node::Map(entries) => {
+            let mut map = Map::new();
+            for (key, item) in entries {
+                let escaped = key.value.replace('~', "~0").replace('/', "~1");
+                let at = format!("{pointer}/{escaped}");
+                let value = root_into_json(item, at.clone(), places);
+                places.insert(at, (key.referenced.line(), key.referenced.column()));
+                map.insert(key.value, value);
+            }
+            Value::Object(map)
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Node {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NodeVisitor)
+    }
+}
+
+struct NodeVisitor;
+
+impl<'de> Visitor<'de> for NodeVisitor {
+    type Value = Node;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any YAML value")
+    }
+
+    fn visit_unit<E>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_none<E>(self) -> Result<Node, E> {
+        Ok(Node::Null)
+    }
+
+    fn visit_bool<E>(self, v: bool) -> Result<Node, E> {
+        Ok(Node::Bool(v))
+    }
+
+    fn visit_i64<E>(self, v: i64) -> Result<Node, E> {
+        Ok(Node::Number(v.into()))
+    }
+
+    fn visit_u64<E>(self, v: u64) -> Result<Node, E> {
+        Ok(Node::Number(v.into()))
+    }
+
+    fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        Number::from_f64(v)
+            .map(Node::Number)
+            .ok_or_else(|| E::custom(format!("the number {v} has no JSON form")))
+    }
+
+    fn visit_str<E>(self, v: &str) -> Result<Node, E> {
+        Ok(Node::String(v.to_string()))
+    }
+
+    fn visit_string<E>(self, v: String) -> Result<Node, E> {
+        Ok(Node::String(v))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Node, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Spanned<Node>>()? {
+            items.push(item);
+        }
+        Ok(Node::Seq(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
+        let mut entries: Vec<(Spanned<String>, Spanned<Node>)> = Vec::new();
+        while let Some(key) = map.next_key::<Spanned<String>>()? {
+            if entries.iter().any(|(k, _)| k.value == key.value) {
+                return Err(de::Error::custom(format!("duplicate key `{}`", key.value)));
+            }
+            let value = map.next_value::<Spanned<Node>>()?;
+            entries.push((key, value));
+        }
+        Ok(Node::Map(entries))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_node_has_its_place() {
+        let text = "defer:\n  - bash\n  - 'Defer()'\nnoDefer: []\n";
+        let doc = LocatedValue::parse(Path::new("p.yml"), text).unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"defer": ["bash", "Defer()"], "noDefer": []})
+        );
+        let place = doc.place("/defer/1");
+        assert_eq!((place.line, place.column), (3, 5));
+        assert_eq!(
+            (doc.place("/noDefer").line, doc.place("/noDefer").column),
+            (4, 1)
+        );
+        assert_eq!(doc.place("/defer/9").line, doc.place("/defer").line);
+        assert_eq!(doc.place("/defer/1").to_string(), "p.yml:3:5");
+    }
+
+    #[test]
+    fn sub_documents_keep_places() {
+        let text = "plugins:\n  - id: x\n    config:\n      defer: [a, b]\n";
+        let doc = LocatedValue::parse(Path::new("c.yml"), text).unwrap();
+        let config = doc.at("/plugins/0/config").unwrap();
+        assert_eq!(config.value, serde_json::json!({"defer": ["a", "b"]}));
+        assert_eq!(config.place("/defer/1").line, 4);
+    }
+
+    #[test]
+    fn syntax_errors_are_located() {
+        let err = LocatedValue::parse(Path::new("bad.yml"), "a: [1, 2\nb: c\n").unwrap_err();
+        assert_eq!(err.place.file, Path::new("bad.yml"));
+        assert!(err.place.line >= 1, "{err}");
+        let err = LocatedValue::parse(Path::new("d.yml"), "a: 1\na: 2\n").unwrap_err();
+        assert_eq!(err.to_string(), "d.yml:2:1: duplicate mapping key: a");
+    }
+}
