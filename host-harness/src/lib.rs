@@ -7,5 +7,6 @@ pub mod plugin_api;
 pub mod profile;
 pub mod script;
 pub mod shell;
+pub mod tokens;
 pub mod wasm_host;
 pub mod yaml;

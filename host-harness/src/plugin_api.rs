@@ -48,3 +48,37 @@ pub enum PluginCallError {
     #[error("the plugin says the host refused: {0}")]
     Host(String),
 }
+
+/// Where a tool stands for one agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Visible,
+    Deferred,
+    Unavailable,
+}
+
+/// The kind of rule that decided a tool's state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Guard,
+    AgentScope,
+    SwitchOff,
+    NeverDefer,
+    NoDeferEntry,
+    AlwaysDefer,
+    DeferEntry,
+    Preset,
+    Budget,
+    NoRule,
+    Activated,
+    ParentRestriction,
+    UnknownTool,
+}
+
+/// Why a tool is in its state, for a person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    pub state: ToolState,
+    pub rule: Rule,
+    pub summary: String,
+}

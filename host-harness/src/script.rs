@@ -238,8 +238,7 @@ impl Script {
     /// Registers the script's catalog and tools and creates its agents.
     pub fn set_up(&self, shell: &mut Shell, base: &Path) -> Result<()> {
         if let Some(catalog) = &self.catalog {
-            let catalog = Catalog::load(&base.join(catalog))?;
-            shell.register_tools(catalog.tools().map(|(_, tool)| tool))?;
+            shell.register_catalog(&Catalog::load(&base.join(catalog))?)?;
         }
         // Agent-scoped tools need their agent first.
         let (scoped, global): (Vec<_>, Vec<_>) = self

@@ -4,11 +4,12 @@
 use std::cell::RefCell;
 
 use crate::host::{Host, LogLevel};
-use crate::registry::{Origin, ToolDef};
+use crate::policy::{Explanation, Rule, ToolState};
+use crate::registry::{Origin, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, ToolResult, Verdict};
 
 wit_bindgen::generate!({
-    path: "../wit/since_v0.1.0",
+    path: "../wit/since_v0.2.0",
     world: "restriction-plugin",
 });
 
@@ -43,6 +44,20 @@ impl Host for WitHost {
             LogLevel::Error => wit::LogLevel::Error,
         };
         wit_host::log(level, message);
+    }
+
+    fn tool_groups(&self) -> Vec<ToolGroup> {
+        wit_host::tool_groups()
+            .into_iter()
+            .map(|g| ToolGroup {
+                name: g.name,
+                description: g.description,
+            })
+            .collect()
+    }
+
+    fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
+        wit_host::count_tokens(texts)
     }
 }
 
@@ -122,6 +137,16 @@ impl Guest for Component {
             .map_err(error_to_wit)
     }
 
+    fn system_prompt(agent: String) -> Result<Option<String>, wit::PluginError> {
+        with(|p| p.system_prompt(&agent)).map_err(error_to_wit)
+    }
+
+    fn explain(agent: String, tool: String) -> Result<wit::Explanation, wit::PluginError> {
+        with(|p| p.explain(&agent, &tool))
+            .map(explanation_to_wit)
+            .map_err(error_to_wit)
+    }
+
     fn dispose() {
         with(|p| p.dispose());
     }
@@ -161,5 +186,31 @@ fn error_to_wit(e: PluginError) -> wit::PluginError {
         PluginError::UnknownAgent(a) => wit::PluginError::UnknownAgent(a),
         PluginError::UnknownTool(t) => wit::PluginError::UnknownTool(t),
         PluginError::Host(m) => wit::PluginError::Host(m),
+    }
+}
+
+fn explanation_to_wit(e: Explanation) -> wit::Explanation {
+    wit::Explanation {
+        state: match e.state {
+            ToolState::Visible => wit::ToolState::Visible,
+            ToolState::Deferred => wit::ToolState::Deferred,
+            ToolState::Unavailable => wit::ToolState::Unavailable,
+        },
+        rule: match e.rule {
+            Rule::Guard => wit::Rule::Guard,
+            Rule::AgentScope => wit::Rule::AgentScope,
+            Rule::SwitchOff => wit::Rule::SwitchOff,
+            Rule::NeverDefer => wit::Rule::NeverDefer,
+            Rule::NoDeferEntry => wit::Rule::NoDeferEntry,
+            Rule::AlwaysDefer => wit::Rule::AlwaysDefer,
+            Rule::DeferEntry => wit::Rule::DeferEntry,
+            Rule::Preset => wit::Rule::Preset,
+            Rule::Budget => wit::Rule::Budget,
+            Rule::NoRule => wit::Rule::NoRule,
+            Rule::Activated => wit::Rule::Activated,
+            Rule::ParentRestriction => wit::Rule::ParentRestriction,
+            Rule::UnknownTool => wit::Rule::UnknownTool,
+        },
+        summary: e.summary,
     }
 }

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::ToolDef;
+use crate::registry::{ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -20,4 +20,9 @@ pub trait Host {
     /// Install (`Some`) or lift (`None`) this plugin's allow set for `agent`.
     fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String>;
     fn log(&self, level: LogLevel, message: &str);
+    /// The groups (MCP servers) that tools' origins name.
+    fn tool_groups(&self) -> Vec<ToolGroup>;
+    /// Token counts of `texts` with the model's tokenizer; `None` when the
+    /// host has no counter.
+    fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
 }

@@ -12,7 +12,7 @@ use crate::guards::{
     Status,
 };
 use crate::host::{Host, LogLevel};
-use crate::policy::{Decision, Policy};
+use crate::policy::{Decision, Explanation, Policy, Rule};
 use crate::registry::{Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::AgentState;
@@ -185,28 +185,36 @@ impl<H: Host> LazyTools<H> {
         self.agents.clear();
     }
 
+    /// Text for the agent's system prompt: the catalog of deferred tools.
+    pub fn system_prompt(&mut self, agent: &str) -> Result<Option<String>, PluginError> {
+        self.agent(agent)?;
+        Ok(None)
+    }
+
     /// Why `tool` is visible, deferred or out of reach for `agent`.
-    pub fn explain(&mut self, agent: &str, tool: &str) -> Result<String, PluginError> {
+    pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Explanation, PluginError> {
         self.refresh(agent)?;
         let state = self.agent(agent)?;
-        if !self.registry.contains(tool) {
-            return Ok(format!(
-                "{tool}: unavailable: no tool of that name is registered"
+        if !self.registry.contains(tool) && !state.is_allowed(tool) {
+            return Ok(Explanation::unavailable(
+                tool,
+                Rule::UnknownTool,
+                "no tool of that name is registered",
             ));
         }
         if !state.is_allowed(tool) {
-            return Ok(format!(
-                "{tool}: unavailable: a restriction of the agent's parent chain or of another plugin hides it"
+            return Ok(Explanation::unavailable(
+                tool,
+                Rule::ParentRestriction,
+                "a restriction of the agent's parent chain or of another plugin hides it",
             ));
         }
         let decision = self.decide(agent, tool);
-        if decision.deferred && state.activated.contains(tool) {
-            return Ok(format!(
-                "{}; activated on demand, so visible",
-                decision.describe(tool)
-            ));
-        }
-        Ok(decision.describe(tool))
+        Ok(Explanation::of(
+            tool,
+            &decision,
+            state.activated.contains(tool),
+        ))
     }
 
     fn tool_search(&mut self, agent: &str, arguments: &str) -> Result<ToolResult, PluginError> {
@@ -340,8 +348,8 @@ impl<H: Host> LazyTools<H> {
     }
 
     fn load_registry(&mut self) {
-        self.registry = Registry::new(self.host.registry());
-        self.index = SearchIndex::build(self.registry.tools());
+        self.registry = Registry::new(self.host.registry(), self.host.tool_groups());
+        self.index = SearchIndex::build(&self.registry);
         self.classify_all();
     }
 

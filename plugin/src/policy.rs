@@ -36,7 +36,12 @@ impl Decision {
     /// One line a person understands.
     pub fn describe(&self, tool: &str) -> String {
         let verdict = if self.deferred { "deferred" } else { "visible" };
-        let why = match &self.reason {
+        format!("{tool}: {verdict}: {}", self.why())
+    }
+
+    /// Why, as a clause.
+    pub fn why(&self) -> String {
+        match &self.reason {
             Reason::Guard => "it is one of lazy-tools' own tools, which are never deferred".into(),
             Reason::OwnScope => {
                 "it is registered in the agent's own scope, which is never deferred".into()
@@ -45,8 +50,7 @@ impl Decision {
             Reason::NoDefer(source) => format!("it matches {}", describe_source(source, "NoDefer")),
             Reason::Defer(source) => format!("it matches {}", describe_source(source, "Defer")),
             Reason::NoRule => "no Defer rule matches it".into(),
-        };
-        format!("{tool}: {verdict}: {why}")
+        }
     }
 }
 
@@ -55,6 +59,83 @@ fn describe_source(source: &RuleSource, action: &str) -> String {
         RuleSource::Preset => format!("the zero-config preset's {action} rule"),
         RuleSource::Entry { list, index, text } => {
             format!("the {action} entry {list}[{index}] `{text}`")
+        }
+    }
+}
+
+/// Where a tool stands for one agent (mirrors the WIT `tool-state`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolState {
+    Visible,
+    Deferred,
+    Unavailable,
+}
+
+/// The kind of rule that decided (mirrors the WIT `rule`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    Guard,
+    AgentScope,
+    SwitchOff,
+    NeverDefer,
+    NoDeferEntry,
+    AlwaysDefer,
+    DeferEntry,
+    Preset,
+    Budget,
+    NoRule,
+    Activated,
+    ParentRestriction,
+    UnknownTool,
+}
+
+/// Why a tool is in its state, for a person (mirrors the WIT `explanation`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explanation {
+    pub state: ToolState,
+    pub rule: Rule,
+    pub summary: String,
+}
+
+impl Explanation {
+    pub fn unavailable(tool: &str, rule: Rule, why: &str) -> Self {
+        Self {
+            state: ToolState::Unavailable,
+            rule,
+            summary: format!("{tool}: unavailable: {why}"),
+        }
+    }
+
+    /// The explanation of a classified tool; `activated` says whether the
+    /// agent loaded it on demand.
+    pub fn of(tool: &str, decision: &Decision, activated: bool) -> Self {
+        let rule = match &decision.reason {
+            Reason::Guard => Rule::Guard,
+            Reason::OwnScope => Rule::AgentScope,
+            Reason::SwitchOff => Rule::SwitchOff,
+            Reason::NoDefer(RuleSource::Preset) | Reason::Defer(RuleSource::Preset) => Rule::Preset,
+            Reason::NoDefer(RuleSource::Entry { .. }) => Rule::NoDeferEntry,
+            Reason::Defer(RuleSource::Entry { .. }) => Rule::DeferEntry,
+            Reason::NoRule => Rule::NoRule,
+        };
+        if decision.deferred && activated {
+            return Self {
+                state: ToolState::Visible,
+                rule: Rule::Activated,
+                summary: format!(
+                    "{tool}: visible: loaded on demand; it was deferred because {}",
+                    decision.why()
+                ),
+            };
+        }
+        Self {
+            state: if decision.deferred {
+                ToolState::Deferred
+            } else {
+                ToolState::Visible
+            },
+            rule,
+            summary: decision.describe(tool),
         }
     }
 }

@@ -21,23 +21,44 @@ pub struct ToolDef {
     pub origin: Origin,
 }
 
+/// A group of tools (mirrors the WIT `tool-group`): an MCP server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolGroup {
+    pub name: String,
+    pub description: String,
+}
+
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: Vec<ToolDef>,
     by_name: HashMap<String, Vec<usize>>,
+    groups: HashMap<String, ToolGroup>,
 }
 
 impl Registry {
-    pub fn new(tools: Vec<ToolDef>) -> Self {
+    pub fn new(tools: Vec<ToolDef>, groups: Vec<ToolGroup>) -> Self {
         let mut by_name: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
         for (i, tool) in tools.iter().enumerate() {
             by_name.entry(tool.name.clone()).or_default().push(i);
         }
-        Self { tools, by_name }
+        let groups = groups.into_iter().map(|g| (g.name.clone(), g)).collect();
+        Self {
+            tools,
+            by_name,
+            groups,
+        }
     }
 
     pub fn tools(&self) -> &[ToolDef] {
         &self.tools
+    }
+
+    /// The group a tool belongs to: its MCP server.
+    pub fn group_of(&self, tool: &ToolDef) -> Option<&ToolGroup> {
+        match &tool.origin {
+            Origin::Mcp(server) => self.groups.get(server),
+            Origin::Builtin | Origin::Agent(_) => None,
+        }
     }
 
     pub fn contains(&self, name: &str) -> bool {

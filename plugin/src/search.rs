@@ -3,7 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::registry::ToolDef;
+use crate::registry::Registry;
 
 #[derive(Debug, Default)]
 pub struct SearchIndex {
@@ -20,7 +20,8 @@ struct Doc {
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
-    pub fn build(tools: &[ToolDef]) -> Self {
+    pub fn build(registry: &Registry) -> Self {
+        let tools = registry.tools();
         let mut seen = HashMap::new();
         let mut docs = Vec::with_capacity(tools.len());
         for tool in tools {

@@ -23,7 +23,7 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
     let catalog = Catalog::load(&path)?;
     let mut shell = Shell::new();
     shell.register_tools(core_builtins())?;
-    shell.register_tools(catalog.tools().map(|(_, tool)| tool))?;
+    shell.register_catalog(&catalog)?;
     let main = shell.create_agent("main", None)?;
 
     println!(

@@ -11,6 +11,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use indexmap::IndexMap;
 
 use super::tools::{AgentId, Tool};
+use crate::tokens::Tokenizer;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShellError {
@@ -36,6 +37,10 @@ struct Agent {
 #[derive(Debug, Default)]
 pub struct ShellCore {
     tools: Vec<Tool>,
+    /// MCP servers (and other groups) by name, with their descriptions.
+    groups: BTreeMap<String, String>,
+    /// The model's tokenizer, when the shell counts tokens.
+    tokenizer: Option<Tokenizer>,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
     restrictions: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
@@ -44,6 +49,24 @@ pub struct ShellCore {
 impl ShellCore {
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// Declares a group (an MCP server) with its description.
+    pub fn set_group(&mut self, name: &str, description: &str) {
+        self.groups
+            .insert(name.to_string(), description.to_string());
+    }
+
+    pub fn groups(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.groups.iter().map(|(n, d)| (n.as_str(), d.as_str()))
+    }
+
+    pub fn set_tokenizer(&mut self, tokenizer: Option<Tokenizer>) {
+        self.tokenizer = tokenizer;
+    }
+
+    pub fn token_counter(&self) -> Option<Tokenizer> {
+        self.tokenizer
     }
 
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {

@@ -14,6 +14,7 @@ use serde_json::Value;
 pub use self::builtins::core_builtins;
 pub use self::core::{ShellCore, ShellError};
 pub use self::tools::{AgentId, Origin, Tool, ToolSchema};
+use crate::catalog::Catalog;
 use crate::plugin_api::{ConfigError, Verdict};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
 
@@ -82,6 +83,17 @@ impl Shell {
             }
         }
         self.notify_registry_changed()
+    }
+
+    /// Registers a catalog's MCP servers (with their descriptions) and tools.
+    pub fn register_catalog(&mut self, catalog: &Catalog) -> Result<()> {
+        {
+            let mut core = self.core();
+            for server in &catalog.servers {
+                core.set_group(&server.name, &server.description);
+            }
+        }
+        self.register_tools(catalog.tools().map(|(_, tool)| tool))
     }
 
     pub fn unregister_tools(&mut self, names: &[&str], scope: Option<&str>) -> Result<()> {

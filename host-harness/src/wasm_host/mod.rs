@@ -13,7 +13,7 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::plugin_api::{ConfigError, PluginCallError, ToolResult, Verdict};
+use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
 use crate::shell::{ShellCore, Tool};
 use wit::PluginBindings;
 
@@ -168,6 +168,20 @@ impl PluginState {
             .map_err(|e| e.to_string())
     }
 
+    /// The MCP servers that registered tools name, with their descriptions.
+    pub(crate) fn shell_groups(&self) -> Vec<(String, String)> {
+        self.shell()
+            .groups()
+            .map(|(n, d)| (n.to_string(), d.to_string()))
+            .collect()
+    }
+
+    /// The shell's token counts for `texts`; `None` when it has no counter.
+    pub(crate) fn shell_count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
+        let counter = self.shell().token_counter()?;
+        Some(texts.iter().map(|t| counter.count(t)).collect())
+    }
+
     pub(crate) fn record_log(&mut self, level: tracing::Level, message: String) {
         match level {
             tracing::Level::ERROR => tracing::error!(plugin = %self.plugin_id, "{message}"),
@@ -237,6 +251,21 @@ impl PluginInstance {
     ) -> Result<Result<ToolResult, PluginCallError>> {
         self.bindings
             .execute(&mut self.store, agent, tool, arguments)
+    }
+
+    pub fn system_prompt(
+        &mut self,
+        agent: &str,
+    ) -> Result<Result<Option<String>, PluginCallError>> {
+        self.bindings.system_prompt(&mut self.store, agent)
+    }
+
+    pub fn explain(
+        &mut self,
+        agent: &str,
+        tool: &str,
+    ) -> Result<Result<Explanation, PluginCallError>> {
+        self.bindings.explain(&mut self.store, agent, tool)
     }
 
     pub fn dispose(&mut self) -> Result<()> {

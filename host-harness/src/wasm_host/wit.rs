@@ -1,21 +1,25 @@
 //! Versioned bindings to the `dsh:tool-restriction` WIT package. Each
 //! version the host supports has its own module; `PluginBindings` picks the
-//! one a component was built against.
+//! one a component was built against. Older versions share the newest
+//! version's types, so every call converts its values the same way.
 
 pub mod since_v0_1_0;
+pub mod since_v0_2_0;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use wasmtime::Store;
 use wasmtime::component::{Component, Linker};
 
 use super::{IntoAnyhow as _, PluginState};
-use crate::plugin_api::{ConfigError, PluginCallError, ToolResult, Verdict};
+use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
 use crate::shell::Tool;
+use since_v0_2_0 as latest;
 
-/// The newest contract version; plugins are built against it.
-pub const LATEST: &str = "0.1.0";
+/// Every contract version this host supports, newest first.
+pub const SUPPORTED: &[&str] = &["0.2.0", "0.1.0"];
 
 pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
+    since_v0_2_0::add_to_linker(linker).context("linking dsh:tool-restriction@0.2.0")?;
     since_v0_1_0::add_to_linker(linker).context("linking dsh:tool-restriction@0.1.0")?;
     Ok(())
 }
@@ -23,6 +27,24 @@ pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
 /// An instantiated plugin, whatever contract version it speaks.
 pub enum PluginBindings {
     V0_1_0(since_v0_1_0::RestrictionPlugin),
+    V0_2_0(since_v0_2_0::RestrictionPlugin),
+}
+
+/// Runs `$body` with `$guest` bound to the plugin's exported interface,
+/// whichever version it is: the versions share types, so the body is one.
+macro_rules! with_guest {
+    ($bindings:expr, $guest:ident => $body:expr) => {
+        match $bindings {
+            PluginBindings::V0_1_0(b) => {
+                let $guest = b.dsh_tool_restriction_restriction();
+                $body
+            }
+            PluginBindings::V0_2_0(b) => {
+                let $guest = b.dsh_tool_restriction_restriction();
+                $body
+            }
+        }
+    };
 }
 
 impl PluginBindings {
@@ -31,24 +53,34 @@ impl PluginBindings {
         component: &Component,
         linker: &Linker<PluginState>,
     ) -> Result<Self> {
-        let exports_v0_1_0 = component
-            .get_export_index(None, "dsh:tool-restriction/restriction@0.1.0")
-            .is_some();
-        if exports_v0_1_0 {
+        let exports = |version: &str| {
+            component
+                .get_export_index(None, &format!("dsh:tool-restriction/restriction@{version}"))
+                .is_some()
+        };
+        if exports("0.2.0") {
+            let bindings = since_v0_2_0::RestrictionPlugin::instantiate(store, component, linker)
+                .into_anyhow()
+                .context("instantiating a dsh:tool-restriction@0.2.0 plugin")?;
+            return Ok(Self::V0_2_0(bindings));
+        }
+        if exports("0.1.0") {
             let bindings = since_v0_1_0::RestrictionPlugin::instantiate(store, component, linker)
                 .into_anyhow()
                 .context("instantiating a dsh:tool-restriction@0.1.0 plugin")?;
             return Ok(Self::V0_1_0(bindings));
         }
-        anyhow::bail!(
+        bail!(
             "the component does not export dsh:tool-restriction/restriction in a version this \
-             host supports (newest: {LATEST})"
+             host supports ({})",
+            SUPPORTED.join(", ")
         )
     }
 
     pub fn version(&self) -> &'static str {
         match self {
             Self::V0_1_0(_) => "0.1.0",
+            Self::V0_2_0(_) => "0.2.0",
         }
     }
 
@@ -57,15 +89,13 @@ impl PluginBindings {
         store: &mut Store<PluginState>,
         config: &str,
     ) -> Result<Result<(), Vec<ConfigError>>> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::configure(b, store, config),
-        }
+        let result = with_guest!(self, g => g.call_configure(&mut *store, config))?;
+        Ok(result.map_err(latest::config_errors_from_wit))
     }
 
     pub fn guard_tools(&self, store: &mut Store<PluginState>) -> Result<Vec<Tool>> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::guard_tools(b, store),
-        }
+        let tools = with_guest!(self, g => g.call_guard_tools(&mut *store))?;
+        tools.into_iter().map(latest::tool_from_wit).collect()
     }
 
     pub fn agent_created(
@@ -74,24 +104,23 @@ impl PluginBindings {
         agent: &str,
         parent: Option<&str>,
     ) -> Result<Result<(), PluginCallError>> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::agent_created(b, store, agent, parent),
-        }
+        let (agent, parent) = (agent.to_owned(), parent.map(str::to_owned));
+        let result =
+            with_guest!(self, g => g.call_agent_created(&mut *store, &agent, parent.as_ref()))?;
+        Ok(result.map_err(latest::error_from_wit))
     }
 
     pub fn agent_disposed(&self, store: &mut Store<PluginState>, agent: &str) -> Result<()> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::agent_disposed(b, store, agent),
-        }
+        let agent = agent.to_owned();
+        Ok(with_guest!(self, g => g.call_agent_disposed(&mut *store, &agent))?)
     }
 
     pub fn registry_changed(
         &self,
         store: &mut Store<PluginState>,
     ) -> Result<Result<(), PluginCallError>> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::registry_changed(b, store),
-        }
+        let result = with_guest!(self, g => g.call_registry_changed(&mut *store))?;
+        Ok(result.map_err(latest::error_from_wit))
     }
 
     pub fn visible_tools(
@@ -99,9 +128,9 @@ impl PluginBindings {
         store: &mut Store<PluginState>,
         agent: &str,
     ) -> Result<Result<Vec<String>, PluginCallError>> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::visible_tools(b, store, agent),
-        }
+        let agent = agent.to_owned();
+        let result = with_guest!(self, g => g.call_visible_tools(&mut *store, &agent))?;
+        Ok(result.map_err(latest::error_from_wit))
     }
 
     pub fn pre_execute(
@@ -111,9 +140,10 @@ impl PluginBindings {
         tool: &str,
         arguments: &str,
     ) -> Result<Verdict> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::pre_execute(b, store, agent, tool, arguments),
-        }
+        let agent = agent.to_owned();
+        let verdict =
+            with_guest!(self, g => g.call_pre_execute(&mut *store, &agent, tool, arguments))?;
+        Ok(latest::verdict_from_wit(verdict))
     }
 
     pub fn execute(
@@ -123,14 +153,55 @@ impl PluginBindings {
         tool: &str,
         arguments: &str,
     ) -> Result<Result<ToolResult, PluginCallError>> {
+        let agent = agent.to_owned();
+        let result = with_guest!(self, g => g.call_execute(&mut *store, &agent, tool, arguments))?;
+        Ok(result
+            .map(latest::tool_result_from_wit)
+            .map_err(latest::error_from_wit))
+    }
+
+    /// The plugin's system-prompt text; 0.1.0 plugins have none.
+    pub fn system_prompt(
+        &self,
+        store: &mut Store<PluginState>,
+        agent: &str,
+    ) -> Result<Result<Option<String>, PluginCallError>> {
         match self {
-            Self::V0_1_0(b) => since_v0_1_0::execute(b, store, agent, tool, arguments),
+            Self::V0_1_0(_) => Ok(Ok(None)),
+            Self::V0_2_0(b) => {
+                let result = b
+                    .dsh_tool_restriction_restriction()
+                    .call_system_prompt(store, &agent.to_owned())?;
+                Ok(result.map_err(latest::error_from_wit))
+            }
+        }
+    }
+
+    /// Why a tool is in its state; 0.1.0 plugins cannot say.
+    pub fn explain(
+        &self,
+        store: &mut Store<PluginState>,
+        agent: &str,
+        tool: &str,
+    ) -> Result<Result<Explanation, PluginCallError>> {
+        match self {
+            Self::V0_1_0(_) => {
+                bail!("the plugin speaks dsh:tool-restriction@0.1.0, which has no explain")
+            }
+            Self::V0_2_0(b) => {
+                let result = b.dsh_tool_restriction_restriction().call_explain(
+                    store,
+                    &agent.to_owned(),
+                    tool,
+                )?;
+                Ok(result
+                    .map(latest::explanation_from_wit)
+                    .map_err(latest::error_from_wit))
+            }
         }
     }
 
     pub fn dispose(&self, store: &mut Store<PluginState>) -> Result<()> {
-        match self {
-            Self::V0_1_0(b) => since_v0_1_0::dispose(b, store),
-        }
+        Ok(with_guest!(self, g => g.call_dispose(&mut *store))?)
     }
 }
