@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod commands;
+pub mod native_plugin;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;

@@ -28,6 +28,30 @@ enum Command {
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
+    /// What tool schemas cost per request, with and without lazy-tools.
+    Tokens {
+        #[arg(long)]
+        catalog: PathBuf,
+        /// A profile folder whose lazy-tools config to use (default: none).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Overrides the config's `catalog` mode.
+        #[arg(long, value_enum)]
+        catalog_mode: Option<commands::tokens::CatalogMode>,
+        /// How many deferred tools to load for the third figure.
+        #[arg(long, default_value_t = 5)]
+        activate: usize,
+        #[arg(long, value_enum, default_value_t = host_harness::tokens::Tokenizer::O200k)]
+        tokenizer: host_harness::tokens::Tokenizer,
+        #[arg(long, value_enum, default_value_t = Format::Text)]
+        format: Format,
+    },
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Format {
+    Text,
+    Json,
 }
 
 fn main() -> ExitCode {
@@ -42,6 +66,25 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
         Command::Bench(command) => commands::bench::run(command),
+        Command::Tokens {
+            catalog,
+            profile,
+            catalog_mode,
+            activate,
+            tokenizer,
+            format,
+        } => host_harness::profile::plugin_config(profile.as_deref(), "lazy-tools").and_then(
+            |config| {
+                commands::tokens::run(
+                    &catalog,
+                    &config,
+                    catalog_mode,
+                    activate,
+                    tokenizer,
+                    format == Format::Json,
+                )
+            },
+        ),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

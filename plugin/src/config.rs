@@ -19,7 +19,29 @@ pub const PRESET_NO_DEFER: &[&str] = &[
     "skill",
 ];
 
-const KEYS: &[&str] = &["defer", "noDefer", "deferToolLoading"];
+/// Tools that open a session (a first reply often needs them): deferring
+/// them would cost a search round trip on most first turns.
+pub const DEFAULT_NEVER_DEFER: &[&str] = &["web_search", "web_fetch"];
+
+/// Families that few sessions use, hidden even under the token budget.
+pub const DEFAULT_ALWAYS_DEFER: &[&str] = &["*browser_*"];
+
+pub const DEFAULT_TOKEN_BUDGET: u32 = 8000;
+pub const DEFAULT_CATALOG_TOKENS: u32 = 2000;
+pub const DEFAULT_CATALOG_DESCRIPTION_CHARS: u32 = 60;
+
+const KEYS: &[&str] = &[
+    "defer",
+    "noDefer",
+    "deferToolLoading",
+    "tokenBudget",
+    "neverDefer",
+    "alwaysDefer",
+    "families",
+    "catalog",
+    "catalogTokens",
+    "catalogDescriptionChars",
+];
 
 /// One problem in the configuration, located by a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,42 +99,124 @@ pub struct Rule {
 pub enum DeferSwitch {
     On,
     Off,
+    /// Defer only when the agent's schemas exceed the token budget.
+    Auto,
+}
+
+/// What the system prompt says about deferred tools, `catalog`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CatalogMode {
+    /// Nothing: deferred tools are invisible until searched.
+    None,
+    /// Each deferred tool's name and the start of its description.
+    Names,
+    /// One line per server or group, with its tool names.
+    Groups,
+}
+
+/// A named pattern list (`neverDefer`, `alwaysDefer`, a family's members).
+#[derive(Debug, Clone)]
+pub struct PatternList {
+    pub key: &'static str,
+    pub patterns: Vec<(String, Pattern)>,
+}
+
+impl PatternList {
+    fn defaults(key: &'static str, names: &[&str]) -> Self {
+        Self {
+            key,
+            patterns: names
+                .iter()
+                .map(|n| {
+                    (
+                        n.to_string(),
+                        Pattern::new(n).expect("default patterns compile"),
+                    )
+                })
+                .collect(),
+        }
+    }
+
+    /// The first entry matching `name`, as written.
+    pub fn first_match(&self, name: &str) -> Option<(usize, &str)> {
+        self.patterns
+            .iter()
+            .enumerate()
+            .find(|(_, (_, p))| p.is_match(name))
+            .map(|(i, (text, _))| (i, text.as_str()))
+    }
+}
+
+/// Activating one member of a family also activates its core tools.
+#[derive(Debug, Clone)]
+pub struct Family {
+    pub name: String,
+    pub members: PatternList,
+    pub core: PatternList,
 }
 
 #[derive(Debug, Clone)]
 pub struct Config {
     pub switch: DeferSwitch,
-    /// All rules, in the order written; precedence is decided by the policy.
+    /// All Defer/NoDefer rules, in the order written; precedence is decided
+    /// by the policy.
     pub rules: Vec<Rule>,
     /// True when neither `defer` nor `noDefer` was given.
     pub preset: bool,
+    /// Schema tokens an agent may see before `auto` starts deferring.
+    pub token_budget: u32,
+    pub never_defer: PatternList,
+    pub always_defer: PatternList,
+    pub families: Vec<Family>,
+    pub catalog: CatalogMode,
+    /// The most tokens the catalog text may take.
+    pub catalog_tokens: u32,
+    /// How much of a description the `names` catalog keeps.
+    pub catalog_description_chars: u32,
 }
 
 impl Default for Config {
     fn default() -> Self {
-        Self::preset(DeferSwitch::On)
+        Self::with_rules(DeferSwitch::On, None)
     }
 }
 
 impl Config {
-    fn preset(switch: DeferSwitch) -> Self {
-        let mut rules = vec![Rule {
-            action: Action::Defer,
-            pattern: Pattern::new("*").expect("`*` compiles"),
-            source: RuleSource::Preset,
-        }];
-        rules.extend(PRESET_NO_DEFER.iter().map(|name| Rule {
-            action: Action::NoDefer,
-            pattern: Pattern::new(name).expect("a plain name compiles"),
-            source: RuleSource::Preset,
-        }));
+    /// A config with the given rules (`None`: the preset) and defaults for
+    /// everything else.
+    fn with_rules(switch: DeferSwitch, rules: Option<Vec<Rule>>) -> Self {
+        let preset = rules.is_none();
         Self {
             switch,
-            rules,
-            preset: true,
+            rules: rules.unwrap_or_else(preset_rules),
+            preset,
+            token_budget: DEFAULT_TOKEN_BUDGET,
+            never_defer: PatternList::defaults("neverDefer", DEFAULT_NEVER_DEFER),
+            always_defer: PatternList::defaults("alwaysDefer", DEFAULT_ALWAYS_DEFER),
+            families: Vec::new(),
+            catalog: CatalogMode::None,
+            catalog_tokens: DEFAULT_CATALOG_TOKENS,
+            catalog_description_chars: DEFAULT_CATALOG_DESCRIPTION_CHARS,
         }
     }
+}
 
+/// The zero-config preset: `Defer(*)`, with the core built-ins kept.
+fn preset_rules() -> Vec<Rule> {
+    let mut rules = vec![Rule {
+        action: Action::Defer,
+        pattern: Pattern::new("*").expect("`*` compiles"),
+        source: RuleSource::Preset,
+    }];
+    rules.extend(PRESET_NO_DEFER.iter().map(|name| Rule {
+        action: Action::NoDefer,
+        pattern: Pattern::new(name).expect("a plain name compiles"),
+        source: RuleSource::Preset,
+    }));
+    rules
+}
+
+impl Config {
     /// Parses the profile's config node, given as JSON text. `null` or an
     /// empty text means "no config": the zero-config preset. Every problem is
     /// reported, not just the first.
@@ -149,22 +253,41 @@ impl Config {
         let switch = parse_switch(map, &mut errors);
         let defer = parse_list(map, "defer", Action::Defer, &mut errors);
         let no_defer = parse_list(map, "noDefer", Action::NoDefer, &mut errors);
-        if !errors.is_empty() {
-            return Err(errors);
+        let rules = match (defer, no_defer) {
+            (None, None) => None,
+            (defer, no_defer) => Some(
+                defer
+                    .into_iter()
+                    .flatten()
+                    .chain(no_defer.into_iter().flatten())
+                    .collect(),
+            ),
+        };
+        let mut config = Self::with_rules(switch, rules);
+        if let Some(budget) = parse_count(map, "tokenBudget", 1, &mut errors) {
+            config.token_budget = budget;
         }
-        if defer.is_none() && no_defer.is_none() {
-            return Ok(Self::preset(switch));
+        if let Some(list) = parse_pattern_list(map, "neverDefer", &mut errors) {
+            config.never_defer = list;
         }
-        let rules = defer
-            .into_iter()
-            .flatten()
-            .chain(no_defer.into_iter().flatten())
-            .collect();
-        Ok(Self {
-            switch,
-            rules,
-            preset: false,
-        })
+        if let Some(list) = parse_pattern_list(map, "alwaysDefer", &mut errors) {
+            config.always_defer = list;
+        }
+        config.families = parse_families(map, &mut errors);
+        if let Some(mode) = parse_catalog_mode(map, &mut errors) {
+            config.catalog = mode;
+        }
+        if let Some(cap) = parse_count(map, "catalogTokens", 0, &mut errors) {
+            config.catalog_tokens = cap;
+        }
+        if let Some(chars) = parse_count(map, "catalogDescriptionChars", 0, &mut errors) {
+            config.catalog_description_chars = chars;
+        }
+        if errors.is_empty() {
+            Ok(config)
+        } else {
+            Err(errors)
+        }
     }
 }
 
@@ -172,14 +295,178 @@ fn parse_switch(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Defe
     match map.get("deferToolLoading") {
         None | Some(Value::Bool(true)) => DeferSwitch::On,
         Some(Value::Bool(false)) => DeferSwitch::Off,
+        Some(Value::String(s)) if s == "auto" => DeferSwitch::Auto,
         Some(other) => {
             errors.push(ConfigError::new(
                 "/deferToolLoading",
-                format!("expected true or false, found {}", kind(other)),
+                format!(
+                    "expected true, false or \"auto\", found {}",
+                    describe(other)
+                ),
             ));
             DeferSwitch::On
         }
     }
+}
+
+/// A whole number of at least `min`, or `None` when the key is absent.
+fn parse_count(
+    map: &Map<String, Value>,
+    key: &str,
+    min: u32,
+    errors: &mut Vec<ConfigError>,
+) -> Option<u32> {
+    let value = map.get(key)?;
+    match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+        Some(n) if n >= min => Some(n),
+        _ => {
+            errors.push(ConfigError::new(
+                pointer(&[key]),
+                format!(
+                    "expected a whole number of at least {min}, found {}",
+                    describe(value)
+                ),
+            ));
+            None
+        }
+    }
+}
+
+fn parse_catalog_mode(
+    map: &Map<String, Value>,
+    errors: &mut Vec<ConfigError>,
+) -> Option<CatalogMode> {
+    let value = map.get("catalog")?;
+    match value.as_str() {
+        Some("none") => Some(CatalogMode::None),
+        Some("names") => Some(CatalogMode::Names),
+        Some("groups") => Some(CatalogMode::Groups),
+        _ => {
+            errors.push(ConfigError::new(
+                "/catalog",
+                format!("expected none, names or groups, found {}", describe(value)),
+            ));
+            None
+        }
+    }
+}
+
+/// A list of plain names or `*` patterns (no modifiers), at `at`.
+fn parse_patterns(
+    value: &Value,
+    at: &[&str],
+    key: &'static str,
+    errors: &mut Vec<ConfigError>,
+) -> PatternList {
+    let mut list = PatternList {
+        key,
+        patterns: Vec::new(),
+    };
+    let Value::Array(items) = value else {
+        errors.push(ConfigError::new(
+            pointer(at),
+            format!(
+                "expected a list of tool names or patterns, found {}",
+                kind(value)
+            ),
+        ));
+        return list;
+    };
+    for (index, item) in items.iter().enumerate() {
+        let index = index.to_string();
+        let mut here = at.to_vec();
+        here.push(&index);
+        let Value::String(text) = item else {
+            errors.push(ConfigError::new(
+                pointer(&here),
+                format!("expected a tool name or pattern, found {}", kind(item)),
+            ));
+            continue;
+        };
+        let trimmed = text.trim();
+        let problem = if trimmed.is_empty() {
+            Some("blank entry: write a tool name or a pattern".to_string())
+        } else if trimmed.contains(['(', ')']) {
+            Some(format!(
+                "`{trimmed}`: {key} takes plain names or `*` patterns, without Defer(...) or NoDefer(...)"
+            ))
+        } else {
+            None
+        };
+        match problem.map_or_else(|| Pattern::new(trimmed), Err) {
+            Ok(pattern) => list.patterns.push((trimmed.to_string(), pattern)),
+            Err(message) => errors.push(ConfigError::new(pointer(&here), message).with_entry(text)),
+        }
+    }
+    list
+}
+
+fn parse_pattern_list(
+    map: &Map<String, Value>,
+    key: &'static str,
+    errors: &mut Vec<ConfigError>,
+) -> Option<PatternList> {
+    let value = map.get(key)?;
+    Some(parse_patterns(value, &[key], key, errors))
+}
+
+/// `families: {name: {members: [...], core: [...]}}`.
+fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<Family> {
+    let Some(value) = map.get("families") else {
+        return Vec::new();
+    };
+    let Value::Object(families) = value else {
+        errors.push(ConfigError::new(
+            "/families",
+            format!(
+                "expected a mapping of family names to {{members, core}}, found {}",
+                kind(value)
+            ),
+        ));
+        return Vec::new();
+    };
+    let mut parsed = Vec::new();
+    for (name, family) in families {
+        let Value::Object(fields) = family else {
+            errors.push(ConfigError::new(
+                pointer(&["families", name]),
+                format!(
+                    "expected a mapping with members and core, found {}",
+                    kind(family)
+                ),
+            ));
+            continue;
+        };
+        for key in fields.keys() {
+            if key != "members" && key != "core" {
+                errors.push(ConfigError::new(
+                    pointer(&["families", name, key]),
+                    format!("unknown key `{key}` in family `{name}`; expected members and core"),
+                ));
+            }
+        }
+        let mut list = |key: &'static str| match fields.get(key) {
+            Some(value) => parse_patterns(value, &["families", name, key], key, errors),
+            None => {
+                errors.push(ConfigError::new(
+                    pointer(&["families", name]),
+                    format!("family `{name}` needs `{key}`"),
+                ));
+                PatternList {
+                    key,
+                    patterns: Vec::new(),
+                }
+            }
+        };
+        let members = list("members");
+        let core = list("core");
+        parsed.push(Family {
+            name: name.clone(),
+            members,
+            core,
+        });
+    }
+    parsed
 }
 
 /// Parses `defer` or `noDefer`. `None` when the key is absent, which is not
@@ -306,6 +593,15 @@ fn pointer(parts: &[&str]) -> String {
         .collect()
 }
 
+/// A value's kind, and the value itself when it is short, for messages.
+fn describe(value: &Value) -> String {
+    match value {
+        Value::String(s) if s.chars().count() <= 20 => format!("\"{s}\""),
+        Value::Number(n) => format!("{} {n}", kind(value)),
+        other => kind(other).to_string(),
+    }
+}
+
 fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -407,6 +703,23 @@ mod tests {
         );
         assert!(errors[0].message.contains("did you mean `noDefer`"));
         assert_eq!(errors[4].entry.as_deref(), Some("Defer()"));
+    }
+
+    proptest::proptest! {
+        /// Any entry text parses or is rejected with a reason; never a panic.
+        #[test]
+        fn entries_never_panic(text in ".{0,40}") {
+            let _ = parse_entry(&text, Action::Defer);
+            let _ = Config::from_value(&json!({"defer": [text.clone()], "noDefer": [text]}));
+        }
+
+        /// Any config text is accepted or rejected with located errors.
+        #[test]
+        fn config_text_never_panics(text in ".{0,60}") {
+            if let Err(errors) = Config::from_json(&text) {
+                proptest::prop_assert!(!errors.is_empty());
+            }
+        }
     }
 
     #[test]

@@ -116,6 +116,9 @@ pub struct Match {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Why it was loaded without being asked for (a family's core).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -139,6 +142,8 @@ impl SearchOutput {
             let mut line = format!("- {}: {}", m.name, status_text(m.status));
             if let Some(reason) = &m.reason {
                 line.push_str(&format!(" ({reason})"));
+            } else if let Some(via) = &m.via {
+                line.push_str(&format!(" (with {via})"));
             } else if !m.description.is_empty() {
                 line.push_str(&format!(": {}", m.description));
             }
@@ -159,18 +164,25 @@ pub struct ActivateOutput {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// Tools loaded with it: the core of its family.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub also_loaded: Vec<String>,
 }
 
 impl ActivateOutput {
     pub fn text(&self) -> String {
-        match &self.reason {
+        let mut text = match &self.reason {
             Some(reason) => format!(
                 "Tool \"{}\": {} ({reason}).",
                 self.tool_name,
                 status_text(self.status)
             ),
             None => format!("Tool \"{}\": {}.", self.tool_name, status_text(self.status)),
+        };
+        if !self.also_loaded.is_empty() {
+            text.push_str(&format!(" Also loaded: {}.", self.also_loaded.join(", ")));
         }
+        text
     }
 }
 

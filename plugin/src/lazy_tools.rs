@@ -6,16 +6,18 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use serde_json::json;
 
-use crate::config::{Config, ConfigError};
+use crate::catalog::{self, Entry};
+use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch};
 use crate::guards::{
     self, ActivateArgs, ActivateOutput, DEFAULT_TOP_K, MAX_TOP_K, Match, SearchArgs, SearchOutput,
     Status,
 };
 use crate::host::{Host, LogLevel};
-use crate::policy::{Decision, Explanation, Policy, Rule};
+use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::AgentState;
+use crate::tokens::{TokenCosts, estimate_tokens};
 
 /// Misuse by the host (mirrors the WIT `plugin-error`).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -73,6 +75,8 @@ pub struct LazyTools<H: Host> {
     /// registry or config change so requests only look names up.
     classes: HashMap<String, Decision>,
     index: SearchIndex,
+    /// Schema token costs; counted only when a budget needs them.
+    costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
 }
 
@@ -84,6 +88,7 @@ impl<H: Host> LazyTools<H> {
             registry: Registry::default(),
             classes: HashMap::new(),
             index: SearchIndex::default(),
+            costs: TokenCosts::default(),
             agents: BTreeMap::new(),
         }
     }
@@ -104,10 +109,16 @@ impl<H: Host> LazyTools<H> {
         })?;
         let first = self.policy.is_none();
         self.policy = Some(policy);
+        // A new config is a new decision: the budget is weighed afresh.
+        for state in self.agents.values_mut() {
+            state.budget = BudgetStanding::default();
+            state.catalog = None;
+        }
         if first {
             self.load_registry();
         } else {
             self.classify_all();
+            self.count_costs();
         }
         self.refresh_all();
         Ok(())
@@ -185,10 +196,58 @@ impl<H: Host> LazyTools<H> {
         self.agents.clear();
     }
 
-    /// Text for the agent's system prompt: the catalog of deferred tools.
+    /// Text for the agent's system prompt: the catalog of deferred tools,
+    /// the same for any registry or activation order.
     pub fn system_prompt(&mut self, agent: &str) -> Result<Option<String>, PluginError> {
-        self.agent(agent)?;
-        Ok(None)
+        let config = self.policy()?.config();
+        let (mode, chars, cap) = (
+            config.catalog,
+            config.catalog_description_chars as usize,
+            config.catalog_tokens,
+        );
+        self.refresh(agent)?;
+        if mode == CatalogMode::None {
+            return Ok(None);
+        }
+        let state = self.agent(agent)?;
+        // Every tool the policy hides from this agent, loaded or not, so that
+        // loading a tool never changes the text.
+        let mut entries: Vec<Entry> = state
+            .allowed_names()
+            .filter(|name| self.decide(agent, name).hides(state.budget.over))
+            .filter_map(|name| self.registry.lookup(name, agent))
+            .map(|tool| Entry {
+                name: tool.name.clone(),
+                description: tool.description.clone(),
+                group: self
+                    .registry
+                    .group_of(tool)
+                    .map(|g| (g.name.clone(), g.description.clone())),
+            })
+            .collect();
+        entries.sort();
+        let key = {
+            use std::hash::{Hash, Hasher};
+            let mut hasher = std::collections::hash_map::DefaultHasher::new();
+            entries.hash(&mut hasher);
+            (mode as u8, chars, cap).hash(&mut hasher);
+            hasher.finish()
+        };
+        if let Some((cached, text)) = &state.catalog
+            && *cached == key
+        {
+            return Ok(text.clone());
+        }
+        let host = &self.host;
+        let text = catalog::render(mode, entries, chars, cap, |text| {
+            host.count_tokens(&[text.to_string()])
+                .and_then(|counts| counts.first().copied())
+                .unwrap_or_else(|| estimate_tokens(text))
+        });
+        if let Some(state) = self.agents.get_mut(agent) {
+            state.catalog = Some((key, text.clone()));
+        }
+        Ok(text)
     }
 
     /// Why `tool` is visible, deferred or out of reach for `agent`.
@@ -214,6 +273,7 @@ impl<H: Host> LazyTools<H> {
             tool,
             &decision,
             state.activated.contains(tool),
+            state.budget,
         ))
     }
 
@@ -243,7 +303,7 @@ impl<H: Host> LazyTools<H> {
         for name in &args.tool_names {
             let name = name.trim();
             if seen.insert(name.to_string()) {
-                matches.push(self.activate(agent, name));
+                self.activate_into(agent, name, &mut matches, &mut seen);
             }
         }
         for query in &args.queries {
@@ -257,8 +317,9 @@ impl<H: Host> LazyTools<H> {
                 .map(str::to_string)
                 .collect();
             for name in hits {
-                seen.insert(name.clone());
-                matches.push(self.activate(agent, &name));
+                if seen.insert(name.clone()) {
+                    self.activate_into(agent, &name, &mut matches, &mut seen);
+                }
             }
         }
         self.install(agent)?;
@@ -284,15 +345,61 @@ impl<H: Host> LazyTools<H> {
             }
         };
         self.refresh(agent)?;
-        let m = self.activate(agent, args.tool_name.trim());
+        let mut matches = Vec::new();
+        let mut seen = HashSet::new();
+        self.activate_into(agent, args.tool_name.trim(), &mut matches, &mut seen);
         self.install(agent)?;
+        let mut matches = matches.into_iter();
+        let Some(m) = matches.next() else {
+            return Err(PluginError::UnknownAgent(agent.to_string()));
+        };
         let output = ActivateOutput {
             tool_name: m.name,
             status: m.status,
             reason: m.reason,
+            also_loaded: matches.map(|m| m.name).collect(),
         };
         let text = output.text();
         Ok(ToolResult::ok(&output, text))
+    }
+
+    /// Activates `name` into `matches` and, when it loads, the core tools
+    /// of every family it belongs to.
+    fn activate_into(
+        &mut self,
+        agent: &str,
+        name: &str,
+        matches: &mut Vec<Match>,
+        seen: &mut HashSet<String>,
+    ) {
+        let first = self.activate(agent, name);
+        let loaded = first.status == Status::Loaded;
+        matches.push(first);
+        if !loaded {
+            return;
+        }
+        let (Some(policy), Some(state)) = (&self.policy, self.agents.get(agent)) else {
+            return;
+        };
+        let mut core: Vec<(String, String)> = Vec::new();
+        for family in policy.config().families.iter() {
+            if family.members.first_match(name).is_none() {
+                continue;
+            }
+            for pending in state.pending_names() {
+                if family.core.first_match(pending).is_some() {
+                    core.push((pending.to_string(), family.name.clone()));
+                }
+            }
+        }
+        core.sort();
+        for (tool, family) in core {
+            if seen.insert(tool.clone()) {
+                let mut m = self.activate(agent, &tool);
+                m.via = Some(format!("the core of family `{family}`"));
+                matches.push(m);
+            }
+        }
     }
 
     /// Activates one tool for `agent` by exact name, never beyond what the
@@ -334,6 +441,7 @@ impl<H: Host> LazyTools<H> {
             description,
             status,
             reason: None,
+            via: None,
         }
     }
 
@@ -351,6 +459,19 @@ impl<H: Host> LazyTools<H> {
         self.registry = Registry::new(self.host.registry(), self.host.tool_groups());
         self.index = SearchIndex::build(&self.registry);
         self.classify_all();
+        self.count_costs();
+    }
+
+    /// Counts schema tokens when the config weighs them (auto mode); new
+    /// schemas only, in one host call.
+    fn count_costs(&mut self) {
+        let auto = self
+            .policy
+            .as_ref()
+            .is_some_and(|p| p.config().switch == DeferSwitch::Auto);
+        if auto {
+            self.costs.ensure(self.registry.tools(), &self.host);
+        }
     }
 
     fn classify_all(&mut self) {
@@ -392,13 +513,38 @@ impl<H: Host> LazyTools<H> {
             .iter()
             .map(|name| self.decide(agent, name))
             .collect();
+        let budget = self.weigh_budget(agent, &allowed);
         let state = self
             .agents
             .get_mut(agent)
             .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
-        let mut decisions = decisions.into_iter();
-        state.update(allowed, |_| decisions.next().unwrap_or_else(policy_missing));
+        if let Some(standing) = budget {
+            // Latched: once over, always over for this config.
+            let over = state.budget.over || standing.over;
+            state.budget = BudgetStanding { over, ..standing };
+        }
+        state.update(allowed, &decisions);
         self.install(agent)
+    }
+
+    /// In auto mode, what the agent's tools would cost if nothing were
+    /// deferred (the guards aside), against the budget.
+    fn weigh_budget(&self, agent: &str, allowed: &[String]) -> Option<BudgetStanding> {
+        let config = self.policy.as_ref()?.config();
+        if config.switch != DeferSwitch::Auto {
+            return None;
+        }
+        let eager_tokens: u64 = allowed
+            .iter()
+            .filter(|name| !guards::is_guard(name))
+            .filter_map(|name| self.registry.lookup(name, agent))
+            .map(|tool| u64::from(self.costs.cost(tool)))
+            .sum();
+        Some(BudgetStanding {
+            over: eager_tokens > u64::from(config.token_budget),
+            eager_tokens,
+            budget: config.token_budget,
+        })
     }
 
     fn install(&mut self, agent: &str) -> Result<(), PluginError> {
@@ -423,6 +569,7 @@ impl<H: Host> LazyTools<H> {
 fn policy_missing() -> Decision {
     Decision {
         deferred: false,
+        budgeted: false,
         reason: crate::policy::Reason::NoRule,
     }
 }
@@ -433,6 +580,7 @@ fn unavailable(name: &str, reason: String) -> Match {
         description: String::new(),
         status: Status::Unavailable,
         reason: Some(reason),
+        via: None,
     }
 }
 

@@ -4,6 +4,7 @@
 //! `component` module is the thin glue from the WIT contract to them and is
 //! only built for `wasm32`.
 
+pub mod catalog;
 pub mod config;
 pub mod guards;
 pub mod host;
@@ -13,6 +14,7 @@ pub mod policy;
 pub mod registry;
 pub mod search;
 pub mod state;
+pub mod tokens;
 
 #[cfg(target_arch = "wasm32")]
 mod component;

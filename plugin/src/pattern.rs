@@ -114,6 +114,25 @@ mod tests {
         assert!(!matches("read", "unread"));
     }
 
+    proptest::proptest! {
+        /// Without `*`, a pattern matches exactly its own text, whatever
+        /// characters it holds.
+        #[test]
+        fn literal_patterns_match_only_themselves(text in "[^*]{1,12}", other in "[^*]{0,12}") {
+            let pattern = Pattern::new(&text).unwrap();
+            proptest::prop_assert!(pattern.is_match(&text));
+            proptest::prop_assert_eq!(pattern.is_match(&other), other == text);
+        }
+
+        /// `prefix*` matches every name that starts with the prefix.
+        #[test]
+        fn star_matches_any_suffix(prefix in "[^*]{0,8}", suffix in ".{0,8}") {
+            let pattern = Pattern::new(&format!("{prefix}*")).unwrap();
+            let name = format!("{prefix}{suffix}");
+            proptest::prop_assert!(pattern.is_match(&name));
+        }
+    }
+
     #[test]
     fn set_reports_first_matching_pattern() {
         let patterns: Vec<_> = ["x_*", "*", "a"]

@@ -1,8 +1,13 @@
 //! Which tools are deferred, and which rule decided it.
 //!
-//! Precedence, first match wins: a guard tool, a tool of the agent's own
-//! scope, the `deferToolLoading: false` switch, a NoDefer rule, a Defer rule.
-//! A tool no rule names stays visible.
+//! Precedence, first match wins:
+//! 1. a guard tool, 2. a tool of the agent's own scope: visible;
+//! 3. `deferToolLoading: false`: visible;
+//! 4. a `neverDefer` entry, 5. a NoDefer rule: visible;
+//! 6. an `alwaysDefer` entry: deferred, even under the token budget;
+//! 7. a Defer rule: deferred (with `auto`, only once the agent's schemas
+//!    exceed the token budget);
+//! 8. no rule: visible.
 
 use crate::config::{Action, Config, DeferSwitch, RuleSource};
 use crate::guards;
@@ -14,7 +19,11 @@ pub enum Reason {
     Guard,
     OwnScope,
     SwitchOff,
+    /// A `neverDefer` entry: its index and text.
+    NeverDefer(usize, String),
     NoDefer(RuleSource),
+    /// An `alwaysDefer` entry: its index and text.
+    AlwaysDefer(usize, String),
     Defer(RuleSource),
     NoRule,
 }
@@ -22,6 +31,9 @@ pub enum Reason {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decision {
     pub deferred: bool,
+    /// The deferral holds only while the agent is over its token budget
+    /// (`deferToolLoading: auto`).
+    pub budgeted: bool,
     pub reason: Reason,
 }
 
@@ -29,14 +41,34 @@ impl Decision {
     fn visible(reason: Reason) -> Self {
         Self {
             deferred: false,
+            budgeted: false,
             reason,
         }
+    }
+
+    fn deferred(reason: Reason, budgeted: bool) -> Self {
+        Self {
+            deferred: true,
+            budgeted,
+            reason,
+        }
+    }
+
+    /// Whether the tool is hidden from an agent that is (or is not) over
+    /// its token budget.
+    pub fn hides(&self, over_budget: bool) -> bool {
+        self.deferred && (!self.budgeted || over_budget)
     }
 
     /// One line a person understands.
     pub fn describe(&self, tool: &str) -> String {
         let verdict = if self.deferred { "deferred" } else { "visible" };
-        format!("{tool}: {verdict}: {}", self.why())
+        let budget = if self.budgeted {
+            ", and the agent's schemas exceed the token budget (auto mode)"
+        } else {
+            ""
+        };
+        format!("{tool}: {verdict}: {}{budget}", self.why())
     }
 
     /// Why, as a clause.
@@ -47,6 +79,12 @@ impl Decision {
                 "it is registered in the agent's own scope, which is never deferred".into()
             }
             Reason::SwitchOff => "deferToolLoading is false, so nothing is deferred".into(),
+            Reason::NeverDefer(index, text) => format!(
+                "it matches the neverDefer entry neverDefer[{index}] `{text}` (tools that open a session stay visible)"
+            ),
+            Reason::AlwaysDefer(index, text) => format!(
+                "it matches the alwaysDefer entry alwaysDefer[{index}] `{text}`, deferred whatever the budget"
+            ),
             Reason::NoDefer(source) => format!("it matches {}", describe_source(source, "NoDefer")),
             Reason::Defer(source) => format!("it matches {}", describe_source(source, "Defer")),
             Reason::NoRule => "no Defer rule matches it".into(),
@@ -107,12 +145,27 @@ impl Explanation {
     }
 
     /// The explanation of a classified tool; `activated` says whether the
-    /// agent loaded it on demand.
-    pub fn of(tool: &str, decision: &Decision, activated: bool) -> Self {
+    /// agent loaded it on demand, `budget` how the agent stands against its
+    /// token budget (auto mode).
+    pub fn of(tool: &str, decision: &Decision, activated: bool, budget: BudgetStanding) -> Self {
+        if decision.deferred && !decision.hides(budget.over) {
+            return Self {
+                state: ToolState::Visible,
+                rule: Rule::Budget,
+                summary: format!(
+                    "{tool}: visible: deferToolLoading is auto and the agent's schemas take {} tokens, within the budget of {}; otherwise deferred because {}",
+                    budget.eager_tokens,
+                    budget.budget,
+                    decision.why()
+                ),
+            };
+        }
         let rule = match &decision.reason {
             Reason::Guard => Rule::Guard,
             Reason::OwnScope => Rule::AgentScope,
             Reason::SwitchOff => Rule::SwitchOff,
+            Reason::NeverDefer(..) => Rule::NeverDefer,
+            Reason::AlwaysDefer(..) => Rule::AlwaysDefer,
             Reason::NoDefer(RuleSource::Preset) | Reason::Defer(RuleSource::Preset) => Rule::Preset,
             Reason::NoDefer(RuleSource::Entry { .. }) => Rule::NoDeferEntry,
             Reason::Defer(RuleSource::Entry { .. }) => Rule::DeferEntry,
@@ -138,6 +191,15 @@ impl Explanation {
             summary: decision.describe(tool),
         }
     }
+}
+
+/// How an agent stands against its token budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct BudgetStanding {
+    /// Latched: once over, the agent stays over for the session.
+    pub over: bool,
+    pub eager_tokens: u64,
+    pub budget: u32,
 }
 
 /// A configuration compiled for fast classification.
@@ -197,14 +259,18 @@ impl Policy {
         if self.config.switch == DeferSwitch::Off {
             return Decision::visible(Reason::SwitchOff);
         }
+        if let Some((index, text)) = self.config.never_defer.first_match(name) {
+            return Decision::visible(Reason::NeverDefer(index, text.to_string()));
+        }
         if let Some(source) = self.no_defer.first_match(&self.config, name) {
             return Decision::visible(Reason::NoDefer(source.clone()));
         }
+        if let Some((index, text)) = self.config.always_defer.first_match(name) {
+            return Decision::deferred(Reason::AlwaysDefer(index, text.to_string()), false);
+        }
         if let Some(source) = self.defer.first_match(&self.config, name) {
-            return Decision {
-                deferred: true,
-                reason: Reason::Defer(source.clone()),
-            };
+            let budgeted = self.config.switch == DeferSwitch::Auto;
+            return Decision::deferred(Reason::Defer(source.clone()), budgeted);
         }
         Decision::visible(Reason::NoRule)
     }
@@ -257,6 +323,31 @@ mod tests {
         let p = policy(json!({"defer": []}));
         assert_eq!(p.classify("x", false).reason, Reason::NoRule);
         assert!(!p.classify("x", false).deferred);
+    }
+
+    #[test]
+    fn never_defer_beats_defer_star_and_always_defer_beats_defer() {
+        let p = policy(json!({"defer": ["Defer(*)"]}));
+        assert!(!p.classify("web_search", false).deferred);
+        assert_eq!(
+            p.classify("web_fetch", false).reason,
+            Reason::NeverDefer(1, "web_fetch".into())
+        );
+        let p = policy(
+            json!({"deferToolLoading": "auto", "defer": ["*"], "noDefer": ["pw__browser_type"]}),
+        );
+        let click = p.classify("pw__browser_click", false);
+        assert!(
+            click.deferred && !click.budgeted,
+            "always deferred: {click:?}"
+        );
+        assert!(click.hides(false));
+        let other = p.classify("gh__x", false);
+        assert!(other.budgeted && !other.hides(false) && other.hides(true));
+        // The user's NoDefer entry beats the alwaysDefer default.
+        assert!(!p.classify("pw__browser_type", false).deferred);
+        let p = policy(json!({"defer": ["*"], "neverDefer": []}));
+        assert!(p.classify("web_search", false).deferred);
     }
 
     #[test]

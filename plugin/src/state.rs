@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeSet, HashSet};
 
-use crate::policy::Decision;
+use crate::policy::{BudgetStanding, Decision};
 
 #[derive(Debug, Default)]
 pub struct AgentState {
@@ -19,6 +19,12 @@ pub struct AgentState {
     pending: HashSet<String>,
     /// The allow set this plugin has installed (`None`: none installed).
     installed: Option<Vec<String>>,
+    /// Auto mode: how the agent stands against its token budget. Latched:
+    /// once over, it stays over, so tools that come and go never toggle
+    /// the others back and forth.
+    pub budget: BudgetStanding,
+    /// The last system-prompt catalog, with the fingerprint of its input.
+    pub catalog: Option<(u64, Option<String>)>,
 }
 
 impl AgentState {
@@ -30,12 +36,12 @@ impl AgentState {
     }
 
     /// Recomputes the view from the host's allowed list (in the host's
-    /// order) and a classifier for each name.
-    pub fn update(&mut self, allowed: Vec<String>, mut classify: impl FnMut(&str) -> Decision) {
+    /// order) and each name's decision, in the same order.
+    pub fn update(&mut self, allowed: Vec<String>, decisions: &[Decision]) {
         self.visible.clear();
         self.pending.clear();
-        for name in &allowed {
-            if !classify(name).deferred || self.activated.contains(name) {
+        for (name, decision) in allowed.iter().zip(decisions) {
+            if !decision.hides(self.budget.over) || self.activated.contains(name) {
                 self.visible.push(name.clone());
             } else {
                 self.pending.insert(name.clone());
@@ -48,6 +54,11 @@ impl AgentState {
         &self.visible
     }
 
+    /// The names the agent may call, in no particular order.
+    pub fn allowed_names(&self) -> impl Iterator<Item = &str> {
+        self.allowed.iter().map(String::as_str)
+    }
+
     pub fn is_allowed(&self, name: &str) -> bool {
         self.allowed.contains(name)
     }
@@ -55,6 +66,10 @@ impl AgentState {
     /// Deferred, allowed and not activated: what a search may load.
     pub fn is_pending(&self, name: &str) -> bool {
         self.pending.contains(name)
+    }
+
+    pub fn pending_names(&self) -> impl Iterator<Item = &str> {
+        self.pending.iter().map(String::as_str)
     }
 
     pub fn pending_count(&self) -> usize {

@@ -1,4 +1,6 @@
 //! The CLI's commands, as library functions so tests can run them.
 
 pub mod bench;
+pub mod bench_verdict;
 pub mod demo;
+pub mod tokens;

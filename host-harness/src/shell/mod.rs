@@ -15,7 +15,7 @@ pub use self::builtins::core_builtins;
 pub use self::core::{ShellCore, ShellError};
 pub use self::tools::{AgentId, Origin, Tool, ToolSchema};
 use crate::catalog::Catalog;
-use crate::plugin_api::{ConfigError, Verdict};
+use crate::plugin_api::{ConfigError, Explanation, Verdict};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
 
 /// What became of a tool call.
@@ -27,6 +27,14 @@ pub enum CallOutcome {
     Refused(String),
     /// The tool ran.
     Completed(ToolOutput),
+}
+
+/// What the model receives on a request, as far as tools go.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    pub tools: Vec<ToolSchema>,
+    /// Text plugins add to the system prompt.
+    pub system_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -66,6 +74,11 @@ pub struct Shell {
 impl Shell {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// The shell's state, shared with plugins (for native baselines).
+    pub fn shared_core(&self) -> Arc<Mutex<ShellCore>> {
+        self.core.clone()
     }
 
     /// Read access to the shell's state. Never hold it across a call into a
@@ -245,9 +258,38 @@ impl Shell {
     }
 
     /// Prompt assembly: the ordered tools the model receives on `agent`'s
-    /// next request. Each plugin is asked first (it may update its allow
-    /// set); the result is what the agent may call, filtered by every
-    /// plugin's view.
+    /// next request, and the system-prompt text plugins add (each plugin's
+    /// text in install order, separated by a blank line).
+    pub fn assemble(&mut self, agent: &str) -> Result<Request> {
+        let tools = self.next_request(agent)?;
+        let mut texts = Vec::new();
+        for plugin in &mut self.plugins {
+            let text = plugin
+                .instance
+                .system_prompt(agent)
+                .with_context(|| format!("plugin `{}` trapped in system-prompt", plugin.id))?
+                .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
+            texts.extend(text);
+        }
+        Ok(Request {
+            tools,
+            system_prompt: (!texts.is_empty()).then(|| texts.join("\n\n")),
+        })
+    }
+
+    /// Why `tool` is in its state for `agent`, as plugin `id` decides.
+    pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
+        require_agent(self, agent)?;
+        let plugin = self.plugin_mut(id)?;
+        plugin
+            .explain(agent, tool)
+            .with_context(|| format!("plugin `{id}` trapped in explain"))?
+            .map_err(|e| anyhow!("plugin `{id}`: {e}"))
+    }
+
+    /// The ordered tools the model receives on `agent`'s next request. Each
+    /// plugin is asked first (it may update its allow set); the result is
+    /// what the agent may call, filtered by every plugin's view.
     pub fn next_request(&mut self, agent: &str) -> Result<Vec<ToolSchema>> {
         let mut views = Vec::with_capacity(self.plugins.len());
         for plugin in &mut self.plugins {

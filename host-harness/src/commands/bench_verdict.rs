@@ -1,0 +1,113 @@
+//! `host-harness bench verdict`: the pre-execute verdict across the WASM
+//! boundary next to the same policy called natively, on one shell state.
+
+use std::hint::black_box;
+use std::path::Path;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::Value;
+
+use crate::catalog::Catalog;
+use crate::native_plugin::native_lazy_tools;
+use crate::shell::{Shell, core_builtins};
+use crate::wasm_host::WasmHost;
+
+/// Per-call medians in nanoseconds, over `samples` batches of `batch` calls.
+pub fn median_ns(samples: usize, batch: usize, mut f: impl FnMut()) -> f64 {
+    for _ in 0..batch {
+        f();
+    }
+    let mut per_call: Vec<f64> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..batch {
+                f();
+            }
+            start.elapsed().as_nanos() as f64 / batch as f64
+        })
+        .collect();
+    per_call.sort_by(f64::total_cmp);
+    per_call[per_call.len() / 2]
+}
+
+pub fn run(catalog: &Path) -> Result<()> {
+    let catalog = Catalog::load(catalog)?;
+    let component = WasmHost::global().lazy_tools()?;
+
+    let mut shell = Shell::new();
+    shell.register_tools(core_builtins())?;
+    shell.register_catalog(&catalog)?;
+    shell.create_agent("main", None)?;
+    shell
+        .install_plugin("lazy-tools", &component, &Value::Null)
+        .context("installing the component")?;
+
+    // The native plugin runs over the same registry in a shell of its own, so
+    // neither sees the other's allow sets.
+    let mut native_shell = Shell::new();
+    native_shell.register_tools(core_builtins())?;
+    native_shell.register_catalog(&catalog)?;
+    native_shell.create_agent("main", None)?;
+    let mut native = native_lazy_tools(native_shell.shared_core(), "lazy-tools-native");
+    native
+        .configure("null")
+        .map_err(|e| anyhow::anyhow!("native configure: {e:?}"))?;
+    native.agent_created("main", None)?;
+
+    let deferred = catalog
+        .tools()
+        .map(|(_, t)| t.name)
+        .next()
+        .context("the catalog has no tools")?;
+    let visible = "bash";
+    let args = "{}";
+    if native.pre_execute("main", &deferred) == lazy_tools::Verdict::Pass {
+        bail!("`{deferred}` should be deferred under the preset");
+    }
+
+    const SAMPLES: usize = 101;
+    const BATCH: usize = 2_000;
+    println!(
+        "pre-execute verdict, {} tools registered, median per call over {SAMPLES} batches of {BATCH}:",
+        shell.core().tools().len()
+    );
+    println!(
+        "{:<28} {:>12} {:>12} {:>8}",
+        "call", "wasm (ns)", "native (ns)", "ratio"
+    );
+    for (label, tool) in [
+        ("deny (deferred tool)", deferred.as_str()),
+        ("pass (visible tool)", visible),
+    ] {
+        let plugin = shell.plugin_mut("lazy-tools")?;
+        let wasm = median_ns(SAMPLES, BATCH, || {
+            black_box(plugin.pre_execute("main", tool, args).expect("no trap"));
+        });
+        let native_ns = median_ns(SAMPLES, BATCH, || {
+            black_box(native.pre_execute("main", tool));
+        });
+        println!(
+            "{label:<28} {wasm:>12.0} {native_ns:>12.1} {:>7.0}x",
+            wasm / native_ns
+        );
+    }
+    let call = median_ns(SAMPLES, 200, || {
+        black_box(
+            shell
+                .call("main", &deferred, &Value::Null)
+                .expect("no trap"),
+        );
+    });
+    println!(
+        "{:<28} {call:>12.0}   (whole shell call: resolve, waterfall)",
+        "shell.call, denied"
+    );
+    println!(
+        "component: {} bytes ({}), sha256 {}",
+        component.size,
+        component.path.display(),
+        &component.sha256[..16]
+    );
+    Ok(())
+}

@@ -1,0 +1,174 @@
+//! `host-harness tokens`: what tool schemas cost per request, counted
+//! exactly with a BPE vocabulary, with and without lazy-tools.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::catalog::Catalog;
+use crate::shell::{CallOutcome, Request, Shell};
+use crate::tokens::Tokenizer;
+use crate::wasm_host::WasmHost;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CatalogMode {
+    None,
+    Names,
+    Groups,
+}
+
+impl CatalogMode {
+    fn as_str(self) -> &'static str {
+        match self {
+            CatalogMode::None => "none",
+            CatalogMode::Names => "names",
+            CatalogMode::Groups => "groups",
+        }
+    }
+}
+
+/// The figures of one report.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenReport {
+    pub tokenizer: &'static str,
+    /// Every catalog tool visible.
+    pub eager: u64,
+    /// Visible tools (guards included) plus the catalog text.
+    pub cold_start: u64,
+    pub cold_start_ratio: f64,
+    pub after_activation: u64,
+    pub after_activation_ratio: f64,
+    pub activated: usize,
+    pub catalog_mode: &'static str,
+    pub catalog_tokens: u64,
+    pub visible_tools: usize,
+    pub catalog_tools: usize,
+}
+
+/// Builds the report: the catalog alone in a shell, then lazy-tools with
+/// `config` (a `catalog` mode, if given, overrides the config's).
+pub fn report(
+    catalog: &Catalog,
+    config: &Value,
+    mode: Option<CatalogMode>,
+    activate: usize,
+    tokenizer: Tokenizer,
+) -> Result<TokenReport> {
+    let mut shell = Shell::new();
+    shell.core().set_tokenizer(Some(tokenizer));
+    shell.register_catalog(catalog)?;
+    let agent = shell.create_agent("main", None)?;
+    let eager = tokenizer.count_tools(&shell.next_request(&agent)?);
+
+    let mut config = match config {
+        Value::Null => json!({}),
+        Value::Object(_) => config.clone(),
+        other => bail!("the plugin config must be a mapping, not {other}"),
+    };
+    if let Some(mode) = mode {
+        config["catalog"] = json!(mode.as_str());
+    }
+    let catalog_mode = match config.get("catalog").and_then(Value::as_str) {
+        Some("names") => "names",
+        Some("groups") => "groups",
+        _ => "none",
+    };
+    let component = WasmHost::global().lazy_tools()?;
+    shell
+        .install_plugin("lazy-tools", &component, &config)
+        .map_err(anyhow::Error::from)
+        .context("installing lazy-tools")?;
+
+    let cold = shell.assemble(&agent)?;
+    let (cold_start, catalog_tokens) = cost(&cold, tokenizer);
+
+    let visible: Vec<String> = cold.tools.iter().map(|t| t.name.clone()).collect();
+    let to_activate: Vec<String> = catalog
+        .tools()
+        .map(|(_, t)| t.name)
+        .filter(|name| !visible.contains(name))
+        .take(activate)
+        .collect();
+    for name in &to_activate {
+        let outcome = shell.call(&agent, "defer_execute_tool", &json!({"toolName": name}))?;
+        if !matches!(&outcome, CallOutcome::Completed(out) if !out.is_error) {
+            bail!("activating `{name}` failed: {outcome:?}");
+        }
+    }
+    let (after_activation, _) = cost(&shell.assemble(&agent)?, tokenizer);
+
+    let ratio = |n: u64| {
+        if eager == 0 {
+            0.0
+        } else {
+            n as f64 / eager as f64
+        }
+    };
+    Ok(TokenReport {
+        tokenizer: tokenizer.name(),
+        eager,
+        cold_start,
+        cold_start_ratio: ratio(cold_start),
+        after_activation,
+        after_activation_ratio: ratio(after_activation),
+        activated: to_activate.len(),
+        catalog_mode,
+        catalog_tokens,
+        visible_tools: cold.tools.len(),
+        catalog_tools: catalog.tool_count(),
+    })
+}
+
+/// Tokens of a request's tools plus its system-prompt text, and of the text.
+fn cost(request: &Request, tokenizer: Tokenizer) -> (u64, u64) {
+    let text = request
+        .system_prompt
+        .as_deref()
+        .map_or(0, |t| u64::from(tokenizer.count(t)));
+    (tokenizer.count_tools(&request.tools) + text, text)
+}
+
+pub fn run(
+    catalog_path: &Path,
+    config: &Value,
+    mode: Option<CatalogMode>,
+    activate: usize,
+    tokenizer: Tokenizer,
+    json_output: bool,
+) -> Result<()> {
+    let catalog = Catalog::load(catalog_path)?;
+    let r = report(&catalog, config, mode, activate, tokenizer)?;
+    if json_output {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+        return Ok(());
+    }
+    let pct = |ratio: f64| format!("{:.1}%", 100.0 * ratio);
+    println!(
+        "Tool schema tokens per request ({}), {} ({} tools)",
+        r.tokenizer,
+        catalog_path.display(),
+        r.catalog_tools
+    );
+    println!(
+        "  eager (every tool visible)          {:>8}  100.0%",
+        r.eager
+    );
+    println!(
+        "  cold start (catalog: {:<6})         {:>8}  {:>6}  ({} visible tools, catalog text {} tokens)",
+        r.catalog_mode,
+        r.cold_start,
+        pct(r.cold_start_ratio),
+        r.visible_tools,
+        r.catalog_tokens
+    );
+    println!(
+        "  after activating {:<3} tools          {:>8}  {:>6}",
+        r.activated,
+        r.after_activation,
+        pct(r.after_activation_ratio)
+    );
+    Ok(())
+}
