@@ -113,7 +113,7 @@ fn round_robin(entries: &[Entry]) -> Vec<&Entry> {
     let mut ordered = Vec::with_capacity(entries.len());
     let mut round = 0;
     while ordered.len() < entries.len() {
-        for (_, (_, tools)) in &groups {
+        for (_, tools) in groups.values() {
             if let Some(entry) = tools.get(round) {
                 ordered.push(*entry);
             }
