@@ -17,34 +17,54 @@ fn main() {
     let root = manifest_dir
         .parent()
         .expect("host-harness sits in the workspace");
-    let plugin = root.join("plugin");
-    let target_dir = root.join("target").join("plugin-wasm");
-
     for path in [
         "plugin/src",
         "plugin/Cargo.toml",
+        "tests/guests",
         "wit",
         "Cargo.lock",
         "Cargo.toml",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
+
+    // The plugin itself; a prebuilt one can be named instead (offline
+    // packaging, CI caches).
     println!("cargo:rerun-if-env-changed=LAZY_TOOLS_COMPONENT");
+    let plugin = match env::var("LAZY_TOOLS_COMPONENT") {
+        Ok(path) => PathBuf::from(path),
+        Err(_) => build_guest(
+            &root.join("plugin"),
+            &root.join("target").join("plugin-wasm"),
+            "lazy_tools",
+        ),
+    };
+    println!("cargo:rustc-env=LAZY_TOOLS_COMPONENT={}", plugin.display());
 
-    // A prebuilt component can be named instead (offline packaging, CI caches).
-    if let Ok(path) = env::var("LAZY_TOOLS_COMPONENT") {
-        println!("cargo:rustc-env=LAZY_TOOLS_COMPONENT={path}");
-        return;
-    }
+    // A minimal plugin on the oldest contract version, for the host's
+    // version tests.
+    let old = build_guest(
+        &root.join("tests/guests/restriction-v0.1.0"),
+        &root.join("target").join("test-guests"),
+        "restriction_v0_1_0",
+    );
+    println!(
+        "cargo:rustc-env=RESTRICTION_V0_1_0_COMPONENT={}",
+        old.display()
+    );
+}
 
+/// Builds the crate at `dir` for wasm32-wasip2 in release, into
+/// `target_dir`, and returns the path of `<artifact>.wasm`.
+fn build_guest(dir: &Path, target_dir: &Path, artifact: &str) -> PathBuf {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
-        .current_dir(&plugin)
+        .current_dir(dir)
         .args(["build", "--release", "--target", TARGET, "--manifest-path"])
-        .arg(plugin.join("Cargo.toml"))
+        .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(&target_dir);
+        .arg(target_dir);
     for var in [
         "RUSTFLAGS",
         "CARGO_ENCODED_RUSTFLAGS",
@@ -64,24 +84,25 @@ fn main() {
             command.env_remove(key);
         }
     }
-
     let status = command
         .status()
-        .unwrap_or_else(|e| panic!("could not run cargo to build the plugin: {e}"));
+        .unwrap_or_else(|e| panic!("could not run cargo to build {}: {e}", dir.display()));
     if !status.success() {
         panic!(
-            "building the lazy-tools plugin for {TARGET} failed (see above). If the target is \
-             missing, run: rustup target add {TARGET}"
+            "building {} for {TARGET} failed (see above). If the target is missing, run: \
+             rustup target add {TARGET}",
+            dir.display()
         );
     }
     let wasm = target_dir
         .join(TARGET)
         .join("release")
-        .join("lazy_tools.wasm");
+        .join(format!("{artifact}.wasm"));
     assert!(
-        Path::new(&wasm).is_file(),
-        "the plugin build succeeded but {} is missing",
+        wasm.is_file(),
+        "the build of {} succeeded but {} is missing",
+        dir.display(),
         wasm.display()
     );
-    println!("cargo:rustc-env=LAZY_TOOLS_COMPONENT={}", wasm.display());
+    wasm
 }
