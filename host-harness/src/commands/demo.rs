@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use crate::catalog::Catalog;
 use crate::script::describe;
 use crate::shell::{CallOutcome, Shell, ToolSchema, core_builtins};
+use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
 /// The catalog the demo loads when none is given.
@@ -22,6 +23,7 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
         .unwrap_or_else(bundled_catalog);
     let catalog = Catalog::load(&path)?;
     let mut shell = Shell::new();
+    shell.core().set_tokenizer(Some(Tokenizer::O200k));
     shell.register_tools(core_builtins())?;
     shell.register_catalog(&catalog)?;
     let main = shell.create_agent("main", None)?;
@@ -47,10 +49,10 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
         .context("installing lazy-tools with the zero-config preset")?;
     let cold = shell.next_request(&main)?;
     println!(
-        "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {} ({:.1}% of the bytes).\n   {}",
+        "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {}, {:.1}% of the tokens.\n   {}",
         cold.len(),
         size(&cold),
-        100.0 * bytes(&cold) as f64 / bytes(&eager) as f64,
+        100.0 * tokens(&cold) as f64 / tokens(&eager) as f64,
         names(&cold)
     );
 
@@ -116,13 +118,13 @@ fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
     ))
 }
 
-fn bytes(tools: &[ToolSchema]) -> usize {
-    serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0)
+fn tokens(tools: &[ToolSchema]) -> u64 {
+    Tokenizer::O200k.count_tools(tools)
 }
 
 fn size(tools: &[ToolSchema]) -> String {
-    let bytes = bytes(tools);
-    format!("{bytes} bytes of schemas")
+    let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
+    format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
 }
 
 fn names(tools: &[ToolSchema]) -> String {
