@@ -21,6 +21,7 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
     let path = catalog
         .map(Path::to_path_buf)
         .unwrap_or_else(bundled_catalog);
+    let path = path.canonicalize().unwrap_or(path);
     let catalog = Catalog::load(&path)?;
     let mut shell = Shell::new();
     shell.core().set_tokenizer(Some(Tokenizer::O200k));
