@@ -279,7 +279,9 @@ impl Shell {
 
     /// Why `tool` is in its state for `agent`, as plugin `id` decides.
     pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
-        require_agent(self, agent)?;
+        if !self.core().has_agent(agent) {
+            bail!(ShellError::UnknownAgent(agent.to_string()));
+        }
         let plugin = self.plugin_mut(id)?;
         plugin
             .explain(agent, tool)
@@ -417,10 +419,3 @@ fn emulated_run(tool: &Tool, arguments: &Value) -> ToolOutput {
     }
 }
 
-/// Fails when `agent` is unknown; a helper for callers that take ids.
-pub fn require_agent(shell: &Shell, agent: &str) -> Result<()> {
-    if !shell.core().has_agent(agent) {
-        bail!(ShellError::UnknownAgent(agent.to_string()));
-    }
-    Ok(())
-}

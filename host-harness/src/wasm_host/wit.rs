@@ -89,8 +89,7 @@ impl PluginBindings {
         store: &mut Store<PluginState>,
         config: &str,
     ) -> Result<Result<(), Vec<ConfigError>>> {
-        let result = with_guest!(self, g => g.call_configure(&mut *store, config))?;
-        Ok(result.map_err(latest::config_errors_from_wit))
+        Ok(with_guest!(self, g => g.call_configure(&mut *store, config))?)
     }
 
     pub fn guard_tools(&self, store: &mut Store<PluginState>) -> Result<Vec<Tool>> {
@@ -105,9 +104,7 @@ impl PluginBindings {
         parent: Option<&str>,
     ) -> Result<Result<(), PluginCallError>> {
         let (agent, parent) = (agent.to_owned(), parent.map(str::to_owned));
-        let result =
-            with_guest!(self, g => g.call_agent_created(&mut *store, &agent, parent.as_ref()))?;
-        Ok(result.map_err(latest::error_from_wit))
+        Ok(with_guest!(self, g => g.call_agent_created(&mut *store, &agent, parent.as_ref()))?)
     }
 
     pub fn agent_disposed(&self, store: &mut Store<PluginState>, agent: &str) -> Result<()> {
@@ -119,8 +116,7 @@ impl PluginBindings {
         &self,
         store: &mut Store<PluginState>,
     ) -> Result<Result<(), PluginCallError>> {
-        let result = with_guest!(self, g => g.call_registry_changed(&mut *store))?;
-        Ok(result.map_err(latest::error_from_wit))
+        Ok(with_guest!(self, g => g.call_registry_changed(&mut *store))?)
     }
 
     pub fn visible_tools(
@@ -129,8 +125,7 @@ impl PluginBindings {
         agent: &str,
     ) -> Result<Result<Vec<String>, PluginCallError>> {
         let agent = agent.to_owned();
-        let result = with_guest!(self, g => g.call_visible_tools(&mut *store, &agent))?;
-        Ok(result.map_err(latest::error_from_wit))
+        Ok(with_guest!(self, g => g.call_visible_tools(&mut *store, &agent))?)
     }
 
     pub fn pre_execute(
@@ -141,9 +136,7 @@ impl PluginBindings {
         arguments: &str,
     ) -> Result<Verdict> {
         let agent = agent.to_owned();
-        let verdict =
-            with_guest!(self, g => g.call_pre_execute(&mut *store, &agent, tool, arguments))?;
-        Ok(latest::verdict_from_wit(verdict))
+        Ok(with_guest!(self, g => g.call_pre_execute(&mut *store, &agent, tool, arguments))?)
     }
 
     pub fn execute(
@@ -154,10 +147,7 @@ impl PluginBindings {
         arguments: &str,
     ) -> Result<Result<ToolResult, PluginCallError>> {
         let agent = agent.to_owned();
-        let result = with_guest!(self, g => g.call_execute(&mut *store, &agent, tool, arguments))?;
-        Ok(result
-            .map(latest::tool_result_from_wit)
-            .map_err(latest::error_from_wit))
+        Ok(with_guest!(self, g => g.call_execute(&mut *store, &agent, tool, arguments))?)
     }
 
     /// The plugin's system-prompt text; 0.1.0 plugins have none.
@@ -168,12 +158,9 @@ impl PluginBindings {
     ) -> Result<Result<Option<String>, PluginCallError>> {
         match self {
             Self::V0_1_0(_) => Ok(Ok(None)),
-            Self::V0_2_0(b) => {
-                let result = b
-                    .dsh_tool_restriction_restriction()
-                    .call_system_prompt(store, &agent.to_owned())?;
-                Ok(result.map_err(latest::error_from_wit))
-            }
+            Self::V0_2_0(b) => Ok(b
+                .dsh_tool_restriction_restriction()
+                .call_system_prompt(store, &agent.to_owned())?),
         }
     }
 
@@ -188,16 +175,11 @@ impl PluginBindings {
             Self::V0_1_0(_) => {
                 bail!("the plugin speaks dsh:tool-restriction@0.1.0, which has no explain")
             }
-            Self::V0_2_0(b) => {
-                let result = b.dsh_tool_restriction_restriction().call_explain(
-                    store,
-                    &agent.to_owned(),
-                    tool,
-                )?;
-                Ok(result
-                    .map(latest::explanation_from_wit)
-                    .map_err(latest::error_from_wit))
-            }
+            Self::V0_2_0(b) => Ok(b.dsh_tool_restriction_restriction().call_explain(
+                store,
+                &agent.to_owned(),
+                tool,
+            )?),
         }
     }
 

@@ -5,14 +5,13 @@ use anyhow::Result;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
-use crate::plugin_api::{
-    ConfigError, Explanation, PluginCallError, Rule, ToolResult, ToolState, Verdict,
-};
 use crate::shell::{Origin, Tool};
 
 wasmtime::component::bindgen!({
     path: "../wit/since_v0.2.0",
     world: "restriction-plugin",
+    // The shell uses these types directly (crate::plugin_api).
+    additional_derives: [PartialEq, Eq],
 });
 
 pub use dsh::tool_restriction::types as wit;
@@ -89,65 +88,4 @@ pub fn tool_from_wit(tool: wit::ToolDef) -> Result<Tool> {
         origin: Origin::Builtin,
         owner: None,
     })
-}
-
-pub fn config_errors_from_wit(errors: Vec<wit::ConfigError>) -> Vec<ConfigError> {
-    errors
-        .into_iter()
-        .map(|e| ConfigError {
-            pointer: e.pointer,
-            entry: e.entry,
-            message: e.message,
-        })
-        .collect()
-}
-
-pub fn verdict_from_wit(verdict: wit::Verdict) -> Verdict {
-    match verdict {
-        wit::Verdict::Pass => Verdict::Pass,
-        wit::Verdict::Deny(reason) => Verdict::Deny(reason),
-    }
-}
-
-pub fn tool_result_from_wit(r: wit::ToolResult) -> ToolResult {
-    ToolResult {
-        json: r.json,
-        text: r.text,
-        is_error: r.is_error,
-    }
-}
-
-pub fn error_from_wit(e: wit::PluginError) -> PluginCallError {
-    match e {
-        wit::PluginError::NotConfigured => PluginCallError::NotConfigured,
-        wit::PluginError::UnknownAgent(a) => PluginCallError::UnknownAgent(a),
-        wit::PluginError::UnknownTool(t) => PluginCallError::UnknownTool(t),
-        wit::PluginError::Host(m) => PluginCallError::Host(m),
-    }
-}
-
-pub fn explanation_from_wit(e: wit::Explanation) -> Explanation {
-    Explanation {
-        state: match e.state {
-            wit::ToolState::Visible => ToolState::Visible,
-            wit::ToolState::Deferred => ToolState::Deferred,
-            wit::ToolState::Unavailable => ToolState::Unavailable,
-        },
-        rule: match e.rule {
-            wit::Rule::Guard => Rule::Guard,
-            wit::Rule::AgentScope => Rule::AgentScope,
-            wit::Rule::SwitchOff => Rule::SwitchOff,
-            wit::Rule::NeverDefer => Rule::NeverDefer,
-            wit::Rule::NoDeferEntry => Rule::NoDeferEntry,
-            wit::Rule::AlwaysDefer => Rule::AlwaysDefer,
-            wit::Rule::DeferEntry => Rule::DeferEntry,
-            wit::Rule::Preset => Rule::Preset,
-            wit::Rule::Budget => Rule::Budget,
-            wit::Rule::NoRule => Rule::NoRule,
-            wit::Rule::Activated => Rule::Activated,
-            wit::Rule::ParentRestriction => Rule::ParentRestriction,
-            wit::Rule::UnknownTool => Rule::UnknownTool,
-        },
-        summary: e.summary,
-    }
 }
