@@ -13,6 +13,9 @@ pub const GUARD_NAMES: &[&str] = &[TOOL_SEARCH, DEFER_EXECUTE_TOOL];
 
 pub const DEFAULT_TOP_K: u32 = 5;
 pub const MAX_TOP_K: u32 = 50;
+/// Limits that keep one call cheap: a query is a few words, not a document.
+pub const MAX_QUERY_CHARS: usize = 500;
+pub const MAX_QUERIES: usize = 10;
 
 pub fn is_guard(name: &str) -> bool {
     GUARD_NAMES.contains(&name)

@@ -1,0 +1,523 @@
+//! The inverted index: built once per registry change, read by every query.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::analyze::{Piece, analyzer};
+use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
+use super::query;
+use super::vocab::{self, Language};
+use crate::registry::{Registry, ToolDef};
+
+/// BM25 term-frequency saturation.
+const K1: f32 = 1.2;
+/// How much more a tool counts when the query names all the words of its own name, and when
+/// it names them in a row.
+const NAME_WORDS: f32 = 0.3;
+const NAME_PHRASE: f32 = 0.6;
+
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    /// Tool names by document id, sorted, so ties break by name.
+    names: Vec<String>,
+    /// The group (MCP server) of each document, as a small number.
+    groups: Vec<u32>,
+    terms: FxHashMap<Box<str>, u32>,
+    /// Per term, the tools that hold it and its BM25F score in each.
+    postings: Vec<Vec<Posting>>,
+    /// Terms of tool and group names, sorted, for prefix and typo matches.
+    name_terms: Vec<(Box<str>, u32)>,
+    /// Tools by normalised whole name and by normalised own name.
+    exact: FxHashMap<String, Vec<u32>>,
+    /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
+    /// time), for names a query spells out.
+    name_words: Vec<Vec<u32>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    score: f32,
+}
+
+impl SearchIndex {
+    /// Indexes one document per tool name (the first definition wins).
+    pub fn build(registry: &Registry) -> Self {
+        let mut seen = FxHashSet::default();
+        let mut tools: Vec<&ToolDef> = registry
+            .tools()
+            .iter()
+            .filter(|t| seen.insert(t.name.as_str()))
+            .collect();
+        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+
+        let mut builder = Builder::default();
+        let mut groups: FxHashMap<&str, GroupTerms> = FxHashMap::default();
+        let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
+        for tool in &tools {
+            let text = ToolText::of(tool);
+            let mut doc = DocTerms::default();
+            builder.add(text.own_name, Field::Name, &mut doc);
+            match group_of(registry, tool) {
+                Some((name, description)) => {
+                    let group = groups.entry(name).or_insert_with(|| {
+                        let mut terms = GroupTerms::default();
+                        builder.add(name, Field::GroupName, &mut terms.name);
+                        builder.add(description, Field::GroupDescription, &mut terms.description);
+                        terms
+                    });
+                    doc.extend(&group.name);
+                    doc.extend(&group.description);
+                }
+                None => {
+                    for segment in &text.namespace {
+                        builder.add(segment, Field::GroupName, &mut doc);
+                    }
+                }
+            }
+            builder.add(&text.summary, Field::Summary, &mut doc);
+            builder.add(text.description, Field::Description, &mut doc);
+            for name in &text.param_names {
+                builder.add(name, Field::ParamNames, &mut doc);
+            }
+            for description in &text.param_descriptions {
+                builder.add(description, Field::ParamDescriptions, &mut doc);
+            }
+            doc.finish();
+            docs.push(doc);
+        }
+
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let groups: Vec<u32> = tools
+            .iter()
+            .map(|tool| {
+                // A tool of no group is a group of its own.
+                let key = group_of(registry, tool)
+                    .map(|(name, _)| name)
+                    .unwrap_or(&tool.name);
+                let next = group_ids.len() as u32;
+                *group_ids.entry(key).or_insert(next)
+            })
+            .collect();
+        let mut exact: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+        for (doc, tool) in tools.iter().enumerate() {
+            for key in [
+                normalise_name(&tool.name),
+                normalise_name(own_name(&tool.name)),
+            ] {
+                let docs = exact.entry(key).or_default();
+                if docs.last() != Some(&(doc as u32)) {
+                    docs.push(doc as u32);
+                }
+            }
+        }
+        builder.finish(names, groups, docs, exact)
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The names of at most `top_k` eligible tools that match `query`, best first. A tool
+    /// whose whole name the query is ranks first; ties go to the smaller name.
+    pub fn search(&self, query: &str, top_k: usize, eligible: impl Fn(&str) -> bool) -> Vec<&str> {
+        self.search_scored(query, top_k, eligible)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// [`SearchIndex::search`] with each tool's score (exact name matches rank first whatever
+    /// their score).
+    pub fn search_scored(
+        &self,
+        query: &str,
+        top_k: usize,
+        eligible: impl Fn(&str) -> bool,
+    ) -> Vec<(&str, f32)> {
+        if self.names.is_empty() || top_k == 0 {
+            return Vec::new();
+        }
+        let parsed = query::parse(self, query);
+        let mut scores = vec![0f32; self.names.len()];
+        for &(term, weight) in &parsed.terms {
+            for posting in &self.postings[term as usize] {
+                scores[posting.doc as usize] += weight * posting.score;
+            }
+        }
+        for (doc, score) in scores.iter_mut().enumerate() {
+            if *score > 0.0 {
+                *score *= self.name_boost(doc, &parsed);
+            }
+        }
+        let exact = self
+            .exact
+            .get(&normalise_name(query))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut ranked: BinaryHeap<Ranked> = scores
+            .iter()
+            .enumerate()
+            .filter(|&(_, &score)| score > 0.0)
+            .map(|(doc, &score)| Ranked {
+                exact: false,
+                score,
+                crowd: 0,
+                doc: doc as u32,
+            })
+            .collect();
+        for &doc in exact {
+            ranked.push(Ranked {
+                exact: true,
+                score: scores[doc as usize],
+                crowd: 0,
+                doc,
+            });
+        }
+        // Greedy selection with group crowding: each tool already chosen from a group lowers
+        // the next ones from it, so tools that do the same thing on different servers are all
+        // offered before a fifth tool of one server. A popped entry scored with a stale group
+        // count goes back with its new score.
+        let mut chosen: Vec<u32> = Vec::with_capacity(top_k);
+        let mut crowd: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut out: Vec<(&str, f32)> = Vec::with_capacity(top_k);
+        while let Some(mut best) = ranked.pop() {
+            if chosen.contains(&best.doc) {
+                continue;
+            }
+            let group = self.groups[best.doc as usize];
+            let count = crowd.get(&group).copied().unwrap_or(0);
+            if best.crowd != count {
+                best.score = scores[best.doc as usize] * CROWDING.powi(count as i32);
+                best.crowd = count;
+                ranked.push(best);
+                continue;
+            }
+            let name = self.names[best.doc as usize].as_str();
+            if !eligible(name) {
+                continue;
+            }
+            chosen.push(best.doc);
+            *crowd.entry(group).or_default() += 1;
+            out.push((name, scores[best.doc as usize]));
+            if out.len() == top_k {
+                break;
+            }
+        }
+        out
+    }
+
+    /// More for a tool whose own name of two words or more the query spells out: all of its
+    /// words (`weather for the current city` for `get_current_weather`... in any order), or all
+    /// in a row (`create presentation` for `create_presentation`).
+    fn name_boost(&self, doc: usize, query: &query::Query) -> f32 {
+        let name = &self.name_words[doc];
+        if name.len() < 2 || !name.iter().all(|&t| query.names(t)) {
+            return 1.0;
+        }
+        let in_a_row = query
+            .words
+            .windows(name.len())
+            .any(|w| w.iter().zip(name).all(|(q, n)| *q == Some(*n)));
+        if in_a_row {
+            1.0 + NAME_PHRASE
+        } else {
+            1.0 + NAME_WORDS
+        }
+    }
+
+    pub(super) fn term_id(&self, term: &str) -> Option<u32> {
+        self.terms.get(term).copied()
+    }
+
+    /// Terms of tool and group names, sorted.
+    pub(super) fn name_terms(&self) -> &[(Box<str>, u32)] {
+        &self.name_terms
+    }
+}
+
+/// A candidate in the ranking: exact name matches first, then by score, then by name.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    exact: bool,
+    score: f32,
+    /// How many tools of its group were chosen when `score` was computed.
+    crowd: u32,
+    doc: u32,
+}
+
+/// Each tool already chosen from a group multiplies the next one's score by this.
+const CROWDING: f32 = 0.85;
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.exact
+            .cmp(&other.exact)
+            .then(self.score.total_cmp(&other.score))
+            .then(other.doc.cmp(&self.doc))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+/// A name as a person might type it: lowercase, any run of separators as one `_`.
+pub(super) fn normalise_name(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.trim().chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    if out.ends_with('_') {
+        out.pop();
+    }
+    out
+}
+
+/// One tool's terms while the index is built.
+#[derive(Debug, Default)]
+struct DocTerms {
+    /// The word terms of its own name, in order.
+    name_words: Vec<u32>,
+    /// Terms in each field, counted the way BM25 counts document length.
+    lengths: [u32; FIELD_COUNT],
+    /// (term, field) occurrences; after `finish`, one entry per term with counts per field.
+    occurrences: Vec<(u32, u8)>,
+    counts: Vec<(u32, [u16; FIELD_COUNT])>,
+}
+
+impl DocTerms {
+    fn extend(&mut self, other: &DocTerms) {
+        for (mine, theirs) in self.lengths.iter_mut().zip(other.lengths) {
+            *mine += theirs;
+        }
+        self.occurrences.extend_from_slice(&other.occurrences);
+    }
+
+    fn finish(&mut self) {
+        self.occurrences.sort_unstable();
+        for &(term, field) in &self.occurrences {
+            match self.counts.last_mut() {
+                Some((last, counts)) if *last == term => {
+                    counts[field as usize] = counts[field as usize].saturating_add(1)
+                }
+                _ => {
+                    let mut counts = [0u16; FIELD_COUNT];
+                    counts[field as usize] = 1;
+                    self.counts.push((term, counts));
+                }
+            }
+        }
+        self.occurrences = Vec::new();
+    }
+}
+
+#[derive(Debug, Default)]
+struct GroupTerms {
+    name: DocTerms,
+    description: DocTerms,
+}
+
+/// Interns terms while tools are analysed.
+#[derive(Debug, Default)]
+struct Builder {
+    terms: FxHashMap<Box<str>, u32>,
+    texts: Vec<Box<str>>,
+    /// Lowercase word -> its term (None: a stop word), so each distinct word is stemmed once.
+    words: FxHashMap<Box<str>, Option<u32>>,
+}
+
+impl Builder {
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.terms.get(term) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.terms.insert(term.into(), id);
+        self.texts.push(term.into());
+        id
+    }
+
+    fn add(&mut self, text: &str, field: Field, doc: &mut DocTerms) {
+        let field_index = field.index();
+        let analyzer = analyzer();
+        analyzer.for_each_piece(text, |piece| {
+            let term = match piece {
+                Piece::Word { lower, .. } => match self.words.get(lower) {
+                    Some(&known) => known,
+                    None => {
+                        let term = analyzer.word_term(lower).map(|t| self.intern(&t));
+                        self.words.insert(lower.into(), term);
+                        term
+                    }
+                },
+                Piece::Cjk { gram, .. } => analyzer.keeps_cjk(gram).then(|| self.intern(gram)),
+            };
+            if let Some(term) = term {
+                if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
+                    doc.name_words.push(term);
+                }
+                doc.occurrences.push((term, field_index as u8));
+                // A CJK unigram repeats what its bigrams say; it is not counted as length.
+                if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
+                    doc.lengths[field_index] += 1;
+                }
+            }
+        });
+    }
+
+    /// Each term's inverse document frequency, where a vocabulary word counts every tool that
+    /// holds it or one of its translations: `获取` ("get") is rare in a mostly English catalog,
+    /// but what it means is not, and it must not outweigh the rare words of a query.
+    fn translated_idf(&self, postings: &[Vec<Posting>], documents: usize) -> Vec<f32> {
+        let n = documents as f32;
+        let idf = |df: usize| (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
+        let docs_of = |id: u32| postings[id as usize].iter().map(|p| p.doc);
+        let mut out: Vec<f32> = postings.iter().map(|p| idf(p.len())).collect();
+        for forms in vocab::built_in().concept_forms() {
+            // The tools holding each form, by language.
+            let mut holders: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+            let mut single_terms: Vec<(u32, Language)> = Vec::new();
+            for form in forms {
+                let Some(mut ids) = form
+                    .terms
+                    .iter()
+                    .map(|t| self.terms.get(t.as_str()).copied())
+                    .collect::<Option<Vec<u32>>>()
+                else {
+                    continue;
+                };
+                if let [single] = ids.as_slice() {
+                    single_terms.push((*single, form.language));
+                }
+                // Tools holding every term of the form: intersect, starting from the rarest.
+                ids.sort_by_key(|&id| postings[id as usize].len());
+                let mut docs: Vec<u32> = docs_of(ids[0]).collect();
+                for &id in &ids[1..] {
+                    let other = &postings[id as usize];
+                    docs.retain(|d| other.binary_search_by_key(d, |p| p.doc).is_ok());
+                }
+                holders[form.language as usize].extend(docs);
+            }
+            for docs in &mut holders {
+                docs.sort_unstable();
+                docs.dedup();
+            }
+            for (term, language) in single_terms {
+                let translations = &holders[1 - language as usize];
+                let shared = docs_of(term)
+                    .filter(|d| translations.binary_search(d).is_ok())
+                    .count();
+                let df = postings[term as usize].len() + translations.len() - shared;
+                out[term as usize] = out[term as usize].min(idf(df));
+            }
+        }
+        out
+    }
+
+    fn finish(
+        self,
+        names: Vec<String>,
+        groups: Vec<u32>,
+        docs: Vec<DocTerms>,
+        exact: FxHashMap<String, Vec<u32>>,
+    ) -> SearchIndex {
+        let n = docs.len().max(1) as f32;
+        let mut average = [0f32; FIELD_COUNT];
+        let mut document_frequency = vec![0u32; self.texts.len()];
+        for doc in &docs {
+            for (sum, length) in average.iter_mut().zip(doc.lengths) {
+                *sum += length as f32;
+            }
+            for &(term, _) in &doc.counts {
+                document_frequency[term as usize] += 1;
+            }
+        }
+        for sum in &mut average {
+            *sum /= n;
+        }
+        let mut postings: Vec<Vec<Posting>> = document_frequency
+            .iter()
+            .map(|&df| Vec::with_capacity(df as usize))
+            .collect();
+        let mut in_names = vec![false; self.texts.len()];
+        for (doc_id, doc) in docs.iter().enumerate() {
+            let norms: Vec<f32> = Field::ALL
+                .iter()
+                .enumerate()
+                .map(|(i, field)| {
+                    let b = field.length_normalisation();
+                    let relative = if average[i] > 0.0 {
+                        doc.lengths[i] as f32 / average[i]
+                    } else {
+                        1.0
+                    };
+                    field.weight() / (1.0 - b + b * relative)
+                })
+                .collect();
+            for &(term, counts) in &doc.counts {
+                // The weighted, length-normalised term frequency; the score comes below, once
+                // every term's document frequency is known.
+                let tf: f32 = counts
+                    .iter()
+                    .zip(&norms)
+                    .map(|(&count, norm)| count as f32 * norm)
+                    .sum();
+                postings[term as usize].push(Posting {
+                    doc: doc_id as u32,
+                    score: tf,
+                });
+                if counts[Field::Name.index()] > 0 || counts[Field::GroupName.index()] > 0 {
+                    in_names[term as usize] = true;
+                }
+            }
+        }
+        let idf = self.translated_idf(&postings, docs.len());
+        for (term_postings, idf) in postings.iter_mut().zip(idf) {
+            for posting in term_postings {
+                let tf = posting.score;
+                posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
+            }
+        }
+
+        let mut name_terms: Vec<(Box<str>, u32)> = self
+            .texts
+            .iter()
+            .enumerate()
+            .filter(|&(id, _)| in_names[id])
+            .map(|(id, text)| (text.clone(), id as u32))
+            .collect();
+        name_terms.sort_unstable();
+        let name_words = docs.iter().map(|d| d.name_words.clone()).collect();
+        SearchIndex {
+            names,
+            groups,
+            name_words,
+            terms: self.terms,
+            postings,
+            name_terms,
+            exact,
+        }
+    }
+}
