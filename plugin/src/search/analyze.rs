@@ -47,11 +47,32 @@ pub struct Analyzer {
     catalog_stop: HashSet<&'static str>,
 }
 
-/// Words that only frame a request to a tool catalog ("server: ..., tool: ...", "please help
-/// me use"): every entry is some server's tool, so these tell tools apart by noise only.
+/// Words that only frame a request to a tool catalog ("server: ... platform, tool: ...",
+/// "please help me use"): every entry is some service's tool, so these tell tools apart by
+/// noise only.
 const CATALOG_STOP_WORDS: &[&str] = &[
-    "tool", "tools", "server", "servers", "mcp", "please", "help", "want", "need", "would",
-    "could", "also", "let", "via", "using", "use", "etc", "like",
+    "tool",
+    "tools",
+    "server",
+    "servers",
+    "service",
+    "services",
+    "platform",
+    "platforms",
+    "mcp",
+    "please",
+    "help",
+    "want",
+    "need",
+    "would",
+    "could",
+    "also",
+    "let",
+    "via",
+    "using",
+    "use",
+    "etc",
+    "like",
 ];
 
 static ANALYZER: LazyLock<Analyzer> = LazyLock::new(Analyzer::new);

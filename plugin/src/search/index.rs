@@ -146,12 +146,8 @@ impl SearchIndex {
             return Vec::new();
         }
         let parsed = query::parse(self, query);
-        let mut scores = vec![0f32; self.names.len()];
-        for &(term, weight) in &parsed.terms {
-            for posting in &self.postings[term as usize] {
-                scores[posting.doc as usize] += weight * posting.score;
-            }
-        }
+        let scores = self.scores(&parsed);
+        let mut scores = scores;
         for (doc, score) in scores.iter_mut().enumerate() {
             if *score > 0.0 {
                 *score *= self.name_boost(doc, &parsed);
@@ -214,12 +210,60 @@ impl SearchIndex {
         out
     }
 
+    /// Each tool's BM25F score for `query`: per slot (a word of the query), the best of its
+    /// forms, a form scoring the sum of its terms.
+    fn scores(&self, query: &query::Query) -> Vec<f32> {
+        let n = self.names.len();
+        let mut scores = vec![0f32; n];
+        let mut best = vec![0f32; n];
+        let mut sum = vec![0f32; n];
+        let mut in_slot: Vec<u32> = Vec::new();
+        let mut in_form: Vec<u32> = Vec::new();
+        for slot in &query.slots {
+            // Most slots are one term: add it straight away.
+            if let [form] = slot.as_slice()
+                && let [(term, weight)] = form.as_slice()
+            {
+                for posting in &self.postings[*term as usize] {
+                    scores[posting.doc as usize] += weight * posting.score;
+                }
+                continue;
+            }
+            for form in slot {
+                for &(term, weight) in form {
+                    for posting in &self.postings[term as usize] {
+                        let doc = posting.doc as usize;
+                        if sum[doc] == 0.0 {
+                            in_form.push(posting.doc);
+                        }
+                        sum[doc] += weight * posting.score;
+                    }
+                }
+                for &doc in &in_form {
+                    let doc = doc as usize;
+                    if best[doc] == 0.0 {
+                        in_slot.push(doc as u32);
+                    }
+                    best[doc] = best[doc].max(sum[doc]);
+                    sum[doc] = 0.0;
+                }
+                in_form.clear();
+            }
+            for &doc in &in_slot {
+                scores[doc as usize] += best[doc as usize];
+                best[doc as usize] = 0.0;
+            }
+            in_slot.clear();
+        }
+        scores
+    }
+
     /// More for a tool whose own name of two words or more the query spells out: all of its
     /// words (`weather for the current city` for `get_current_weather`... in any order), or all
     /// in a row (`create presentation` for `create_presentation`).
     fn name_boost(&self, doc: usize, query: &query::Query) -> f32 {
         let name = &self.name_words[doc];
-        if name.len() < 2 || !name.iter().all(|&t| query.names(t)) {
+        if name.len() < 2 || !name.iter().all(|&t| query.says(t)) {
             return 1.0;
         }
         let in_a_row = query
@@ -231,6 +275,36 @@ impl SearchIndex {
         } else {
             1.0 + NAME_WORDS
         }
+    }
+
+    /// Why `query` scores tool `name`: each query term that the tool holds, with the term's
+    /// weight in the query and its BM25F score in the tool, largest contribution first.
+    pub fn explain(&self, query: &str, name: &str) -> Vec<(String, f32, f32)> {
+        let Ok(doc) = self.names.binary_search_by(|n| n.as_str().cmp(name)) else {
+            return Vec::new();
+        };
+        let text_of = |id: u32| {
+            self.terms
+                .iter()
+                .find(|&(_, &t)| t == id)
+                .map(|(text, _)| text.to_string())
+                .unwrap_or_default()
+        };
+        let mut out: Vec<(String, f32, f32)> = query::parse(self, query)
+            .slots
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|(term, weight)| {
+                let postings = &self.postings[term as usize];
+                let i = postings
+                    .binary_search_by_key(&(doc as u32), |p| p.doc)
+                    .ok()?;
+                Some((text_of(term), weight, postings[i].score))
+            })
+            .collect();
+        out.sort_by(|a, b| (b.1 * b.2).total_cmp(&(a.1 * a.2)));
+        out
     }
 
     pub(super) fn term_id(&self, term: &str) -> Option<u32> {

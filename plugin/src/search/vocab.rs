@@ -42,27 +42,6 @@ pub struct Form {
     pub terms: Vec<String>,
 }
 
-/// A term a concept adds to a query.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Expansion {
-    pub term: String,
-    pub language: Language,
-    /// A word of several terms (`stock price`, `柱状图` as two bigrams) shares one word's
-    /// weight among them, so a long word does not count more than a short one.
-    pub share: f32,
-}
-
-impl Expansion {
-    fn word(terms: &[String], language: Language) -> impl Iterator<Item = Expansion> + '_ {
-        let share = 1.0 / terms.len().max(1) as f32;
-        terms.iter().map(move |term| Expansion {
-            term: term.clone(),
-            language,
-            share,
-        })
-    }
-}
-
 /// A concept named in a query, and in which language the query named it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Named {
@@ -72,8 +51,6 @@ pub struct Named {
 
 #[derive(Debug, Default)]
 pub struct Vocabulary {
-    /// Per concept, the terms it adds to a query that names it, with their language.
-    expansions: Vec<Vec<Expansion>>,
     /// Per concept, its words as index terms: a word of several terms (`bar chart`, `柱状图`)
     /// is in a tool only if all of its terms are.
     forms: Vec<Vec<Form>>,
@@ -98,8 +75,7 @@ impl Vocabulary {
                 message: message.to_string(),
             };
             let (english, chinese) = line.split_once('=').unwrap_or((line, ""));
-            let id = vocab.expansions.len() as ConceptId;
-            let mut expansion: Vec<Expansion> = Vec::new();
+            let id = vocab.forms.len() as ConceptId;
             let mut forms: Vec<Form> = Vec::new();
             for phrase in english.split(',').map(str::trim).filter(|p| !p.is_empty()) {
                 let stems: Vec<String> = analyzer()
@@ -116,7 +92,6 @@ impl Vocabulary {
                     .entry(first.clone())
                     .or_default()
                     .push((stems.clone(), id));
-                expansion.extend(Expansion::word(&stems, Language::English));
                 forms.push(Form {
                     language: Language::English,
                     terms: stems,
@@ -135,8 +110,6 @@ impl Vocabulary {
                     .filter(|t| t.kind == TokenKind::CjkBigram)
                     .map(|t| t.term.clone())
                     .collect();
-                // A query gets only bigrams: one character matches too much of any Chinese text.
-                expansion.extend(Expansion::word(&bigrams, Language::Chinese));
                 let terms = match tokens.as_slice() {
                     [single] if single.kind == TokenKind::CjkUnigram => vec![single.term.clone()],
                     _ => bigrams,
@@ -148,24 +121,20 @@ impl Vocabulary {
                     });
                 }
             }
-            if expansion.is_empty() {
+            if forms.is_empty() {
                 return Err(error("no words"));
             }
-            // One entry per term, with its largest share.
-            expansion.sort_by(|a, b| a.term.cmp(&b.term).then(b.share.total_cmp(&a.share)));
-            expansion.dedup_by(|a, b| a.term == b.term);
-            vocab.expansions.push(expansion);
             vocab.forms.push(forms);
         }
         Ok(vocab)
     }
 
     pub fn len(&self) -> usize {
-        self.expansions.len()
+        self.forms.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.expansions.is_empty()
+        self.forms.is_empty()
     }
 
     /// The concepts a query names: English phrases found in its word stems (in order, stop words
@@ -207,9 +176,9 @@ impl Vocabulary {
         found
     }
 
-    /// The terms concept `id` adds to a query: English stems and Chinese bigrams.
-    pub fn expansion(&self, id: ConceptId) -> &[Expansion] {
-        self.expansions
+    /// The words of concept `id` as index terms.
+    pub fn forms(&self, id: ConceptId) -> &[Form] {
+        self.forms
             .get(id as usize)
             .map(Vec::as_slice)
             .unwrap_or(&[])
@@ -236,11 +205,13 @@ mod tests {
             .concepts_in(&stems, &query.to_lowercase())
             .into_iter()
             .map(|named| {
-                vocab
-                    .expansion(named.concept)
+                let mut terms: Vec<String> = vocab
+                    .forms(named.concept)
                     .iter()
-                    .map(|e| e.term.clone())
-                    .collect()
+                    .flat_map(|f| f.terms.clone())
+                    .collect();
+                terms.sort();
+                terms
             })
             .collect()
     }
@@ -271,7 +242,7 @@ mod tests {
             concepts(&vocab, "画思维导图"),
             [["map", "mind", "导图", "思维", "维导"]]
         );
-        assert_eq!(concepts(&vocab, "这张图"), [["imag"]]);
+        assert_eq!(concepts(&vocab, "这张图"), [["imag", "图"]]);
     }
 
     #[test]
