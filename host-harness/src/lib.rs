@@ -3,6 +3,7 @@
 
 pub mod catalog;
 pub mod commands;
+pub mod peers;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;
