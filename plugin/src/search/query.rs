@@ -80,7 +80,8 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
             else {
                 continue;
             };
-            let weight = if ids.iter().all(|id| own.contains(id)) {
+            let said = ids.iter().all(|id| own.contains(id));
+            let weight = if said {
                 1.0
             } else if form.language == Language::Chinese
                 && ids.len() == 1
@@ -94,11 +95,7 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
                 TRANSLATION
             };
             // A word of several terms shares one word's weight among them.
-            let share = if weight == 1.0 {
-                1.0
-            } else {
-                1.0 / ids.len() as f32
-            };
+            let share = if said { 1.0 } else { 1.0 / ids.len() as f32 };
             builder.add_form(
                 slot,
                 ids.iter().map(|&id| (id, weight * share)).collect(),
