@@ -8,10 +8,10 @@
 //! - CJK text has no spaces between words: each run is indexed as unigrams and bigrams, except
 //!   Chinese stop words.
 
-use std::collections::HashSet;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashSet;
 
 /// One piece of text before stop words and stemming.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -42,9 +42,9 @@ pub struct Token {
 
 pub struct Analyzer {
     stemmer: Stemmer,
-    english_stop: HashSet<&'static str>,
-    chinese_stop: HashSet<&'static str>,
-    catalog_stop: HashSet<&'static str>,
+    english_stop: FxHashSet<&'static str>,
+    chinese_stop: FxHashSet<&'static str>,
+    catalog_stop: FxHashSet<&'static str>,
 }
 
 /// Words that only frame a request to a tool catalog ("server: ... platform, tool: ...",
@@ -153,26 +153,44 @@ impl Analyzer {
 
     /// Calls `f` with each piece of `text` in order, reusing buffers (index builds call this for
     /// every field of every tool).
-    pub fn for_each_piece(&self, text: &str, mut f: impl FnMut(Piece<'_>)) {
-        let mut word: Vec<char> = Vec::new();
-        let mut cjk: Vec<char> = Vec::new();
-        let mut buf = String::new();
+    pub fn for_each_piece(&self, text: &str, f: impl FnMut(Piece<'_>)) {
+        self.for_each_piece_in(&mut Scratch::default(), text, f)
+    }
+
+    /// [`Analyzer::for_each_piece`] with buffers the caller keeps from text to text.
+    pub fn for_each_piece_in(
+        &self,
+        scratch: &mut Scratch,
+        text: &str,
+        mut f: impl FnMut(Piece<'_>),
+    ) {
+        let Scratch { word, cjk, buf } = scratch;
+        word.clear();
+        cjk.clear();
         for c in text.chars().map(fold_width) {
             if is_cjk(c) {
-                flush_word(&mut word, &mut buf, &mut f);
+                flush_word(word, buf, &mut f);
                 cjk.push(c);
             } else {
-                flush_cjk(&mut cjk, &mut buf, &mut f);
+                flush_cjk(cjk, buf, &mut f);
                 if c.is_alphanumeric() {
                     word.push(c);
                 } else {
-                    flush_word(&mut word, &mut buf, &mut f);
+                    flush_word(word, buf, &mut f);
                 }
             }
         }
-        flush_word(&mut word, &mut buf, &mut f);
-        flush_cjk(&mut cjk, &mut buf, &mut f);
+        flush_word(word, buf, &mut f);
+        flush_cjk(cjk, buf, &mut f);
     }
+}
+
+/// Buffers for analysing text, kept across calls.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    word: Vec<char>,
+    cjk: Vec<char>,
+    buf: String,
 }
 
 fn flush_word(word: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
@@ -221,7 +239,13 @@ fn flush_cjk(run: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>
 
 fn lowercase_into(chars: &[char], buf: &mut String) {
     buf.clear();
-    buf.extend(chars.iter().flat_map(|c| c.to_lowercase()));
+    for &c in chars {
+        if c.is_ascii() {
+            buf.push(c.to_ascii_lowercase());
+        } else {
+            buf.extend(c.to_lowercase());
+        }
+    }
 }
 
 /// Where a word splits: at camelCase humps, before the last capital of a leading acronym
@@ -239,7 +263,7 @@ fn split_points(word: &[char]) -> impl Iterator<Item = usize> + '_ {
 
 /// The stop words of one language from `stop_words.txt`. A list of ours: the stop-words crate
 /// compiles in every language it knows (+165 KB of component for two lists).
-fn stop_words(language: &str) -> HashSet<&'static str> {
+fn stop_words(language: &str) -> FxHashSet<&'static str> {
     let header = format!("[{language}]");
     STOP_WORDS
         .lines()

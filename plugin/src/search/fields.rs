@@ -1,5 +1,9 @@
 //! The parts of a tool the search reads, and how much each counts.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 use crate::registry::{Registry, ToolDef};
@@ -65,13 +69,12 @@ pub struct ToolText<'a> {
     /// The name's own segment and the namespace before it.
     pub own_name: &'a str,
     pub namespace: Vec<&'a str>,
-    pub description: &'a str,
-    pub summary: String,
-    pub param_names: Vec<String>,
-    pub param_descriptions: Vec<String>,
+    /// The description's first sentence, and the rest.
+    pub summary: &'a str,
+    pub rest: &'a str,
+    pub param_names: Vec<Cow<'a, str>>,
+    pub param_descriptions: Vec<Cow<'a, str>>,
 }
-
-const MAX_SUMMARY_CHARS: usize = 300;
 
 /// Nested schemas deeper than this add little and cost build time.
 const MAX_SCHEMA_DEPTH: usize = 3;
@@ -79,6 +82,9 @@ const MAX_SCHEMA_DEPTH: usize = 3;
 impl<'a> ToolText<'a> {
     pub fn of(tool: &'a ToolDef) -> Self {
         let own_name = own_name(&tool.name);
+        let description = tool.description.as_str();
+        let indent = description.len() - description.trim_start().len();
+        let summary_end = indent + crate::guards::sentence_end(&description[indent..]);
         let namespace = tool.name[..tool.name.len() - own_name.len()]
             .split("__")
             .filter(|s| !s.is_empty())
@@ -86,14 +92,34 @@ impl<'a> ToolText<'a> {
         let mut text = Self {
             own_name,
             namespace,
-            description: &tool.description,
-            summary: crate::guards::first_sentence(&tool.description, MAX_SUMMARY_CHARS),
+            summary: &tool.description[..summary_end],
+            rest: &tool.description[summary_end..],
             ..Self::default()
         };
-        if let Ok(schema) = serde_json::from_str::<Value>(&tool.parameters) {
+        // The typed reading skips what search does not use; a schema it cannot read (a
+        // description that is not text, a boolean subschema) is read as any JSON instead.
+        if let Ok(schema) = serde_json::from_str::<Schema<'a>>(&tool.parameters) {
+            text.add_schema(schema, 0);
+        } else if let Ok(schema) = serde_json::from_str::<Value>(&tool.parameters) {
             text.add_properties(&schema, 0);
         }
         text
+    }
+
+    fn add_schema(&mut self, schema: Schema<'a>, depth: usize) {
+        if depth > MAX_SCHEMA_DEPTH {
+            return;
+        }
+        for (name, mut property) in schema.properties.into_iter().flatten() {
+            self.param_names.push(name);
+            if let Some(description) = property.description.take() {
+                self.param_descriptions.push(description);
+            }
+            self.add_schema(property, depth + 1);
+        }
+        if let Some(items) = schema.items {
+            self.add_schema(*items, depth + 1);
+        }
     }
 
     fn add_properties(&mut self, schema: &Value, depth: usize) {
@@ -102,9 +128,10 @@ impl<'a> ToolText<'a> {
         }
         if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
             for (name, property) in properties {
-                self.param_names.push(name.clone());
+                self.param_names.push(Cow::Owned(name.clone()));
                 if let Some(description) = property.get("description").and_then(Value::as_str) {
-                    self.param_descriptions.push(description.to_string());
+                    self.param_descriptions
+                        .push(Cow::Owned(description.to_string()));
                 }
                 self.add_properties(property, depth + 1);
             }
@@ -121,6 +148,17 @@ pub fn own_name(name: &str) -> &str {
         Some((_, own)) if !own.is_empty() => own,
         _ => name,
     }
+}
+
+/// The parts of a JSON Schema the search reads.
+#[derive(Debug, Deserialize)]
+struct Schema<'a> {
+    #[serde(default, borrow)]
+    properties: Option<BTreeMap<Cow<'a, str>, Schema<'a>>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    items: Option<Box<Schema<'a>>>,
 }
 
 /// The group (MCP server) of a tool: its name and description, if the host knows it.

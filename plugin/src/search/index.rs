@@ -5,7 +5,7 @@ use std::collections::BinaryHeap;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::analyze::{Piece, analyzer};
+use super::analyze::{Piece, Scratch, analyzer};
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::query;
 use super::vocab::{self, Language};
@@ -54,38 +54,37 @@ impl SearchIndex {
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
 
         let mut builder = Builder::default();
-        let mut groups: FxHashMap<&str, GroupTerms> = FxHashMap::default();
+        // A group's text is the same for all its tools: analysed and counted once.
+        let mut groups: FxHashMap<&str, DocTerms> = FxHashMap::default();
         let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
         for tool in &tools {
             let text = ToolText::of(tool);
             let mut doc = DocTerms::default();
-            builder.add(text.own_name, Field::Name, &mut doc);
-            match group_of(registry, tool) {
-                Some((name, description)) => {
-                    let group = groups.entry(name).or_insert_with(|| {
-                        let mut terms = GroupTerms::default();
-                        builder.add(name, Field::GroupName, &mut terms.name);
-                        builder.add(description, Field::GroupDescription, &mut terms.description);
-                        terms
-                    });
-                    doc.extend(&group.name);
-                    doc.extend(&group.description);
-                }
+            builder.add(text.own_name, &[Field::Name], &mut doc);
+            let group = match group_of(registry, tool) {
+                Some((name, description)) => Some(&*groups.entry(name).or_insert_with(|| {
+                    let mut terms = DocTerms::default();
+                    builder.add(name, &[Field::GroupName], &mut terms);
+                    builder.add(description, &[Field::GroupDescription], &mut terms);
+                    terms.finish(None);
+                    terms
+                })),
                 None => {
                     for segment in &text.namespace {
-                        builder.add(segment, Field::GroupName, &mut doc);
+                        builder.add(segment, &[Field::GroupName], &mut doc);
                     }
+                    None
                 }
-            }
-            builder.add(&text.summary, Field::Summary, &mut doc);
-            builder.add(text.description, Field::Description, &mut doc);
+            };
+            builder.add(text.summary, &[Field::Summary, Field::Description], &mut doc);
+            builder.add(text.rest, &[Field::Description], &mut doc);
             for name in &text.param_names {
-                builder.add(name, Field::ParamNames, &mut doc);
+                builder.add(name, &[Field::ParamNames], &mut doc);
             }
             for description in &text.param_descriptions {
-                builder.add(description, Field::ParamDescriptions, &mut doc);
+                builder.add(description, &[Field::ParamDescriptions], &mut doc);
             }
-            doc.finish();
+            doc.finish(group);
             docs.push(doc);
         }
 
@@ -376,41 +375,75 @@ struct DocTerms {
     name_words: Vec<u32>,
     /// Terms in each field, counted the way BM25 counts document length.
     lengths: [u32; FIELD_COUNT],
-    /// (term, field) occurrences; after `finish`, one entry per term with counts per field.
-    occurrences: Vec<(u32, u8)>,
+    /// Occurrences as `term << 3 | field`, so one integer sort groups them by term.
+    occurrences: Vec<u32>,
+    /// After `finish`: one entry per term, sorted, with its count in each field.
     counts: Vec<(u32, [u16; FIELD_COUNT])>,
 }
 
+const FIELD_BITS: u32 = 3;
+
 impl DocTerms {
-    fn extend(&mut self, other: &DocTerms) {
-        for (mine, theirs) in self.lengths.iter_mut().zip(other.lengths) {
-            *mine += theirs;
-        }
-        self.occurrences.extend_from_slice(&other.occurrences);
+    fn push(&mut self, term: u32, field: Field) {
+        self.occurrences.push(term << FIELD_BITS | field.index() as u32);
     }
 
-    fn finish(&mut self) {
+    /// Counts the occurrences per term and field, and adds the group's counts.
+    fn finish(&mut self, group: Option<&DocTerms>) {
         self.occurrences.sort_unstable();
-        for &(term, field) in &self.occurrences {
-            match self.counts.last_mut() {
+        let mut own: Vec<(u32, [u16; FIELD_COUNT])> = Vec::new();
+        for &packed in &self.occurrences {
+            let (term, field) = (packed >> FIELD_BITS, (packed & 0b111) as usize);
+            match own.last_mut() {
                 Some((last, counts)) if *last == term => {
-                    counts[field as usize] = counts[field as usize].saturating_add(1)
+                    counts[field] = counts[field].saturating_add(1)
                 }
                 _ => {
                     let mut counts = [0u16; FIELD_COUNT];
-                    counts[field as usize] = 1;
-                    self.counts.push((term, counts));
+                    counts[field] = 1;
+                    own.push((term, counts));
                 }
             }
         }
         self.occurrences = Vec::new();
+        let Some(group) = group else {
+            self.counts = own;
+            return;
+        };
+        for (mine, theirs) in self.lengths.iter_mut().zip(group.lengths) {
+            *mine += theirs;
+        }
+        // Merge two lists sorted by term.
+        let theirs = &group.counts;
+        let mut merged = Vec::with_capacity(own.len() + theirs.len());
+        let (mut i, mut j) = (0, 0);
+        while i < own.len() || j < theirs.len() {
+            match (own.get(i), theirs.get(j)) {
+                (Some(&(term, mut counts)), Some(&(other, extra))) if term == other => {
+                    for (c, e) in counts.iter_mut().zip(extra) {
+                        *c = c.saturating_add(e);
+                    }
+                    merged.push((term, counts));
+                    i += 1;
+                    j += 1;
+                }
+                (Some(&mine), Some(other)) if mine.0 < other.0 => {
+                    merged.push(mine);
+                    i += 1;
+                }
+                (Some(&mine), None) => {
+                    merged.push(mine);
+                    i += 1;
+                }
+                (_, Some(&other)) => {
+                    merged.push(other);
+                    j += 1;
+                }
+                (None, None) => break,
+            }
+        }
+        self.counts = merged;
     }
-}
-
-#[derive(Debug, Default)]
-struct GroupTerms {
-    name: DocTerms,
-    description: DocTerms,
 }
 
 /// Interns terms while tools are analysed.
@@ -418,7 +451,9 @@ struct GroupTerms {
 struct Builder {
     terms: FxHashMap<Box<str>, u32>,
     texts: Vec<Box<str>>,
-    /// Lowercase word -> its term (None: a stop word), so each distinct word is stemmed once.
+    scratch: Scratch,
+    /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
+    /// stemmed and looked up once.
     words: FxHashMap<Box<str>, Option<u32>>,
 }
 
@@ -433,32 +468,43 @@ impl Builder {
         id
     }
 
-    fn add(&mut self, text: &str, field: Field, doc: &mut DocTerms) {
-        let field_index = field.index();
+    /// Adds the terms of `text` to `doc`, counted in each of `fields`.
+    fn add(&mut self, text: &str, fields: &[Field], doc: &mut DocTerms) {
         let analyzer = analyzer();
-        analyzer.for_each_piece(text, |piece| {
-            let term = match piece {
-                Piece::Word { lower, .. } => match self.words.get(lower) {
-                    Some(&known) => known,
-                    None => {
-                        let term = analyzer.word_term(lower).map(|t| self.intern(&t));
-                        self.words.insert(lower.into(), term);
-                        term
-                    }
-                },
-                Piece::Cjk { gram, .. } => analyzer.keeps_cjk(gram).then(|| self.intern(gram)),
+        let mut scratch = std::mem::take(&mut self.scratch);
+        analyzer.for_each_piece_in(&mut scratch, text, |piece| {
+            let text = match piece {
+                Piece::Word { lower, .. } => lower,
+                Piece::Cjk { gram, .. } => gram,
             };
-            if let Some(term) = term {
+            let term = match self.words.get(text) {
+                Some(&known) => known,
+                None => {
+                    let term = match piece {
+                        Piece::Word { lower, .. } => {
+                            analyzer.word_term(lower).map(|t| self.intern(&t))
+                        }
+                        Piece::Cjk { gram, .. } => {
+                            analyzer.keeps_cjk(gram).then(|| self.intern(gram))
+                        }
+                    };
+                    self.words.insert(text.into(), term);
+                    term
+                }
+            };
+            let Some(term) = term else { return };
+            for &field in fields {
                 if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
                     doc.name_words.push(term);
                 }
-                doc.occurrences.push((term, field_index as u8));
+                doc.push(term, field);
                 // A CJK unigram repeats what its bigrams say; it is not counted as length.
                 if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
-                    doc.lengths[field_index] += 1;
+                    doc.lengths[field.index()] += 1;
                 }
             }
         });
+        self.scratch = scratch;
     }
 
     /// Each term's inverse document frequency, where a vocabulary word counts every tool that
