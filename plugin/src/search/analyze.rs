@@ -164,23 +164,39 @@ impl Analyzer {
         text: &str,
         mut f: impl FnMut(Piece<'_>),
     ) {
-        let Scratch { word, cjk, buf } = scratch;
+        let Scratch {
+            word,
+            may_split,
+            cjk,
+            buf,
+        } = scratch;
         word.clear();
         cjk.clear();
-        for c in text.chars().map(fold_width) {
-            if is_cjk(c) {
-                flush_word(word, buf, &mut f);
+        *may_split = false;
+        for c in text.chars() {
+            // ASCII first: most tool text is ASCII, and its classes are cheap to test.
+            let (is_word, is_cjk) = if c.is_ascii() {
+                (c.is_ascii_alphanumeric(), false)
+            } else {
+                let c = fold_width(c);
+                let cjk = is_cjk(c);
+                (!cjk && c.is_alphanumeric(), cjk)
+            };
+            if is_cjk {
+                flush_word(word, may_split, buf, &mut f);
                 cjk.push(c);
             } else {
                 flush_cjk(cjk, buf, &mut f);
-                if c.is_alphanumeric() {
+                if is_word {
+                    let c = fold_width(c);
+                    *may_split |= c.is_uppercase() || c.is_numeric();
                     word.push(c);
                 } else {
-                    flush_word(word, buf, &mut f);
+                    flush_word(word, may_split, buf, &mut f);
                 }
             }
         }
-        flush_word(word, buf, &mut f);
+        flush_word(word, may_split, buf, &mut f);
         flush_cjk(cjk, buf, &mut f);
     }
 }
@@ -189,12 +205,28 @@ impl Analyzer {
 #[derive(Debug, Default)]
 pub struct Scratch {
     word: Vec<char>,
+    /// The word has a capital or a digit, so it may split.
+    may_split: bool,
     cjk: Vec<char>,
     buf: String,
 }
 
-fn flush_word(word: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+fn flush_word(
+    word: &mut Vec<char>,
+    may_split: &mut bool,
+    buf: &mut String,
+    f: &mut impl FnMut(Piece<'_>),
+) {
     if word.is_empty() {
+        return;
+    }
+    if !std::mem::take(may_split) {
+        lowercase_into(word, buf);
+        f(Piece::Word {
+            lower: buf,
+            whole: false,
+        });
+        word.clear();
         return;
     }
     let mut start = 0;

@@ -29,8 +29,9 @@ pub struct SearchIndex {
     postings: Vec<Vec<Posting>>,
     /// Terms of tool and group names, sorted, for prefix and typo matches.
     name_terms: Vec<(Box<str>, u32)>,
-    /// Tools by normalised whole name and by normalised own name.
-    exact: FxHashMap<String, Vec<u32>>,
+    /// Tools by the hash of their normalised whole name and of their normalised own name
+    /// (hashes, not strings: ten thousand names need no copies; a match is checked).
+    exact: FxHashMap<u64, Vec<u32>>,
     /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
     /// time), for names a query spells out.
     name_words: Vec<Vec<u32>>,
@@ -76,7 +77,11 @@ impl SearchIndex {
                     None
                 }
             };
-            builder.add(text.summary, &[Field::Summary, Field::Description], &mut doc);
+            builder.add(
+                text.summary,
+                &[Field::Summary, Field::Description],
+                &mut doc,
+            );
             builder.add(text.rest, &[Field::Description], &mut doc);
             for name in &text.param_names {
                 builder.add(name, &[Field::ParamNames], &mut doc);
@@ -101,13 +106,12 @@ impl SearchIndex {
                 *group_ids.entry(key).or_insert(next)
             })
             .collect();
-        let mut exact: FxHashMap<String, Vec<u32>> = FxHashMap::default();
+        let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            for key in [
-                normalise_name(&tool.name),
-                normalise_name(own_name(&tool.name)),
-            ] {
-                let docs = exact.entry(key).or_default();
+            for name in [tool.name.as_str(), own_name(&tool.name)] {
+                normalise_name_into(name, &mut buf);
+                let docs = exact.entry(hash(&buf)).or_default();
                 if docs.last() != Some(&(doc as u32)) {
                     docs.push(doc as u32);
                 }
@@ -152,11 +156,18 @@ impl SearchIndex {
                 *score *= self.name_boost(doc, &parsed);
             }
         }
-        let exact = self
+        let wanted = normalise_name(query);
+        let exact: Vec<u32> = self
             .exact
-            .get(&normalise_name(query))
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+            .get(&hash(&wanted))
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&doc| {
+                let name = &self.names[doc as usize];
+                normalise_name(name) == wanted || normalise_name(own_name(name)) == wanted
+            })
+            .collect();
         let mut ranked: BinaryHeap<Ranked> = scores
             .iter()
             .enumerate()
@@ -168,7 +179,7 @@ impl SearchIndex {
                 doc: doc as u32,
             })
             .collect();
-        for &doc in exact {
+        for doc in exact {
             ranked.push(Ranked {
                 exact: true,
                 score: scores[doc as usize],
@@ -355,6 +366,12 @@ impl Eq for Ranked {}
 /// A name as a person might type it: lowercase, any run of separators as one `_`.
 pub(super) fn normalise_name(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
+    normalise_name_into(text, &mut out);
+    out
+}
+
+fn normalise_name_into(text: &str, out: &mut String) {
+    out.clear();
     for c in text.trim().chars().flat_map(char::to_lowercase) {
         if c.is_alphanumeric() {
             out.push(c);
@@ -365,7 +382,11 @@ pub(super) fn normalise_name(text: &str) -> String {
     if out.ends_with('_') {
         out.pop();
     }
-    out
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(text)
 }
 
 /// One tool's terms while the index is built.
@@ -385,7 +406,8 @@ const FIELD_BITS: u32 = 3;
 
 impl DocTerms {
     fn push(&mut self, term: u32, field: Field) {
-        self.occurrences.push(term << FIELD_BITS | field.index() as u32);
+        self.occurrences
+            .push(term << FIELD_BITS | field.index() as u32);
     }
 
     /// Counts the occurrences per term and field, and adds the group's counts.
@@ -561,7 +583,7 @@ impl Builder {
         names: Vec<String>,
         groups: Vec<u32>,
         docs: Vec<DocTerms>,
-        exact: FxHashMap<String, Vec<u32>>,
+        exact: FxHashMap<u64, Vec<u32>>,
     ) -> SearchIndex {
         let n = docs.len().max(1) as f32;
         let mut average = [0f32; FIELD_COUNT];
