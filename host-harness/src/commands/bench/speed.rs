@@ -24,7 +24,8 @@ pub struct Options {
 }
 
 /// `tools` tools from `catalogs`, deterministically: every server of every catalog in order,
-/// then again as `<server>-2`, `<server>-3`, ... until there are enough; the last copy is cut.
+/// then again and again until there are enough (the last copy cut); a server whose name is
+/// taken becomes `<server>-2`, `<server>-3`, ...
 pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
     let servers: Vec<&Server> = catalogs
         .iter()
@@ -35,22 +36,24 @@ pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
         bail!("the catalogs have no tools");
     }
     let mut out: Vec<Server> = Vec::new();
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut count = 0;
-    for round in 1.. {
+    loop {
         for server in &servers {
             if count == tools {
                 return Ok(Catalog { servers: out });
             }
             let mut copy = (*server).clone();
-            if round > 1 {
-                copy.name = format!("{}-{round}", server.name);
+            let mut copy_number = 2;
+            while !taken.insert(copy.name.clone()) {
+                copy.name = format!("{}-{copy_number}", server.name);
+                copy_number += 1;
             }
             copy.tools.truncate(tools - count);
             count += copy.tools.len();
             out.push(copy);
         }
     }
-    unreachable!("the loop returns once it has enough tools")
 }
 
 /// The registry lazy-tools would fetch for `catalog`, natively.
@@ -261,6 +264,10 @@ mod tests {
         let generated = generate(std::slice::from_ref(&catalog), 5).unwrap();
         let ids: Vec<String> = generated.tools().map(|(id, _)| id).collect();
         assert_eq!(ids, ["a/x", "a/y", "b/z", "a-2/x", "a-2/y"]);
+        // The same server in two catalogs is two servers.
+        let twice = generate(&[catalog.clone(), catalog], 7).unwrap();
+        let servers: Vec<&str> = twice.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(servers, ["a", "b", "a-2", "b-2", "a-3"]);
         assert!(generate(&[Catalog { servers: vec![] }], 5).is_err());
         assert_eq!(
             median(vec![
