@@ -170,11 +170,20 @@ impl Analyzer {
             cjk,
             buf,
         } = scratch;
+        // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are.
+        if text.is_ascii() {
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if !word.is_empty() {
+                    ascii_word(word, buf, &mut f);
+                }
+            }
+            return;
+        }
         word.clear();
         cjk.clear();
         *may_split = false;
         for c in text.chars() {
-            // ASCII first: most tool text is ASCII, and its classes are cheap to test.
+            // ASCII first: its classes are cheap to test.
             let (is_word, is_cjk) = if c.is_ascii() {
                 (c.is_ascii_alphanumeric(), false)
             } else {
@@ -248,6 +257,51 @@ fn flush_word(
         });
     }
     word.clear();
+}
+
+/// The pieces of an ASCII word, split as [`split_points`] splits a word of chars.
+fn ascii_word(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+    let bytes = word.as_bytes();
+    if !bytes
+        .iter()
+        .any(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        f(Piece::Word {
+            lower: word,
+            whole: false,
+        });
+        return;
+    }
+    let boundary = |i: usize| {
+        let (prev, cur) = (bytes[i - 1], bytes[i]);
+        let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+        (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+            || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower)
+            || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
+            || (prev.is_ascii_digit() && cur.is_ascii_alphabetic())
+    };
+    let mut start = 0;
+    let mut split = false;
+    for end in (1..bytes.len()).filter(|&i| boundary(i)).chain([bytes.len()]) {
+        split |= end < bytes.len();
+        buf.clear();
+        buf.push_str(&word[start..end]);
+        buf.make_ascii_lowercase();
+        f(Piece::Word {
+            lower: buf,
+            whole: false,
+        });
+        start = end;
+    }
+    if split {
+        buf.clear();
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+        f(Piece::Word {
+            lower: buf,
+            whole: true,
+        });
+    }
 }
 
 fn flush_cjk(run: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
@@ -364,6 +418,29 @@ mod tests {
             ["read", "file", "directori"]
         );
         assert!(terms("server: a tool, please").is_empty());
+    }
+
+    fn pieces(text: &str) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        analyzer().for_each_piece(text, |piece| {
+            if let Piece::Word { lower, whole } = piece {
+                out.push((lower.to_string(), whole));
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn ascii_text_splits_as_any_text_does() {
+        for text in [
+            "getBaziDetail HTMLParser get-36kr-trending utf8 a1b2C3 ALLCAPS x",
+            "readFile, write_file; List-Directory 9to5Mac iPhone15Pro",
+        ] {
+            // A trailing non-ASCII word sends the text down the general path.
+            let mut general = pieces(&format!("{text} é"));
+            assert_eq!(general.pop(), Some(("é".to_string(), false)));
+            assert_eq!(pieces(text), general, "{text}");
+        }
     }
 
     #[test]
