@@ -27,6 +27,10 @@ pub struct SearchIndex {
     terms: FxHashMap<Box<str>, u32>,
     /// Per term, the tools that hold it and its BM25F score in each.
     postings: Vec<Vec<Posting>>,
+    /// Per term, the groups whose name or description holds it, and its BM25F score in each
+    /// (`Posting::doc` is a group): a group's text is stored once, not once per tool.
+    group_postings: Vec<Vec<Posting>>,
+    group_count: usize,
     /// Terms of tool and group names, sorted, for prefix and typo matches.
     name_terms: Vec<(Box<str>, u32)>,
     /// Tools by the hash of their normalised whole name and of their normalised own name
@@ -55,28 +59,44 @@ impl SearchIndex {
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
 
         let mut builder = Builder::default();
-        // A group's text is the same for all its tools: analysed and counted once.
-        let mut groups: FxHashMap<&str, DocTerms> = FxHashMap::default();
+        // A group's text is the same for all its tools: analysed and counted once, as a
+        // document of its own. A tool of no group is a group of its own, without text.
+        let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut group_docs: Vec<DocTerms> = Vec::new();
+        let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
         let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
         for tool in &tools {
             let text = ToolText::of(tool);
+            let registered = group_of(registry, tool);
+            let key = match registered {
+                Some((name, _)) => name,
+                None if !text.namespace.is_empty() => {
+                    &tool.name[..tool.name.len() - text.own_name.len()]
+                }
+                None => tool.name.as_str(),
+            };
+            let next = group_ids.len() as u32;
+            let group = *group_ids.entry(key).or_insert_with(|| {
+                let mut terms = DocTerms::default();
+                match registered {
+                    Some((name, description)) => {
+                        builder.add(name, &[Field::GroupName], &mut terms);
+                        builder.add(description, &[Field::GroupDescription], &mut terms);
+                    }
+                    None => {
+                        for segment in &text.namespace {
+                            builder.add(segment, &[Field::GroupName], &mut terms);
+                        }
+                    }
+                }
+                terms.finish();
+                group_docs.push(terms);
+                next
+            });
+            groups.push(group);
+
             let mut doc = DocTerms::default();
             builder.add(text.own_name, &[Field::Name], &mut doc);
-            let group = match group_of(registry, tool) {
-                Some((name, description)) => Some(&*groups.entry(name).or_insert_with(|| {
-                    let mut terms = DocTerms::default();
-                    builder.add(name, &[Field::GroupName], &mut terms);
-                    builder.add(description, &[Field::GroupDescription], &mut terms);
-                    terms.finish(None);
-                    terms
-                })),
-                None => {
-                    for segment in &text.namespace {
-                        builder.add(segment, &[Field::GroupName], &mut doc);
-                    }
-                    None
-                }
-            };
             builder.add(
                 text.summary,
                 &[Field::Summary, Field::Description],
@@ -89,23 +109,11 @@ impl SearchIndex {
             for description in &text.param_descriptions {
                 builder.add(description, &[Field::ParamDescriptions], &mut doc);
             }
-            doc.finish(group);
+            doc.finish();
             docs.push(doc);
         }
 
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
-        let groups: Vec<u32> = tools
-            .iter()
-            .map(|tool| {
-                // A tool of no group is a group of its own.
-                let key = group_of(registry, tool)
-                    .map(|(name, _)| name)
-                    .unwrap_or(&tool.name);
-                let next = group_ids.len() as u32;
-                *group_ids.entry(key).or_insert(next)
-            })
-            .collect();
         let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
@@ -117,7 +125,7 @@ impl SearchIndex {
                 }
             }
         }
-        builder.finish(names, groups, docs, exact)
+        builder.finish(names, groups, docs, group_docs, exact)
     }
 
     pub fn len(&self) -> usize {
@@ -220,50 +228,14 @@ impl SearchIndex {
         out
     }
 
-    /// Each tool's BM25F score for `query`: per slot (a word of the query), the best of its
-    /// forms, a form scoring the sum of its terms.
+    /// Each tool's BM25F score for `query`: its own text's, plus its group's.
     fn scores(&self, query: &query::Query) -> Vec<f32> {
-        let n = self.names.len();
-        let mut scores = vec![0f32; n];
-        let mut best = vec![0f32; n];
-        let mut sum = vec![0f32; n];
-        let mut in_slot: Vec<u32> = Vec::new();
-        let mut in_form: Vec<u32> = Vec::new();
-        for slot in &query.slots {
-            // Most slots are one term: add it straight away.
-            if let [form] = slot.as_slice()
-                && let [(term, weight)] = form.as_slice()
-            {
-                for posting in &self.postings[*term as usize] {
-                    scores[posting.doc as usize] += weight * posting.score;
-                }
-                continue;
+        let mut scores = accumulate(&self.postings, self.names.len(), &query.slots);
+        if self.group_count > 0 {
+            let group_scores = accumulate(&self.group_postings, self.group_count, &query.slots);
+            for (score, &group) in scores.iter_mut().zip(&self.groups) {
+                *score += group_scores[group as usize];
             }
-            for form in slot {
-                for &(term, weight) in form {
-                    for posting in &self.postings[term as usize] {
-                        let doc = posting.doc as usize;
-                        if sum[doc] == 0.0 {
-                            in_form.push(posting.doc);
-                        }
-                        sum[doc] += weight * posting.score;
-                    }
-                }
-                for &doc in &in_form {
-                    let doc = doc as usize;
-                    if best[doc] == 0.0 {
-                        in_slot.push(doc as u32);
-                    }
-                    best[doc] = best[doc].max(sum[doc]);
-                    sum[doc] = 0.0;
-                }
-                in_form.clear();
-            }
-            for &doc in &in_slot {
-                scores[doc as usize] += best[doc as usize];
-                best[doc as usize] = 0.0;
-            }
-            in_slot.clear();
         }
         scores
     }
@@ -306,11 +278,15 @@ impl SearchIndex {
             .flatten()
             .flatten()
             .filter_map(|(term, weight)| {
-                let postings = &self.postings[term as usize];
-                let i = postings
-                    .binary_search_by_key(&(doc as u32), |p| p.doc)
-                    .ok()?;
-                Some((text_of(term), weight, postings[i].score))
+                let find = |postings: &[Posting], id: u32| {
+                    postings
+                        .binary_search_by_key(&id, |p| p.doc)
+                        .map(|i| postings[i].score)
+                        .unwrap_or(0.0)
+                };
+                let score = find(&self.postings[term as usize], doc as u32)
+                    + find(&self.group_postings[term as usize], self.groups[doc]);
+                (score > 0.0).then(|| (text_of(term), weight, score))
             })
             .collect();
         out.sort_by(|a, b| (b.1 * b.2).total_cmp(&(a.1 * a.2)));
@@ -325,6 +301,53 @@ impl SearchIndex {
     pub(super) fn name_terms(&self) -> &[(Box<str>, u32)] {
         &self.name_terms
     }
+}
+
+/// The score of each of `size` documents: per slot (a word of the query), the best of its
+/// forms, a form scoring the sum of its terms.
+fn accumulate(postings: &[Vec<Posting>], size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
+    let mut scores = vec![0f32; size];
+    let mut best = vec![0f32; size];
+    let mut sum = vec![0f32; size];
+    let mut in_slot: Vec<u32> = Vec::new();
+    let mut in_form: Vec<u32> = Vec::new();
+    for slot in slots {
+        // Most slots are one term: add it straight away.
+        if let [form] = slot.as_slice()
+            && let [(term, weight)] = form.as_slice()
+        {
+            for posting in &postings[*term as usize] {
+                scores[posting.doc as usize] += weight * posting.score;
+            }
+            continue;
+        }
+        for form in slot {
+            for &(term, weight) in form {
+                for posting in &postings[term as usize] {
+                    let doc = posting.doc as usize;
+                    if sum[doc] == 0.0 {
+                        in_form.push(posting.doc);
+                    }
+                    sum[doc] += weight * posting.score;
+                }
+            }
+            for &doc in &in_form {
+                let doc = doc as usize;
+                if best[doc] == 0.0 {
+                    in_slot.push(doc as u32);
+                }
+                best[doc] = best[doc].max(sum[doc]);
+                sum[doc] = 0.0;
+            }
+            in_form.clear();
+        }
+        for &doc in &in_slot {
+            scores[doc as usize] += best[doc as usize];
+            best[doc as usize] = 0.0;
+        }
+        in_slot.clear();
+    }
+    scores
 }
 
 /// A candidate in the ranking: exact name matches first, then by score, then by name.
@@ -410,61 +433,23 @@ impl DocTerms {
             .push(term << FIELD_BITS | field.index() as u32);
     }
 
-    /// Counts the occurrences per term and field, and adds the group's counts.
-    fn finish(&mut self, group: Option<&DocTerms>) {
+    /// Counts the occurrences per term and field.
+    fn finish(&mut self) {
         self.occurrences.sort_unstable();
-        let mut own: Vec<(u32, [u16; FIELD_COUNT])> = Vec::new();
         for &packed in &self.occurrences {
             let (term, field) = (packed >> FIELD_BITS, (packed & 0b111) as usize);
-            match own.last_mut() {
+            match self.counts.last_mut() {
                 Some((last, counts)) if *last == term => {
                     counts[field] = counts[field].saturating_add(1)
                 }
                 _ => {
                     let mut counts = [0u16; FIELD_COUNT];
                     counts[field] = 1;
-                    own.push((term, counts));
+                    self.counts.push((term, counts));
                 }
             }
         }
         self.occurrences = Vec::new();
-        let Some(group) = group else {
-            self.counts = own;
-            return;
-        };
-        for (mine, theirs) in self.lengths.iter_mut().zip(group.lengths) {
-            *mine += theirs;
-        }
-        // Merge two lists sorted by term.
-        let theirs = &group.counts;
-        let mut merged = Vec::with_capacity(own.len() + theirs.len());
-        let (mut i, mut j) = (0, 0);
-        while i < own.len() || j < theirs.len() {
-            match (own.get(i), theirs.get(j)) {
-                (Some(&(term, mut counts)), Some(&(other, extra))) if term == other => {
-                    for (c, e) in counts.iter_mut().zip(extra) {
-                        *c = c.saturating_add(e);
-                    }
-                    merged.push((term, counts));
-                    i += 1;
-                    j += 1;
-                }
-                (Some(&mine), Some(other)) if mine.0 < other.0 => {
-                    merged.push(mine);
-                    i += 1;
-                }
-                (Some(&mine), None) => {
-                    merged.push(mine);
-                    i += 1;
-                }
-                (_, Some(&other)) => {
-                    merged.push(other);
-                    j += 1;
-                }
-                (None, None) => break,
-            }
-        }
-        self.counts = merged;
     }
 }
 
@@ -529,20 +514,22 @@ impl Builder {
         self.scratch = scratch;
     }
 
-    /// Each term's inverse document frequency, where a vocabulary word counts every tool that
-    /// holds it or one of its translations: `获取` ("get") is rare in a mostly English catalog,
-    /// but what it means is not, and it must not outweigh the rare words of a query.
-    fn translated_idf(&self, postings: &[Vec<Posting>], documents: usize) -> Vec<f32> {
-        let n = documents as f32;
+    /// Each term's inverse document frequency over tools (a group's term is in all its
+    /// tools), where a vocabulary word counts every tool that holds it or one of its
+    /// translations: `获取` ("get") is rare in a mostly English catalog, but what it means is
+    /// not, and it must not outweigh the rare words of a query.
+    fn idf(&self, holders: &Holders<'_>) -> Vec<f32> {
+        let n = holders.groups.len() as f32;
         let idf = |df: usize| (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
-        let docs_of = |id: u32| postings[id as usize].iter().map(|p| p.doc);
-        let mut out: Vec<f32> = postings.iter().map(|p| idf(p.len())).collect();
+        let mut out: Vec<f32> = (0..self.texts.len() as u32)
+            .map(|term| idf(holders.count(term)))
+            .collect();
         for forms in vocab::built_in().concept_forms() {
             // The tools holding each form, by language.
-            let mut holders: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+            let mut by_language: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
             let mut single_terms: Vec<(u32, Language)> = Vec::new();
             for form in forms {
-                let Some(mut ids) = form
+                let Some(ids) = form
                     .terms
                     .iter()
                     .map(|t| self.terms.get(t.as_str()).copied())
@@ -553,25 +540,26 @@ impl Builder {
                 if let [single] = ids.as_slice() {
                     single_terms.push((*single, form.language));
                 }
-                // Tools holding every term of the form: intersect, starting from the rarest.
-                ids.sort_by_key(|&id| postings[id as usize].len());
-                let mut docs: Vec<u32> = docs_of(ids[0]).collect();
+                // Tools holding every term of the form.
+                let mut docs = holders.list(ids[0]);
                 for &id in &ids[1..] {
-                    let other = &postings[id as usize];
-                    docs.retain(|d| other.binary_search_by_key(d, |p| p.doc).is_ok());
+                    let other = holders.list(id);
+                    docs.retain(|d| other.binary_search(d).is_ok());
                 }
-                holders[form.language as usize].extend(docs);
+                by_language[form.language as usize].extend(docs);
             }
-            for docs in &mut holders {
+            for docs in &mut by_language {
                 docs.sort_unstable();
                 docs.dedup();
             }
             for (term, language) in single_terms {
-                let translations = &holders[1 - language as usize];
-                let shared = docs_of(term)
+                let translations = &by_language[1 - language as usize];
+                let own = holders.list(term);
+                let shared = own
+                    .iter()
                     .filter(|d| translations.binary_search(d).is_ok())
                     .count();
-                let df = postings[term as usize].len() + translations.len() - shared;
+                let df = own.len() + translations.len() - shared;
                 out[term as usize] = out[term as usize].min(idf(df));
             }
         }
@@ -583,63 +571,30 @@ impl Builder {
         names: Vec<String>,
         groups: Vec<u32>,
         docs: Vec<DocTerms>,
+        group_docs: Vec<DocTerms>,
         exact: FxHashMap<u64, Vec<u32>>,
     ) -> SearchIndex {
-        let n = docs.len().max(1) as f32;
-        let mut average = [0f32; FIELD_COUNT];
-        let mut document_frequency = vec![0u32; self.texts.len()];
-        for doc in &docs {
-            for (sum, length) in average.iter_mut().zip(doc.lengths) {
-                *sum += length as f32;
-            }
-            for &(term, _) in &doc.counts {
-                document_frequency[term as usize] += 1;
-            }
+        let terms = self.texts.len();
+        let mut in_names = vec![false; terms];
+        let mut postings = weighted_frequencies(&docs, terms, Field::Name, &mut in_names);
+        let mut group_postings =
+            weighted_frequencies(&group_docs, terms, Field::GroupName, &mut in_names);
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); group_docs.len()];
+        for (doc, &group) in groups.iter().enumerate() {
+            members[group as usize].push(doc as u32);
         }
-        for sum in &mut average {
-            *sum /= n;
-        }
-        let mut postings: Vec<Vec<Posting>> = document_frequency
-            .iter()
-            .map(|&df| Vec::with_capacity(df as usize))
-            .collect();
-        let mut in_names = vec![false; self.texts.len()];
-        for (doc_id, doc) in docs.iter().enumerate() {
-            let norms: Vec<f32> = Field::ALL
-                .iter()
-                .enumerate()
-                .map(|(i, field)| {
-                    let b = field.length_normalisation();
-                    let relative = if average[i] > 0.0 {
-                        doc.lengths[i] as f32 / average[i]
-                    } else {
-                        1.0
-                    };
-                    field.weight() / (1.0 - b + b * relative)
-                })
-                .collect();
-            for &(term, counts) in &doc.counts {
-                // The weighted, length-normalised term frequency; the score comes below, once
-                // every term's document frequency is known.
-                let tf: f32 = counts
-                    .iter()
-                    .zip(&norms)
-                    .map(|(&count, norm)| count as f32 * norm)
-                    .sum();
-                postings[term as usize].push(Posting {
-                    doc: doc_id as u32,
-                    score: tf,
-                });
-                if counts[Field::Name.index()] > 0 || counts[Field::GroupName.index()] > 0 {
-                    in_names[term as usize] = true;
+        let idf = self.idf(&Holders {
+            postings: &postings,
+            group_postings: &group_postings,
+            members: &members,
+            groups: &groups,
+        });
+        for list in [&mut postings, &mut group_postings] {
+            for (term_postings, &idf) in list.iter_mut().zip(&idf) {
+                for posting in term_postings {
+                    let tf = posting.score;
+                    posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
                 }
-            }
-        }
-        let idf = self.translated_idf(&postings, docs.len());
-        for (term_postings, idf) in postings.iter_mut().zip(idf) {
-            for posting in term_postings {
-                let tf = posting.score;
-                posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
             }
         }
 
@@ -651,15 +606,118 @@ impl Builder {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         name_terms.sort_unstable();
-        let name_words = docs.iter().map(|d| d.name_words.clone()).collect();
+        let name_words = docs.into_iter().map(|d| d.name_words).collect();
         SearchIndex {
             names,
             groups,
+            group_count: group_docs.len(),
             name_words,
             terms: self.terms,
             postings,
+            group_postings,
             name_terms,
             exact,
         }
+    }
+}
+
+/// Per term, each document's weighted, length-normalised term frequency (BM25F); the score
+/// comes once every term's document frequency is known. Terms found in `name_field` are
+/// marked in `in_names`.
+fn weighted_frequencies(
+    docs: &[DocTerms],
+    terms: usize,
+    name_field: Field,
+    in_names: &mut [bool],
+) -> Vec<Vec<Posting>> {
+    // Field lengths are averaged over the documents that have text at all.
+    let with_text = docs.iter().filter(|d| d.lengths.iter().any(|&l| l > 0));
+    let n = with_text.clone().count().max(1) as f32;
+    let mut average = [0f32; FIELD_COUNT];
+    for doc in with_text {
+        for (sum, length) in average.iter_mut().zip(doc.lengths) {
+            *sum += length as f32 / n;
+        }
+    }
+    let mut frequency = vec![0u32; terms];
+    for doc in docs {
+        for &(term, _) in &doc.counts {
+            frequency[term as usize] += 1;
+        }
+    }
+    let mut postings: Vec<Vec<Posting>> = frequency
+        .iter()
+        .map(|&df| Vec::with_capacity(df as usize))
+        .collect();
+    for (id, doc) in docs.iter().enumerate() {
+        let mut norms = [0f32; FIELD_COUNT];
+        for (i, field) in Field::ALL.iter().enumerate() {
+            let b = field.length_normalisation();
+            let relative = if average[i] > 0.0 {
+                doc.lengths[i] as f32 / average[i]
+            } else {
+                1.0
+            };
+            norms[i] = field.weight() / (1.0 - b + b * relative);
+        }
+        for &(term, counts) in &doc.counts {
+            let tf: f32 = counts
+                .iter()
+                .zip(norms)
+                .map(|(&count, norm)| count as f32 * norm)
+                .sum();
+            postings[term as usize].push(Posting {
+                doc: id as u32,
+                score: tf,
+            });
+            if counts[name_field.index()] > 0 {
+                in_names[term as usize] = true;
+            }
+        }
+    }
+    postings
+}
+
+/// Which tools hold a term, in their own text or through their group's.
+struct Holders<'a> {
+    postings: &'a [Vec<Posting>],
+    group_postings: &'a [Vec<Posting>],
+    members: &'a [Vec<u32>],
+    /// The group of each tool.
+    groups: &'a [u32],
+}
+
+impl Holders<'_> {
+    /// How many tools hold `term`.
+    fn count(&self, term: u32) -> usize {
+        let own = &self.postings[term as usize];
+        let in_groups = &self.group_postings[term as usize];
+        if in_groups.is_empty() {
+            return own.len();
+        }
+        let through_groups: usize = in_groups
+            .iter()
+            .map(|p| self.members[p.doc as usize].len())
+            .sum();
+        // Tools that hold it both ways count once; group postings are sorted by group.
+        let both = own
+            .iter()
+            .filter(|p| {
+                let group = self.groups[p.doc as usize];
+                in_groups.binary_search_by_key(&group, |g| g.doc).is_ok()
+            })
+            .count();
+        own.len() + through_groups - both
+    }
+
+    /// The tools that hold `term`, sorted.
+    fn list(&self, term: u32) -> Vec<u32> {
+        let mut docs: Vec<u32> = self.postings[term as usize].iter().map(|p| p.doc).collect();
+        for posting in &self.group_postings[term as usize] {
+            docs.extend(&self.members[posting.doc as usize]);
+        }
+        docs.sort_unstable();
+        docs.dedup();
+        docs
     }
 }
