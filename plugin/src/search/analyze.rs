@@ -282,7 +282,10 @@ fn ascii_word(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
     };
     let mut start = 0;
     let mut split = false;
-    for end in (1..bytes.len()).filter(|&i| boundary(i)).chain([bytes.len()]) {
+    for end in (1..bytes.len())
+        .filter(|&i| boundary(i))
+        .chain([bytes.len()])
+    {
         split |= end < bytes.len();
         buf.clear();
         buf.push_str(&word[start..end]);

@@ -117,7 +117,9 @@ impl SearchIndex {
         let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
         let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            for name in [tool.name.as_str(), own_name(&tool.name)] {
+            let own = own_name(&tool.name);
+            let names = [tool.name.as_str(), own];
+            for name in &names[..if own.len() == tool.name.len() { 1 } else { 2 }] {
                 normalise_name_into(name, &mut buf);
                 let docs = exact.entry(hash(&buf)).or_default();
                 if docs.last() != Some(&(doc as u32)) {
@@ -395,7 +397,21 @@ pub(super) fn normalise_name(text: &str) -> String {
 
 fn normalise_name_into(text: &str, out: &mut String) {
     out.clear();
-    for c in text.trim().chars().flat_map(char::to_lowercase) {
+    let text = text.trim();
+    if text.is_ascii() {
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() {
+                out.push(b.to_ascii_lowercase() as char);
+            } else if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        if out.ends_with('_') {
+            out.pop();
+        }
+        return;
+    }
+    for c in text.chars().flat_map(char::to_lowercase) {
         if c.is_alphanumeric() {
             out.push(c);
         } else if !out.is_empty() && !out.ends_with('_') {
