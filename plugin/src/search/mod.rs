@@ -2,8 +2,9 @@
 //! English stemming, CJK unigrams and bigrams, a bilingual vocabulary, name-prefix and typo
 //! matches, and an exact whole-name match ranked first.
 //!
-//! The index is built once per registry change; a query only reads it. Each posting holds the
-//! term's whole BM25F contribution to one tool, so a query sums postings and nothing else.
+//! The index is built once per registry change; a query only reads it. Each posting holds a
+//! term's whole BM25F contribution to one tool, or to one group (MCP server) whose name and
+//! description are indexed once for all its tools; a query sums postings and nothing else.
 
 mod analyze;
 mod fields;
