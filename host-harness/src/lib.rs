@@ -4,6 +4,7 @@
 pub mod catalog;
 pub mod commands;
 pub mod native_plugin;
+pub mod peers;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;

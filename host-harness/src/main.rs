@@ -3,8 +3,15 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use std::alloc::System;
+
 use clap::{Parser, Subcommand};
 use host_harness::commands;
+use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
+
+// Counts heap bytes, so `bench search-speed` can state the index's memory.
+#[global_allocator]
+static GLOBAL: &StatsAlloc<System> = &INSTRUMENTED_SYSTEM;
 
 #[derive(Parser)]
 #[command(
@@ -65,7 +72,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
-        Command::Bench(command) => commands::bench::run(command),
+        Command::Bench(command) => commands::bench::run(command, Some(GLOBAL)),
         Command::Tokens {
             catalog,
             profile,

@@ -122,9 +122,9 @@ fn config(case: &Case) -> serde_json::Value {
             .map(Entry::text)
             .collect()
     };
-    // Always name both lists so the preset does not apply: the properties
-    // are about the entries.
-    json!({"defer": list(true), "noDefer": list(false)})
+    // Always name both lists so the preset does not apply, and empty the
+    // never/always-defer defaults: the properties are about the entries.
+    json!({"defer": list(true), "noDefer": list(false), "neverDefer": [], "alwaysDefer": []})
 }
 
 /// `*`-only glob, written independently of the plugin's globset patterns.

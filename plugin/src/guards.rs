@@ -13,6 +13,9 @@ pub const GUARD_NAMES: &[&str] = &[TOOL_SEARCH, DEFER_EXECUTE_TOOL];
 
 pub const DEFAULT_TOP_K: u32 = 5;
 pub const MAX_TOP_K: u32 = 50;
+/// Limits that keep one call cheap: a query is a few words, not a document.
+pub const MAX_QUERY_CHARS: usize = 500;
+pub const MAX_QUERIES: usize = 10;
 
 pub fn is_guard(name: &str) -> bool {
     GUARD_NAMES.contains(&name)
@@ -202,12 +205,10 @@ pub fn deferred_hint(tool: &str) -> String {
     )
 }
 
-/// The first sentence of a description, at most `max_chars` characters, for
-/// search results and catalogs.
-pub fn first_sentence(description: &str, max_chars: usize) -> String {
-    let text = description.trim();
-    let end = text
-        .char_indices()
+/// Where the first sentence of `text` ends, as a byte offset: after `.`, `!` or `?` followed
+/// by whitespace or the end, after `。`, `！` or `？`, or before a line break.
+pub fn sentence_end(text: &str) -> usize {
+    text.char_indices()
         .find(|&(i, c)| {
             matches!(c, '。' | '！' | '？' | '\n')
                 || (matches!(c, '.' | '!' | '?')
@@ -221,7 +222,14 @@ pub fn first_sentence(description: &str, max_chars: usize) -> String {
             |(i, c)| {
                 if c == '\n' { i } else { i + c.len_utf8() }
             },
-        );
+        )
+}
+
+/// The first sentence of a description, at most `max_chars` characters, for
+/// search results and catalogs.
+pub fn first_sentence(description: &str, max_chars: usize) -> String {
+    let text = description.trim();
+    let end = sentence_end(text);
     let sentence = text[..end].trim();
     if sentence.chars().count() <= max_chars {
         return sentence.to_string();

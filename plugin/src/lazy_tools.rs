@@ -9,8 +9,8 @@ use serde_json::json;
 use crate::catalog::{self, Entry};
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch};
 use crate::guards::{
-    self, ActivateArgs, ActivateOutput, DEFAULT_TOP_K, MAX_TOP_K, Match, SearchArgs, SearchOutput,
-    Status,
+    self, ActivateArgs, ActivateOutput, DEFAULT_TOP_K, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K,
+    Match, SearchArgs, SearchOutput, Status,
 };
 use crate::host::{Host, LogLevel};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
@@ -297,6 +297,9 @@ impl<H: Host> LazyTools<H> {
                 "tool_search: give tool_names (exact names) or queries (what the tool should do)",
             ));
         }
+        if let Some(problem) = query_problem(&args.queries) {
+            return Ok(ToolResult::error(format!("tool_search: {problem}")));
+        }
         self.refresh(agent)?;
         let mut matches: Vec<Match> = Vec::new();
         let mut seen = HashSet::new();
@@ -574,6 +577,29 @@ fn policy_missing() -> Decision {
     }
 }
 
+/// What is wrong with the queries of a `tool_search` call, if anything.
+fn query_problem(queries: &[String]) -> Option<String> {
+    if queries.len() > MAX_QUERIES {
+        return Some(format!(
+            "at most {MAX_QUERIES} queries per call, got {}",
+            queries.len()
+        ));
+    }
+    queries.iter().enumerate().find_map(|(i, query)| {
+        let chars = query.chars().count();
+        if query.trim().is_empty() {
+            Some(format!("query {} is empty", i + 1))
+        } else if chars > MAX_QUERY_CHARS {
+            Some(format!(
+                "query {} has {chars} characters; at most {MAX_QUERY_CHARS}",
+                i + 1
+            ))
+        } else {
+            None
+        }
+    })
+}
+
 fn unavailable(name: &str, reason: String) -> Match {
     Match {
         name: name.to_string(),
@@ -592,4 +618,39 @@ fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Op
         .filter(|(score, _)| *score >= 0.85)
         .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
         .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queries(list: &[&str]) -> Vec<String> {
+        list.iter().map(|q| q.to_string()).collect()
+    }
+
+    #[test]
+    fn queries_within_the_limits_pass() {
+        assert_eq!(query_problem(&queries(&["read a file", "读取文件"])), None);
+        assert_eq!(query_problem(&[]), None);
+        let longest = "字".repeat(MAX_QUERY_CHARS);
+        assert_eq!(query_problem(&[longest]), None);
+        assert_eq!(query_problem(&queries(&["q"; MAX_QUERIES])), None);
+    }
+
+    #[test]
+    fn queries_past_the_limits_say_what_is_wrong() {
+        assert_eq!(
+            query_problem(&queries(&["ok", "  "])).as_deref(),
+            Some("query 2 is empty")
+        );
+        let long = "字".repeat(MAX_QUERY_CHARS + 1);
+        assert_eq!(
+            query_problem(&[long]).as_deref(),
+            Some("query 1 has 501 characters; at most 500")
+        );
+        assert_eq!(
+            query_problem(&queries(&["q"; MAX_QUERIES + 1])).as_deref(),
+            Some("at most 10 queries per call, got 11")
+        );
+    }
 }

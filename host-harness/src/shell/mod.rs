@@ -418,4 +418,3 @@ fn emulated_run(tool: &Tool, arguments: &Value) -> ToolOutput {
         is_error: false,
     }
 }
-

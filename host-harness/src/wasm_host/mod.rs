@@ -110,8 +110,10 @@ impl WasmHost {
             shell,
             plugin_id: plugin_id.to_string(),
             logs: Vec::new(),
+            memory: MemoryWatch::default(),
         };
         let mut store = Store::new(&self.engine, state);
+        store.limiter(|state| &mut state.memory);
         let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
             .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
         Ok(PluginInstance { store, bindings })
@@ -130,6 +132,34 @@ pub struct PluginState {
     shell: Arc<Mutex<ShellCore>>,
     plugin_id: String,
     logs: Vec<(tracing::Level, String)>,
+    memory: MemoryWatch,
+}
+
+/// Watches the plugin's linear memory grow (it never shrinks): the bytes it holds now.
+#[derive(Debug, Default)]
+struct MemoryWatch {
+    bytes: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryWatch {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        self.bytes += desired.saturating_sub(current);
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        _desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(true)
+    }
 }
 
 impl WasiView for PluginState {
@@ -208,6 +238,12 @@ impl PluginInstance {
 
     pub fn logs(&self) -> &[(tracing::Level, String)] {
         &self.store.data().logs
+    }
+
+    /// The bytes of linear memory the plugin holds: its high-water mark, since a WebAssembly
+    /// memory never shrinks.
+    pub fn memory_bytes(&self) -> usize {
+        self.store.data().memory.bytes
     }
 
     pub fn configure(&mut self, config: &str) -> Result<Result<(), Vec<ConfigError>>> {

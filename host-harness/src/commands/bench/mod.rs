@@ -1,0 +1,99 @@
+//! `host-harness bench ...`: benchmarks that print figures.
+
+mod component;
+pub mod metrics;
+pub mod queries;
+pub mod search;
+pub mod speed;
+
+use std::alloc::System;
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+use clap::Subcommand;
+use stats_alloc::StatsAlloc;
+
+pub use component::{ComponentSearch, Found};
+
+#[derive(Subcommand)]
+pub enum BenchCommand {
+    /// Pre-execute verdict latency across the WASM boundary vs native.
+    Verdict {
+        /// The catalog to register (default: the bundled one).
+        #[arg(long)]
+        catalog: Option<PathBuf>,
+    },
+    /// Search quality: lazy-tools (inside the component) and three peers on one catalog and
+    /// one query file: hit@1, hit@5, recall@5, MRR@5, overall and per query kind.
+    Search {
+        /// A catalog in the `catalogs/*.json` format.
+        #[arg(long)]
+        catalog: PathBuf,
+        /// JSONL: {"query": "...", "gold": ["server/tool", ...], "kind": "..."}.
+        #[arg(long)]
+        queries: PathBuf,
+        #[arg(long, value_enum, default_value = "table")]
+        format: search::Format,
+    },
+    /// Search speed over a large registry generated from catalogs: index build and one search,
+    /// inside the component and natively, as medians; and the index's memory.
+    SearchSpeed {
+        /// Catalogs to generate the tools from (default: the bundled ones).
+        #[arg(long = "catalog")]
+        catalogs: Vec<PathBuf>,
+        /// Query files to draw queries from (default: bench/zh.jsonl).
+        #[arg(long = "queries")]
+        queries: Vec<PathBuf>,
+        /// How many tools to generate.
+        #[arg(long, default_value_t = 10_000)]
+        tools: usize,
+        /// Runs per measurement.
+        #[arg(long, default_value_t = 50)]
+        runs: usize,
+    },
+}
+
+/// Runs a benchmark; `heap` is the process's counting allocator, if it has one, for memory
+/// figures.
+pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
+    match command {
+        BenchCommand::Verdict { catalog } => {
+            super::bench_verdict::run(&catalog.unwrap_or_else(super::demo::bundled_catalog))
+        }
+        BenchCommand::Search {
+            catalog,
+            queries,
+            format,
+        } => search::run(&catalog, &queries, format),
+        BenchCommand::SearchSpeed {
+            catalogs,
+            queries,
+            tools,
+            runs,
+        } => {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+            let catalogs = if catalogs.is_empty() {
+                vec![
+                    root.join("catalogs/livemcpbench.json"),
+                    root.join("catalogs/reference-servers.json"),
+                ]
+            } else {
+                catalogs
+            };
+            let queries = if queries.is_empty() {
+                vec![root.join("bench/zh.jsonl")]
+            } else {
+                queries
+            };
+            speed::run(
+                speed::Options {
+                    catalogs,
+                    queries,
+                    tools,
+                    runs,
+                },
+                heap,
+            )
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! Query files: JSONL lines `{"query": "...", "gold": ["server/tool", ...], "kind": "..."}`
+//! (`kind` optional; other keys ignored).
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result, bail};
+use serde::Deserialize;
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct LabelledQuery {
+    pub query: String,
+    pub gold: Vec<String>,
+    #[serde(default)]
+    pub kind: Option<String>,
+}
+
+pub fn load(path: &Path) -> Result<Vec<LabelledQuery>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the query file {}", path.display()))?;
+    parse(&text).with_context(|| format!("in the query file {}", path.display()))
+}
+
+pub fn parse(text: &str) -> Result<Vec<LabelledQuery>> {
+    let mut queries = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        let query: LabelledQuery =
+            serde_json::from_str(line).with_context(|| format!("line {}", i + 1))?;
+        if query.gold.is_empty() {
+            bail!("line {}: `gold` is empty", i + 1);
+        }
+        queries.push(query);
+    }
+    if queries.is_empty() {
+        bail!("no queries");
+    }
+    Ok(queries)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_parse_with_optional_kind_and_errors_name_the_line() {
+        let queries = parse(
+            "{\"query\": \"q\", \"gold\": [\"s/t\"], \"task\": \"x\"}\n\n{\"query\": \"问\", \"gold\": [\"s/u\"], \"kind\": \"zh-en\"}\n",
+        )
+        .unwrap();
+        assert_eq!(queries.len(), 2);
+        assert_eq!(queries[0].kind, None);
+        assert_eq!(queries[1].kind.as_deref(), Some("zh-en"));
+        let error = parse("{\"query\": \"q\", \"gold\": [\"s/t\"]}\n{\"query\": 1}").unwrap_err();
+        assert_eq!(format!("{error}"), "line 2");
+        assert!(parse("{\"query\": \"q\", \"gold\": []}").is_err());
+        assert!(parse("").is_err());
+    }
+}

@@ -1,0 +1,129 @@
+//! `bench search`: lazy-tools (inside the component) and its peers on one catalog and one
+//! query file, scored with the same metrics.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::Path;
+
+use anyhow::Result;
+use serde_json::{Map, Value, json};
+
+use super::component::{ComponentSearch, Found};
+use super::metrics::{self, CUTOFF, Judged, Metrics};
+use super::queries::{self, LabelledQuery};
+use crate::catalog::Catalog;
+use crate::peers::{self, PeerTool};
+
+/// How to print the figures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+}
+
+/// Each scorer's metrics, overall (`all`) and per query kind, in the order they ran.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    pub scorers: Vec<(String, BTreeMap<String, Metrics>)>,
+}
+
+impl Report {
+    /// `{"scorers": {"lazy-tools": {"all": {...}, "<kind>": {...}}, ...}}`
+    pub fn to_json(&self) -> Value {
+        let scorers: Map<String, Value> = self
+            .scorers
+            .iter()
+            .map(|(name, by_kind)| (name.clone(), json!(by_kind)))
+            .collect();
+        json!({ "scorers": scorers })
+    }
+
+    pub fn to_table(&self) -> String {
+        let mut lines = vec![format!(
+            "{:<16} {:<8} {:>4} {:>6} {:>6} {:>9} {:>6}",
+            "scorer", "kind", "n", "hit@1", "hit@5", "recall@5", "mrr@5"
+        )];
+        for (name, by_kind) in &self.scorers {
+            for (kind, m) in by_kind {
+                lines.push(format!(
+                    "{name:<16} {kind:<8} {:>4} {:>6.3} {:>6.3} {:>9.3} {:>6.3}",
+                    m.n, m.hit_at_1, m.hit_at_5, m.recall_at_5, m.mrr_at_5
+                ));
+            }
+        }
+        lines.join("\n")
+    }
+}
+
+/// Runs every scorer on every query. Warnings (unknown gold ids, refused queries) go to
+/// `warn`.
+pub fn evaluate(
+    catalog: &Catalog,
+    queries: &[LabelledQuery],
+    mut warn: impl FnMut(String),
+) -> Result<Report> {
+    let known: HashSet<String> = catalog.tools().map(|(id, _)| id).collect();
+    for (i, q) in queries.iter().enumerate() {
+        for gold in q.gold.iter().filter(|g| !known.contains(*g)) {
+            warn(format!(
+                "query {}: gold `{gold}` is not in the catalog",
+                i + 1
+            ));
+        }
+    }
+    let mut rankings: Vec<(String, Vec<Vec<String>>)> = Vec::new();
+
+    let mut lazy_tools = ComponentSearch::new(catalog)?;
+    let mut ranked = Vec::with_capacity(queries.len());
+    for (i, q) in queries.iter().enumerate() {
+        ranked.push(match lazy_tools.search(&q.query, CUTOFF)? {
+            Found::Ranking(ids) => ids,
+            Found::Refused(text) => {
+                warn(format!("query {}: lazy-tools refused it: {text}", i + 1));
+                Vec::new()
+            }
+        });
+    }
+    rankings.push(("lazy-tools".into(), ranked));
+
+    let tools = PeerTool::from_catalog(catalog);
+    for peer in peers::all(&tools) {
+        let ranked = queries
+            .iter()
+            .map(|q| {
+                peer.rank(&q.query, CUTOFF)
+                    .into_iter()
+                    .map(|i| tools[i].id.clone())
+                    .collect()
+            })
+            .collect();
+        rankings.push((peer.name().to_string(), ranked));
+    }
+
+    let scorers = rankings
+        .iter()
+        .map(|(name, ranked)| {
+            let judged: Vec<Judged<'_>> = queries
+                .iter()
+                .zip(ranked)
+                .map(|(q, ranking)| Judged {
+                    kind: q.kind.as_deref(),
+                    gold: &q.gold,
+                    ranking,
+                })
+                .collect();
+            (name.clone(), metrics::summarise(&judged))
+        })
+        .collect();
+    Ok(Report { scorers })
+}
+
+pub fn run(catalog: &Path, queries: &Path, format: Format) -> Result<()> {
+    let catalog = Catalog::load(catalog)?;
+    let queries = queries::load(queries)?;
+    let report = evaluate(&catalog, &queries, |w| eprintln!("warning: {w}"))?;
+    match format {
+        Format::Json => println!("{}", report.to_json()),
+        Format::Table => println!("{}", report.to_table()),
+    }
+    Ok(())
+}

@@ -1,0 +1,311 @@
+//! `bench search-speed`: how fast lazy-tools builds its index and answers a query over a large
+//! registry (generated from real catalogs), inside the component and natively, as medians.
+
+use std::alloc::System;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use lazy_tools::registry::{Origin, Registry, ToolDef, ToolGroup};
+use lazy_tools::search::SearchIndex;
+use serde_json::json;
+use stats_alloc::{Region, StatsAlloc};
+
+use super::component::{ComponentSearch, Found, PLUGIN};
+use super::queries;
+use crate::catalog::{Catalog, Server, shell_name};
+use crate::shell::CallOutcome;
+
+/// Queries per timed `tool_search` call: the most one call may carry.
+const QUERIES_PER_CALL: usize = lazy_tools::guards::MAX_QUERIES;
+
+pub struct Options {
+    pub catalogs: Vec<PathBuf>,
+    pub queries: Vec<PathBuf>,
+    pub tools: usize,
+    pub runs: usize,
+}
+
+/// `tools` tools from `catalogs`, deterministically: every server of every catalog in order,
+/// then again and again until there are enough (the last copy cut); a server whose name is
+/// taken becomes `<server>-2`, `<server>-3`, ...
+pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
+    let servers: Vec<&Server> = catalogs
+        .iter()
+        .flat_map(|c| &c.servers)
+        .filter(|s| !s.tools.is_empty())
+        .collect();
+    if servers.is_empty() {
+        bail!("the catalogs have no tools");
+    }
+    let mut out: Vec<Server> = Vec::new();
+    let mut taken: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut count = 0;
+    loop {
+        for server in &servers {
+            if count == tools {
+                return Ok(Catalog { servers: out });
+            }
+            let mut copy = (*server).clone();
+            let mut copy_number = 2;
+            while !taken.insert(copy.name.clone()) {
+                copy.name = format!("{}-{copy_number}", server.name);
+                copy_number += 1;
+            }
+            copy.tools.truncate(tools - count);
+            count += copy.tools.len();
+            out.push(copy);
+        }
+    }
+}
+
+/// The registry lazy-tools would fetch for `catalog`, natively.
+pub fn native_registry(catalog: &Catalog) -> Registry {
+    let tools = catalog
+        .servers
+        .iter()
+        .flat_map(|server| {
+            server.tools.iter().map(move |tool| ToolDef {
+                name: shell_name(&server.name, &tool.name),
+                description: tool.description.clone(),
+                parameters: tool.input_schema.to_string(),
+                origin: Origin::Mcp(server.name.clone()),
+            })
+        })
+        .collect();
+    let groups = catalog
+        .servers
+        .iter()
+        .map(|s| ToolGroup {
+            name: s.name.clone(),
+            description: s.description.clone(),
+        })
+        .collect();
+    Registry::new(tools, groups)
+}
+
+pub fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples.get(samples.len() / 2).copied().unwrap_or_default()
+}
+
+fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
+    let start = Instant::now();
+    let value = f();
+    (value, start.elapsed())
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.3} ms", d.as_secs_f64() * 1e3)
+}
+
+fn mb(bytes: usize) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
+    if options.runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let catalogs = options
+        .catalogs
+        .iter()
+        .map(|p| Catalog::load(p))
+        .collect::<Result<Vec<_>>>()?;
+    let mut texts = Vec::new();
+    for path in &options.queries {
+        texts.extend(queries::load(path)?.into_iter().map(|q| q.query));
+    }
+    let catalog = generate(&catalogs, options.tools)?;
+    let runs = options.runs;
+    println!(
+        "lazy-tools search speed: {} tools generated from {} catalogs, {} queries, medians of {runs} runs",
+        catalog.tool_count(),
+        catalogs.len(),
+        texts.len()
+    );
+
+    // Natively: the index alone.
+    let registry = native_registry(&catalog);
+    let region = heap.map(Region::new);
+    let (index, _) = time(|| SearchIndex::build(&registry));
+    // stats_alloc counts a reallocation's growth in `bytes_allocated` already.
+    let index_heap = region.map(|r| {
+        let change = r.change();
+        change
+            .bytes_allocated
+            .saturating_sub(change.bytes_deallocated)
+    });
+    let builds: Vec<Duration> = (0..runs)
+        .map(|_| time(|| SearchIndex::build(&registry)).1)
+        .collect();
+    let names: std::collections::HashSet<&str> =
+        registry.tools().iter().map(|t| t.name.as_str()).collect();
+    let searches: Vec<Duration> = (0..runs.max(texts.len()))
+        .map(|i| {
+            let query = &texts[i % texts.len()];
+            time(|| index.search(query, 5, |name| names.contains(name))).1
+        })
+        .collect();
+
+    // Inside the component, through the shell.
+    let mut empty = ComponentSearch::new(&Catalog { servers: vec![] })?;
+    let mut component =
+        ComponentSearch::new(&catalog).context("loading the generated catalog into lazy-tools")?;
+    let plugin_memory = |c: &mut ComponentSearch| -> Result<usize> {
+        Ok(c.shell_mut().plugin_mut(PLUGIN)?.memory_bytes())
+    };
+    let empty_memory = plugin_memory(&mut empty)?;
+    let loaded_memory = plugin_memory(&mut component)?;
+    // What the shell does for each registry call (copying the tools, encoding their schemas
+    // as JSON text), timed natively: part of registry-changed, not of lazy-tools.
+    let host_side: Vec<Duration> = (0..runs)
+        .map(|_| {
+            let shell = component.shell_mut();
+            let core = shell.core();
+            time(|| {
+                core.tools()
+                    .to_vec()
+                    .iter()
+                    .map(crate::wasm_host::wit::since_v0_2_0::tool_to_wit)
+                    .collect::<Vec<_>>()
+            })
+            .1
+        })
+        .collect();
+    let mut reloads = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        let plugin = component.shell_mut().plugin_mut(PLUGIN)?;
+        let (result, took) = time(|| plugin.registry_changed());
+        result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
+        reloads.push(took);
+    }
+    // The search's own share of a call is small next to the call's refresh of ten thousand
+    // names, so each run searches ten queries in one call and compares it with a call that
+    // loads the same tools by name: the difference over ten is one search.
+    let mut with_search = Vec::with_capacity(runs);
+    let mut by_name = Vec::with_capacity(runs);
+    let mut per_query = Vec::with_capacity(runs);
+    for run in 0..runs {
+        let batch: Vec<&String> = (0..QUERIES_PER_CALL)
+            .map(|i| &texts[(run * QUERIES_PER_CALL + i) % texts.len()])
+            .collect();
+        let arguments = json!({"queries": batch, "top_k": 5});
+        let (found, searched) = timed_call(&mut component, &arguments)?;
+        let Found::Ranking(names) = found else {
+            bail!("tool_search refused {batch:?}: {found:?}");
+        };
+        let (_, named) = timed_call(&mut component, &json!({"tool_names": names}))?;
+        with_search.push(searched);
+        by_name.push(named);
+        per_query.push(searched.saturating_sub(named) / QUERIES_PER_CALL as u32);
+    }
+
+    let rows = [
+        (
+            "index build, native (SearchIndex::build)",
+            ms(median(builds)),
+        ),
+        (
+            "index build in the component (registry-changed: fetch the tools over WIT, index, classify)",
+            ms(median(reloads)),
+        ),
+        (
+            "  of which the shell's side, native (copy the tools, encode their schemas)",
+            ms(median(host_side)),
+        ),
+        (
+            "search, native (SearchIndex::search, top 5)",
+            ms(median(searches)),
+        ),
+        (
+            "tool_search call in the component, 10 queries (shell, WIT, refresh, 10 searches, load)",
+            ms(median(with_search)),
+        ),
+        (
+            "tool_search call in the component, the same tools by exact name (no search)",
+            ms(median(by_name)),
+        ),
+        (
+            "one search inside the component (median per-run difference of the two calls / 10)",
+            ms(median(per_query)),
+        ),
+    ];
+    for (what, figure) in rows {
+        println!("{what:<96} {figure:>12}");
+    }
+    match index_heap {
+        Some(bytes) => println!("{:<96} {:>12}", "index memory, native heap", mb(bytes)),
+        None => println!("index memory, native heap: not measured (no counting allocator)"),
+    }
+    println!(
+        "{:<96} {:>12}",
+        "component linear memory, empty registry",
+        mb(empty_memory)
+    );
+    println!(
+        "{:<96} {:>12}",
+        format!(
+            "component linear memory with {} tools (registry copy + index + state)",
+            catalog.tool_count()
+        ),
+        mb(loaded_memory)
+    );
+    Ok(())
+}
+
+/// Times one `tool_search` call by a fresh agent (creating the agent is not timed); the
+/// ranking holds registered names.
+fn timed_call(
+    component: &mut ComponentSearch,
+    arguments: &serde_json::Value,
+) -> Result<(Found, Duration)> {
+    let shell = component.shell_mut();
+    let agent = shell.create_agent("timed", None)?;
+    let (outcome, took) = time(|| shell.call(&agent, "tool_search", arguments));
+    shell.dispose_agent(&agent)?;
+    let found = match outcome? {
+        CallOutcome::Completed(output) if output.is_error => Found::Refused(output.text),
+        CallOutcome::Completed(output) => Found::Ranking(
+            output.json["matches"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|m| m["name"].as_str())
+                .map(str::to_string)
+                .collect(),
+        ),
+        other => bail!("tool_search did not run: {other:?}"),
+    };
+    Ok((found, took))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_catalogs_are_deterministic_and_exactly_sized() {
+        let catalog = Catalog::parse(
+            r#"{"servers": [{"name": "a", "tools": [{"name": "x"}, {"name": "y"}]},
+                            {"name": "b", "tools": [{"name": "z"}]}]}"#,
+        )
+        .unwrap();
+        let generated = generate(std::slice::from_ref(&catalog), 5).unwrap();
+        let ids: Vec<String> = generated.tools().map(|(id, _)| id).collect();
+        assert_eq!(ids, ["a/x", "a/y", "b/z", "a-2/x", "a-2/y"]);
+        // The same server in two catalogs is two servers.
+        let twice = generate(&[catalog.clone(), catalog], 7).unwrap();
+        let servers: Vec<&str> = twice.servers.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(servers, ["a", "b", "a-2", "b-2", "a-3"]);
+        assert!(generate(&[Catalog { servers: vec![] }], 5).is_err());
+        assert_eq!(
+            median(vec![
+                Duration::from_millis(3),
+                Duration::from_millis(1),
+                Duration::from_millis(2)
+            ]),
+            Duration::from_millis(2)
+        );
+    }
+}

@@ -1,0 +1,107 @@
+//! The search benchmark on a small catalog and query file, with figures computed by hand.
+
+use std::path::PathBuf;
+
+use host_harness::catalog::Catalog;
+use host_harness::commands::bench::queries;
+use host_harness::commands::bench::search::evaluate;
+use serde_json::Value;
+
+const CATALOG: &str = r#"{"servers": [
+  {"name": "weather", "description": "Weather data.", "tools": [
+    {"name": "get_forecast", "description": "Get the weather forecast for a city."}]},
+  {"name": "files", "description": "Local files.", "tools": [
+    {"name": "read_file", "description": "Read the contents of a file."},
+    {"name": "write_file", "description": "Write content to a file."}]},
+  {"name": "stocks", "description": "Markets.", "tools": [
+    {"name": "get_quote", "description": "Get the latest price of a stock."}]}
+]}"#;
+
+const QUERIES: &str = r#"{"query": "weather forecast", "gold": ["weather/get_forecast"], "kind": "en"}
+{"query": "write a file", "gold": ["files/write_file", "files/read_file"], "kind": "en"}
+{"query": "read file", "gold": ["files/write_file"], "kind": "en"}
+{"query": "明天的天气", "gold": ["weather/get_forecast"], "kind": "zh-en"}
+{"query": "zzz", "gold": ["stocks/get_quote"]}
+"#;
+
+fn write(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("lazy-tools-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn figures(report: &Value, scorer: &str, kind: &str) -> [f64; 5] {
+    let m = &report["scorers"][scorer][kind];
+    ["hit@1", "hit@5", "recall@5", "mrr@5", "n"].map(|k| {
+        m[k].as_f64()
+            .unwrap_or_else(|| panic!("{scorer} {kind} {k} in {report}"))
+    })
+}
+
+fn close(actual: [f64; 5], expected: [f64; 5]) -> bool {
+    actual
+        .iter()
+        .zip(expected)
+        .all(|(a, e)| (a - e).abs() < 1e-9)
+}
+
+#[test]
+fn the_benchmark_scores_every_scorer_with_the_right_arithmetic() {
+    let catalog = Catalog::load(&write("catalog.json", CATALOG)).unwrap();
+    let queries = queries::load(&write("queries.jsonl", QUERIES)).unwrap();
+    let mut warnings = Vec::new();
+    let report = evaluate(&catalog, &queries, |w| warnings.push(w))
+        .unwrap()
+        .to_json();
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let scorers: Vec<&String> = report["scorers"].as_object().unwrap().keys().collect();
+    assert_eq!(scorers, ["lazy-tools", "dsh-lazy-tools", "kocoro", "bm25"]);
+
+    // dsh-lazy-tools, by hand: "weather forecast" -> forecast tool first; "write a file" ->
+    // write_file (29) then read_file (16); "read file" -> read_file (26) then write_file (13),
+    // gold second; the Chinese query is one token no tool has; "zzz" matches nothing.
+    let dsh = figures(&report, "dsh-lazy-tools", "all");
+    assert!(
+        close(dsh, [2.0 / 5.0, 3.0 / 5.0, 3.0 / 5.0, 2.5 / 5.0, 5.0]),
+        "{dsh:?}"
+    );
+    let dsh_en = figures(&report, "dsh-lazy-tools", "en");
+    assert!(
+        close(dsh_en, [2.0 / 3.0, 1.0, 1.0, 2.5 / 3.0, 3.0]),
+        "{dsh_en:?}"
+    );
+    assert!(close(
+        figures(&report, "dsh-lazy-tools", "zh-en"),
+        [0.0, 0.0, 0.0, 0.0, 1.0]
+    ));
+
+    // lazy-tools, inside the component: the same English results, and the Chinese query
+    // (明天 tomorrow, 天气 weather) finds the tool described in English.
+    let lazy = figures(&report, "lazy-tools", "all");
+    assert!(
+        close(lazy, [3.0 / 5.0, 4.0 / 5.0, 4.0 / 5.0, 3.5 / 5.0, 5.0]),
+        "{lazy:?}"
+    );
+    assert!(close(
+        figures(&report, "lazy-tools", "zh-en"),
+        [1.0, 1.0, 1.0, 1.0, 1.0]
+    ));
+
+    assert_eq!(figures(&report, "kocoro", "all")[4], 5.0);
+    assert_eq!(figures(&report, "bm25", "en")[4], 3.0);
+}
+
+#[test]
+fn gold_ids_outside_the_catalog_are_reported() {
+    let catalog = Catalog::parse(CATALOG).unwrap();
+    let queries = queries::parse(r#"{"query": "weather", "gold": ["nowhere/tool"]}"#).unwrap();
+    let mut warnings = Vec::new();
+    let report = evaluate(&catalog, &queries, |w| warnings.push(w)).unwrap();
+    assert_eq!(
+        warnings,
+        ["query 1: gold `nowhere/tool` is not in the catalog"]
+    );
+    assert_eq!(report.scorers.len(), 4);
+}

@@ -1,0 +1,466 @@
+//! Text to search terms, the same way for tools and for queries.
+//!
+//! - Latin text: words split on anything that is not a letter or digit, then at camelCase humps
+//!   and letter/digit boundaries (`getBaziDetail` -> get, bazi, detail); a word that splits is
+//!   also kept whole (`YouTube` -> you, tube, youtube) so brand names match either way. Words are
+//!   lowercased, English stop words and one-letter words are dropped, and the rest are
+//!   Snowball-stemmed.
+//! - CJK text has no spaces between words: each run is indexed as unigrams and bigrams, except
+//!   Chinese stop words.
+
+use std::sync::LazyLock;
+
+use rust_stemmers::{Algorithm, Stemmer};
+use rustc_hash::FxHashSet;
+
+/// One piece of text before stop words and stemming.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Piece<'a> {
+    /// A lowercase Latin word or word piece; `whole` for a word that also split into pieces.
+    Word { lower: &'a str, whole: bool },
+    /// A CJK unigram or bigram.
+    Cjk { gram: &'a str, bigram: bool },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TokenKind {
+    Word,
+    WholeWord,
+    CjkUnigram,
+    CjkBigram,
+}
+
+/// A term as indexed, with what it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Token {
+    /// Stemmed for words, the characters themselves for CJK grams.
+    pub term: String,
+    pub kind: TokenKind,
+    /// For words, the lowercase word before stemming.
+    pub raw: String,
+}
+
+pub struct Analyzer {
+    stemmer: Stemmer,
+    english_stop: FxHashSet<&'static str>,
+    chinese_stop: FxHashSet<&'static str>,
+    catalog_stop: FxHashSet<&'static str>,
+}
+
+/// Words that only frame a request to a tool catalog ("server: ... platform, tool: ...",
+/// "please help me use"): every entry is some service's tool, so these tell tools apart by
+/// noise only.
+const CATALOG_STOP_WORDS: &[&str] = &[
+    "tool",
+    "tools",
+    "server",
+    "servers",
+    "service",
+    "services",
+    "platform",
+    "platforms",
+    "mcp",
+    "please",
+    "help",
+    "want",
+    "need",
+    "would",
+    "could",
+    "also",
+    "let",
+    "via",
+    "using",
+    "use",
+    "etc",
+    "like",
+];
+
+static ANALYZER: LazyLock<Analyzer> = LazyLock::new(Analyzer::new);
+
+/// The analyzer every index and query uses.
+pub fn analyzer() -> &'static Analyzer {
+    &ANALYZER
+}
+
+impl Analyzer {
+    fn new() -> Self {
+        Self {
+            stemmer: Stemmer::create(Algorithm::English),
+            english_stop: stop_words("en"),
+            chinese_stop: stop_words("zh"),
+            catalog_stop: CATALOG_STOP_WORDS.iter().copied().collect(),
+        }
+    }
+
+    /// The terms of `text` with their kinds, in order.
+    pub fn tokens(&self, text: &str) -> Vec<Token> {
+        let mut out = Vec::new();
+        self.for_each_piece(text, |piece| match piece {
+            Piece::Word { lower, whole } => {
+                if let Some(term) = self.word_term(lower) {
+                    out.push(Token {
+                        term,
+                        kind: if whole {
+                            TokenKind::WholeWord
+                        } else {
+                            TokenKind::Word
+                        },
+                        raw: lower.to_string(),
+                    });
+                }
+            }
+            Piece::Cjk { gram, bigram } => {
+                if self.keeps_cjk(gram) {
+                    out.push(Token {
+                        term: gram.to_string(),
+                        kind: if bigram {
+                            TokenKind::CjkBigram
+                        } else {
+                            TokenKind::CjkUnigram
+                        },
+                        raw: String::new(),
+                    });
+                }
+            }
+        });
+        out
+    }
+
+    /// The index term of a lowercase word: `None` for a stop word, else its stem (words with
+    /// digits are kept as they are).
+    pub fn word_term(&self, lower: &str) -> Option<String> {
+        if self.is_stop_word(lower) {
+            return None;
+        }
+        Some(if lower.chars().all(char::is_alphabetic) {
+            self.stemmer.stem(lower).into_owned()
+        } else {
+            lower.to_string()
+        })
+    }
+
+    /// True for a lowercase word that carries no meaning for search.
+    pub fn is_stop_word(&self, lower: &str) -> bool {
+        lower.chars().nth(1).is_none()
+            || self.english_stop.contains(lower)
+            || self.catalog_stop.contains(lower)
+    }
+
+    /// False for a CJK gram that is a Chinese stop word.
+    pub fn keeps_cjk(&self, gram: &str) -> bool {
+        !self.chinese_stop.contains(gram)
+    }
+
+    /// Calls `f` with each piece of `text` in order, reusing buffers (index builds call this for
+    /// every field of every tool).
+    pub fn for_each_piece(&self, text: &str, f: impl FnMut(Piece<'_>)) {
+        self.for_each_piece_in(&mut Scratch::default(), text, f)
+    }
+
+    /// [`Analyzer::for_each_piece`] with buffers the caller keeps from text to text.
+    pub fn for_each_piece_in(
+        &self,
+        scratch: &mut Scratch,
+        text: &str,
+        mut f: impl FnMut(Piece<'_>),
+    ) {
+        let Scratch {
+            word,
+            may_split,
+            cjk,
+            buf,
+        } = scratch;
+        // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are.
+        if text.is_ascii() {
+            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
+                if !word.is_empty() {
+                    ascii_word(word, buf, &mut f);
+                }
+            }
+            return;
+        }
+        word.clear();
+        cjk.clear();
+        *may_split = false;
+        for c in text.chars() {
+            // ASCII first: its classes are cheap to test.
+            let (is_word, is_cjk) = if c.is_ascii() {
+                (c.is_ascii_alphanumeric(), false)
+            } else {
+                let c = fold_width(c);
+                let cjk = is_cjk(c);
+                (!cjk && c.is_alphanumeric(), cjk)
+            };
+            if is_cjk {
+                flush_word(word, may_split, buf, &mut f);
+                cjk.push(c);
+            } else {
+                flush_cjk(cjk, buf, &mut f);
+                if is_word {
+                    let c = fold_width(c);
+                    *may_split |= c.is_uppercase() || c.is_numeric();
+                    word.push(c);
+                } else {
+                    flush_word(word, may_split, buf, &mut f);
+                }
+            }
+        }
+        flush_word(word, may_split, buf, &mut f);
+        flush_cjk(cjk, buf, &mut f);
+    }
+}
+
+/// Buffers for analysing text, kept across calls.
+#[derive(Debug, Default)]
+pub struct Scratch {
+    word: Vec<char>,
+    /// The word has a capital or a digit, so it may split.
+    may_split: bool,
+    cjk: Vec<char>,
+    buf: String,
+}
+
+fn flush_word(
+    word: &mut Vec<char>,
+    may_split: &mut bool,
+    buf: &mut String,
+    f: &mut impl FnMut(Piece<'_>),
+) {
+    if word.is_empty() {
+        return;
+    }
+    if !std::mem::take(may_split) {
+        lowercase_into(word, buf);
+        f(Piece::Word {
+            lower: buf,
+            whole: false,
+        });
+        word.clear();
+        return;
+    }
+    let mut start = 0;
+    let mut split = false;
+    for end in split_points(word).chain(std::iter::once(word.len())) {
+        split |= end < word.len();
+        lowercase_into(&word[start..end], buf);
+        f(Piece::Word {
+            lower: buf,
+            whole: false,
+        });
+        start = end;
+    }
+    if split {
+        lowercase_into(word, buf);
+        f(Piece::Word {
+            lower: buf,
+            whole: true,
+        });
+    }
+    word.clear();
+}
+
+/// The pieces of an ASCII word, split as [`split_points`] splits a word of chars.
+fn ascii_word(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+    let bytes = word.as_bytes();
+    if !bytes
+        .iter()
+        .any(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
+    {
+        f(Piece::Word {
+            lower: word,
+            whole: false,
+        });
+        return;
+    }
+    let boundary = |i: usize| {
+        let (prev, cur) = (bytes[i - 1], bytes[i]);
+        let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+        (prev.is_ascii_lowercase() && cur.is_ascii_uppercase())
+            || (prev.is_ascii_uppercase() && cur.is_ascii_uppercase() && next_lower)
+            || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
+            || (prev.is_ascii_digit() && cur.is_ascii_alphabetic())
+    };
+    let mut start = 0;
+    let mut split = false;
+    for end in (1..bytes.len())
+        .filter(|&i| boundary(i))
+        .chain([bytes.len()])
+    {
+        split |= end < bytes.len();
+        buf.clear();
+        buf.push_str(&word[start..end]);
+        buf.make_ascii_lowercase();
+        f(Piece::Word {
+            lower: buf,
+            whole: false,
+        });
+        start = end;
+    }
+    if split {
+        buf.clear();
+        buf.push_str(word);
+        buf.make_ascii_lowercase();
+        f(Piece::Word {
+            lower: buf,
+            whole: true,
+        });
+    }
+}
+
+fn flush_cjk(run: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+    for (i, &c) in run.iter().enumerate() {
+        buf.clear();
+        buf.push(c);
+        f(Piece::Cjk {
+            gram: buf,
+            bigram: false,
+        });
+        if let Some(&next) = run.get(i + 1) {
+            buf.push(next);
+            f(Piece::Cjk {
+                gram: buf,
+                bigram: true,
+            });
+        }
+    }
+    run.clear();
+}
+
+fn lowercase_into(chars: &[char], buf: &mut String) {
+    buf.clear();
+    for &c in chars {
+        if c.is_ascii() {
+            buf.push(c.to_ascii_lowercase());
+        } else {
+            buf.extend(c.to_lowercase());
+        }
+    }
+}
+
+/// Where a word splits: at camelCase humps, before the last capital of a leading acronym
+/// (`HTMLParser` -> HTML, Parser), and between letters and digits.
+fn split_points(word: &[char]) -> impl Iterator<Item = usize> + '_ {
+    (1..word.len()).filter(move |&i| {
+        let (prev, cur) = (word[i - 1], word[i]);
+        let next_lower = word.get(i + 1).is_some_and(|n| n.is_lowercase());
+        (prev.is_lowercase() && cur.is_uppercase())
+            || (prev.is_uppercase() && cur.is_uppercase() && next_lower)
+            || (prev.is_alphabetic() && cur.is_numeric())
+            || (prev.is_numeric() && cur.is_alphabetic())
+    })
+}
+
+/// The stop words of one language from `stop_words.txt`. A list of ours: the stop-words crate
+/// compiles in every language it knows (+165 KB of component for two lists).
+fn stop_words(language: &str) -> FxHashSet<&'static str> {
+    let header = format!("[{language}]");
+    STOP_WORDS
+        .lines()
+        .map(|line| line.split('#').next().unwrap_or("").trim())
+        .skip_while(|line| *line != header)
+        .skip(1)
+        .take_while(|line| !line.starts_with('['))
+        .flat_map(str::split_whitespace)
+        .collect()
+}
+
+const STOP_WORDS: &str = include_str!("stop_words.txt");
+
+/// True for the scripts written without spaces between words.
+pub fn is_cjk(c: char) -> bool {
+    matches!(c as u32,
+        0x3040..=0x30FF      // Hiragana, Katakana
+        | 0x3400..=0x4DBF    // CJK Extension A
+        | 0x4E00..=0x9FFF    // CJK Unified Ideographs
+        | 0xAC00..=0xD7AF    // Hangul syllables
+        | 0xF900..=0xFAFF    // CJK Compatibility Ideographs
+        | 0x20000..=0x3134F) // CJK Extensions B to G
+}
+
+/// Full-width ASCII, common in Chinese text (`ＰＤＦ`), as plain ASCII.
+pub fn fold_width(c: char) -> char {
+    match c as u32 {
+        0xFF01..=0xFF5E => char::from_u32(c as u32 - 0xFEE0).unwrap_or(c),
+        _ => c,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn terms(text: &str) -> Vec<String> {
+        analyzer()
+            .tokens(text)
+            .into_iter()
+            .map(|t| t.term)
+            .collect()
+    }
+
+    #[test]
+    fn names_split_on_separators_camel_case_and_digits() {
+        assert_eq!(
+            terms("get_current_stock_price"),
+            ["get", "current", "stock", "price"]
+        );
+        assert_eq!(
+            terms("getBaziDetail"),
+            ["get", "bazi", "detail", "getbazidetail"]
+        );
+        assert_eq!(terms("HTMLParser"), ["html", "parser", "htmlparser"]);
+        assert_eq!(
+            terms("get-36kr-trending"),
+            ["get", "36", "kr", "36kr", "trend"]
+        );
+    }
+
+    #[test]
+    fn english_is_stemmed_without_stop_words() {
+        assert_eq!(
+            terms("Reads the files of a directory"),
+            ["read", "file", "directori"]
+        );
+        assert!(terms("server: a tool, please").is_empty());
+    }
+
+    fn pieces(text: &str) -> Vec<(String, bool)> {
+        let mut out = Vec::new();
+        analyzer().for_each_piece(text, |piece| {
+            if let Piece::Word { lower, whole } = piece {
+                out.push((lower.to_string(), whole));
+            }
+        });
+        out
+    }
+
+    #[test]
+    fn ascii_text_splits_as_any_text_does() {
+        for text in [
+            "getBaziDetail HTMLParser get-36kr-trending utf8 a1b2C3 ALLCAPS x",
+            "readFile, write_file; List-Directory 9to5Mac iPhone15Pro",
+        ] {
+            // A trailing non-ASCII word sends the text down the general path.
+            let mut general = pieces(&format!("{text} é"));
+            assert_eq!(general.pop(), Some(("é".to_string(), false)));
+            assert_eq!(pieces(text), general, "{text}");
+        }
+    }
+
+    #[test]
+    fn both_stop_word_lists_load() {
+        let analyzer = analyzer();
+        assert!(analyzer.english_stop.contains("the") && analyzer.english_stop.len() > 100);
+        assert!(analyzer.chinese_stop.contains("的") && !analyzer.chinese_stop.contains("[zh]"));
+        assert!(!analyzer.english_stop.contains("的"));
+    }
+
+    #[test]
+    fn cjk_runs_become_unigrams_and_bigrams_without_stop_words() {
+        let t = terms("股票的价格");
+        for gram in ["股", "股票", "票", "价", "价格", "格"] {
+            assert!(t.contains(&gram.to_string()), "{gram} in {t:?}");
+        }
+        assert!(!t.contains(&"的".to_string()));
+        assert_eq!(terms("ＰＤＦ文件"), ["pdf", "文", "文件", "件"]);
+    }
+}

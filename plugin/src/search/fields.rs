@@ -1,0 +1,169 @@
+//! The parts of a tool the search reads, and how much each counts.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::registry::{Registry, ToolDef};
+
+/// A weighted part of a tool's text (BM25F fields).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Field {
+    /// The tool's own name: the last `__` segment of `server__tool`.
+    Name,
+    /// Its group (MCP server) name and any namespace before its own name.
+    GroupName,
+    /// The description's first sentence, which says what the tool is for; it counts on top
+    /// of the whole description, so a long description's asides weigh less.
+    Summary,
+    Description,
+    ParamNames,
+    ParamDescriptions,
+    GroupDescription,
+}
+
+pub const FIELD_COUNT: usize = 7;
+
+impl Field {
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
+    pub const ALL: [Field; FIELD_COUNT] = [
+        Field::Name,
+        Field::GroupName,
+        Field::Summary,
+        Field::Description,
+        Field::ParamNames,
+        Field::ParamDescriptions,
+        Field::GroupDescription,
+    ];
+
+    /// How much a term in this field counts against one in the description.
+    pub fn weight(self) -> f32 {
+        match self {
+            Field::Name => 3.0,
+            Field::GroupName => 1.5,
+            Field::Summary => 1.0,
+            Field::Description => 0.5,
+            Field::ParamNames => 0.5,
+            Field::ParamDescriptions => 0.3,
+            Field::GroupDescription => 0.4,
+        }
+    }
+
+    /// BM25 length normalisation: names are short and their length says little.
+    pub fn length_normalisation(self) -> f32 {
+        match self {
+            Field::Name | Field::GroupName => 0.3,
+            _ => 0.75,
+        }
+    }
+}
+
+/// The text of one tool, field by field.
+#[derive(Debug, Default)]
+pub struct ToolText<'a> {
+    /// The name's own segment and the namespace before it.
+    pub own_name: &'a str,
+    pub namespace: Vec<&'a str>,
+    /// The description's first sentence, and the rest.
+    pub summary: &'a str,
+    pub rest: &'a str,
+    pub param_names: Vec<Cow<'a, str>>,
+    pub param_descriptions: Vec<Cow<'a, str>>,
+}
+
+/// Nested schemas deeper than this add little and cost build time.
+const MAX_SCHEMA_DEPTH: usize = 3;
+
+impl<'a> ToolText<'a> {
+    pub fn of(tool: &'a ToolDef) -> Self {
+        let own_name = own_name(&tool.name);
+        let description = tool.description.as_str();
+        let indent = description.len() - description.trim_start().len();
+        let summary_end = indent + crate::guards::sentence_end(&description[indent..]);
+        let namespace = tool.name[..tool.name.len() - own_name.len()]
+            .split("__")
+            .filter(|s| !s.is_empty())
+            .collect();
+        let mut text = Self {
+            own_name,
+            namespace,
+            summary: &tool.description[..summary_end],
+            rest: &tool.description[summary_end..],
+            ..Self::default()
+        };
+        // The typed reading skips what search does not use; a schema it cannot read (a
+        // description that is not text, a boolean subschema) is read as any JSON instead.
+        if let Ok(schema) = serde_json::from_str::<Schema<'a>>(&tool.parameters) {
+            text.add_schema(schema, 0);
+        } else if let Ok(schema) = serde_json::from_str::<Value>(&tool.parameters) {
+            text.add_properties(&schema, 0);
+        }
+        text
+    }
+
+    fn add_schema(&mut self, schema: Schema<'a>, depth: usize) {
+        if depth > MAX_SCHEMA_DEPTH {
+            return;
+        }
+        for (name, mut property) in schema.properties.into_iter().flatten() {
+            self.param_names.push(name);
+            if let Some(description) = property.description.take() {
+                self.param_descriptions.push(description);
+            }
+            self.add_schema(property, depth + 1);
+        }
+        if let Some(items) = schema.items {
+            self.add_schema(*items, depth + 1);
+        }
+    }
+
+    fn add_properties(&mut self, schema: &Value, depth: usize) {
+        if depth > MAX_SCHEMA_DEPTH {
+            return;
+        }
+        if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
+            for (name, property) in properties {
+                self.param_names.push(Cow::Owned(name.clone()));
+                if let Some(description) = property.get("description").and_then(Value::as_str) {
+                    self.param_descriptions
+                        .push(Cow::Owned(description.to_string()));
+                }
+                self.add_properties(property, depth + 1);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            self.add_properties(items, depth + 1);
+        }
+    }
+}
+
+/// The tool's own name: what follows the last `__` (`github__create_issue` -> `create_issue`).
+pub fn own_name(name: &str) -> &str {
+    match name.rsplit_once("__") {
+        Some((_, own)) if !own.is_empty() => own,
+        _ => name,
+    }
+}
+
+/// The parts of a JSON Schema the search reads.
+#[derive(Debug, Deserialize)]
+struct Schema<'a> {
+    #[serde(default, borrow)]
+    properties: Option<BTreeMap<Cow<'a, str>, Schema<'a>>>,
+    #[serde(default, borrow)]
+    description: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    items: Option<Box<Schema<'a>>>,
+}
+
+/// The group (MCP server) of a tool: its name and description, if the host knows it.
+pub fn group_of<'a>(registry: &'a Registry, tool: &ToolDef) -> Option<(&'a str, &'a str)> {
+    registry
+        .group_of(tool)
+        .map(|g| (g.name.as_str(), g.description.as_str()))
+}

@@ -1,0 +1,739 @@
+//! The inverted index: built once per registry change, read by every query.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::analyze::{Piece, Scratch, analyzer};
+use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
+use super::query;
+use super::vocab::{self, Language};
+use crate::registry::{Registry, ToolDef};
+
+/// BM25 term-frequency saturation.
+const K1: f32 = 1.2;
+/// How much more a tool counts when the query names all the words of its own name, and when
+/// it names them in a row.
+const NAME_WORDS: f32 = 0.3;
+const NAME_PHRASE: f32 = 0.6;
+
+#[derive(Debug, Default)]
+pub struct SearchIndex {
+    /// Tool names by document id, sorted, so ties break by name.
+    names: Vec<String>,
+    /// The group (MCP server) of each document, as a small number.
+    groups: Vec<u32>,
+    terms: FxHashMap<Box<str>, u32>,
+    /// Per term, the tools that hold it and its BM25F score in each.
+    postings: Vec<Vec<Posting>>,
+    /// Per term, the groups whose name or description holds it, and its BM25F score in each
+    /// (`Posting::doc` is a group): a group's text is stored once, not once per tool.
+    group_postings: Vec<Vec<Posting>>,
+    group_count: usize,
+    /// Terms of tool and group names, sorted, for prefix and typo matches.
+    name_terms: Vec<(Box<str>, u32)>,
+    /// Tools by the hash of their normalised whole name and of their normalised own name
+    /// (hashes, not strings: ten thousand names need no copies; a match is checked).
+    exact: FxHashMap<u64, Vec<u32>>,
+    /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
+    /// time), for names a query spells out.
+    name_words: Vec<Vec<u32>>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Posting {
+    doc: u32,
+    score: f32,
+}
+
+impl SearchIndex {
+    /// Indexes one document per tool name (the first definition wins).
+    pub fn build(registry: &Registry) -> Self {
+        let mut seen = FxHashSet::default();
+        let mut tools: Vec<&ToolDef> = registry
+            .tools()
+            .iter()
+            .filter(|t| seen.insert(t.name.as_str()))
+            .collect();
+        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+
+        let mut builder = Builder::default();
+        // A group's text is the same for all its tools: analysed and counted once, as a
+        // document of its own. A tool of no group is a group of its own, without text.
+        let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut group_docs: Vec<DocTerms> = Vec::new();
+        let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
+        let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
+        for tool in &tools {
+            let text = ToolText::of(tool);
+            let registered = group_of(registry, tool);
+            let key = match registered {
+                Some((name, _)) => name,
+                None if !text.namespace.is_empty() => {
+                    &tool.name[..tool.name.len() - text.own_name.len()]
+                }
+                None => tool.name.as_str(),
+            };
+            let next = group_ids.len() as u32;
+            let group = *group_ids.entry(key).or_insert_with(|| {
+                let mut terms = DocTerms::default();
+                match registered {
+                    Some((name, description)) => {
+                        builder.add(name, &[Field::GroupName], &mut terms);
+                        builder.add(description, &[Field::GroupDescription], &mut terms);
+                    }
+                    None => {
+                        for segment in &text.namespace {
+                            builder.add(segment, &[Field::GroupName], &mut terms);
+                        }
+                    }
+                }
+                terms.finish();
+                group_docs.push(terms);
+                next
+            });
+            groups.push(group);
+
+            let mut doc = DocTerms::default();
+            builder.add(text.own_name, &[Field::Name], &mut doc);
+            builder.add(
+                text.summary,
+                &[Field::Summary, Field::Description],
+                &mut doc,
+            );
+            builder.add(text.rest, &[Field::Description], &mut doc);
+            for name in &text.param_names {
+                builder.add(name, &[Field::ParamNames], &mut doc);
+            }
+            for description in &text.param_descriptions {
+                builder.add(description, &[Field::ParamDescriptions], &mut doc);
+            }
+            doc.finish();
+            docs.push(doc);
+        }
+
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        let mut buf = String::new();
+        for (doc, tool) in tools.iter().enumerate() {
+            let own = own_name(&tool.name);
+            let names = [tool.name.as_str(), own];
+            for name in &names[..if own.len() == tool.name.len() { 1 } else { 2 }] {
+                normalise_name_into(name, &mut buf);
+                let docs = exact.entry(hash(&buf)).or_default();
+                if docs.last() != Some(&(doc as u32)) {
+                    docs.push(doc as u32);
+                }
+            }
+        }
+        builder.finish(names, groups, docs, group_docs, exact)
+    }
+
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
+
+    /// The names of at most `top_k` eligible tools that match `query`, best first. A tool
+    /// whose whole name the query is ranks first; ties go to the smaller name.
+    pub fn search(&self, query: &str, top_k: usize, eligible: impl Fn(&str) -> bool) -> Vec<&str> {
+        self.search_scored(query, top_k, eligible)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// [`SearchIndex::search`] with each tool's score (exact name matches rank first whatever
+    /// their score).
+    pub fn search_scored(
+        &self,
+        query: &str,
+        top_k: usize,
+        eligible: impl Fn(&str) -> bool,
+    ) -> Vec<(&str, f32)> {
+        if self.names.is_empty() || top_k == 0 {
+            return Vec::new();
+        }
+        let parsed = query::parse(self, query);
+        let scores = self.scores(&parsed);
+        let mut scores = scores;
+        for (doc, score) in scores.iter_mut().enumerate() {
+            if *score > 0.0 {
+                *score *= self.name_boost(doc, &parsed);
+            }
+        }
+        let wanted = normalise_name(query);
+        let exact: Vec<u32> = self
+            .exact
+            .get(&hash(&wanted))
+            .into_iter()
+            .flatten()
+            .copied()
+            .filter(|&doc| {
+                let name = &self.names[doc as usize];
+                normalise_name(name) == wanted || normalise_name(own_name(name)) == wanted
+            })
+            .collect();
+        let mut ranked: BinaryHeap<Ranked> = scores
+            .iter()
+            .enumerate()
+            .filter(|&(_, &score)| score > 0.0)
+            .map(|(doc, &score)| Ranked {
+                exact: false,
+                score,
+                crowd: 0,
+                doc: doc as u32,
+            })
+            .collect();
+        for doc in exact {
+            ranked.push(Ranked {
+                exact: true,
+                score: scores[doc as usize],
+                crowd: 0,
+                doc,
+            });
+        }
+        // Greedy selection with group crowding: each tool already chosen from a group lowers
+        // the next ones from it, so tools that do the same thing on different servers are all
+        // offered before a fifth tool of one server. A popped entry scored with a stale group
+        // count goes back with its new score.
+        let mut chosen: Vec<u32> = Vec::with_capacity(top_k);
+        let mut crowd: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut out: Vec<(&str, f32)> = Vec::with_capacity(top_k);
+        while let Some(mut best) = ranked.pop() {
+            if chosen.contains(&best.doc) {
+                continue;
+            }
+            let group = self.groups[best.doc as usize];
+            let count = crowd.get(&group).copied().unwrap_or(0);
+            if best.crowd != count {
+                best.score = scores[best.doc as usize] * CROWDING.powi(count as i32);
+                best.crowd = count;
+                ranked.push(best);
+                continue;
+            }
+            let name = self.names[best.doc as usize].as_str();
+            if !eligible(name) {
+                continue;
+            }
+            chosen.push(best.doc);
+            *crowd.entry(group).or_default() += 1;
+            out.push((name, scores[best.doc as usize]));
+            if out.len() == top_k {
+                break;
+            }
+        }
+        out
+    }
+
+    /// Each tool's BM25F score for `query`: its own text's, plus its group's.
+    fn scores(&self, query: &query::Query) -> Vec<f32> {
+        let mut scores = accumulate(&self.postings, self.names.len(), &query.slots);
+        if self.group_count > 0 {
+            let group_scores = accumulate(&self.group_postings, self.group_count, &query.slots);
+            for (score, &group) in scores.iter_mut().zip(&self.groups) {
+                *score += group_scores[group as usize];
+            }
+        }
+        scores
+    }
+
+    /// More for a tool whose own name of two words or more the query spells out: all of its
+    /// words (`weather for the current city` for `get_current_weather`... in any order), or all
+    /// in a row (`create presentation` for `create_presentation`).
+    fn name_boost(&self, doc: usize, query: &query::Query) -> f32 {
+        let name = &self.name_words[doc];
+        if name.len() < 2 || !name.iter().all(|&t| query.says(t)) {
+            return 1.0;
+        }
+        let in_a_row = query
+            .words
+            .windows(name.len())
+            .any(|w| w.iter().zip(name).all(|(q, n)| *q == Some(*n)));
+        if in_a_row {
+            1.0 + NAME_PHRASE
+        } else {
+            1.0 + NAME_WORDS
+        }
+    }
+
+    /// Why `query` scores tool `name`: each query term that the tool holds, with the term's
+    /// weight in the query and its BM25F score in the tool, largest contribution first.
+    pub fn explain(&self, query: &str, name: &str) -> Vec<(String, f32, f32)> {
+        let Ok(doc) = self.names.binary_search_by(|n| n.as_str().cmp(name)) else {
+            return Vec::new();
+        };
+        let text_of = |id: u32| {
+            self.terms
+                .iter()
+                .find(|&(_, &t)| t == id)
+                .map(|(text, _)| text.to_string())
+                .unwrap_or_default()
+        };
+        let mut out: Vec<(String, f32, f32)> = query::parse(self, query)
+            .slots
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|(term, weight)| {
+                let find = |postings: &[Posting], id: u32| {
+                    postings
+                        .binary_search_by_key(&id, |p| p.doc)
+                        .map(|i| postings[i].score)
+                        .unwrap_or(0.0)
+                };
+                let score = find(&self.postings[term as usize], doc as u32)
+                    + find(&self.group_postings[term as usize], self.groups[doc]);
+                (score > 0.0).then(|| (text_of(term), weight, score))
+            })
+            .collect();
+        out.sort_by(|a, b| (b.1 * b.2).total_cmp(&(a.1 * a.2)));
+        out
+    }
+
+    pub(super) fn term_id(&self, term: &str) -> Option<u32> {
+        self.terms.get(term).copied()
+    }
+
+    /// Terms of tool and group names, sorted.
+    pub(super) fn name_terms(&self) -> &[(Box<str>, u32)] {
+        &self.name_terms
+    }
+}
+
+/// The score of each of `size` documents: per slot (a word of the query), the best of its
+/// forms, a form scoring the sum of its terms.
+fn accumulate(postings: &[Vec<Posting>], size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
+    let mut scores = vec![0f32; size];
+    let mut best = vec![0f32; size];
+    let mut sum = vec![0f32; size];
+    let mut in_slot: Vec<u32> = Vec::new();
+    let mut in_form: Vec<u32> = Vec::new();
+    for slot in slots {
+        // Most slots are one term: add it straight away.
+        if let [form] = slot.as_slice()
+            && let [(term, weight)] = form.as_slice()
+        {
+            for posting in &postings[*term as usize] {
+                scores[posting.doc as usize] += weight * posting.score;
+            }
+            continue;
+        }
+        for form in slot {
+            for &(term, weight) in form {
+                for posting in &postings[term as usize] {
+                    let doc = posting.doc as usize;
+                    if sum[doc] == 0.0 {
+                        in_form.push(posting.doc);
+                    }
+                    sum[doc] += weight * posting.score;
+                }
+            }
+            for &doc in &in_form {
+                let doc = doc as usize;
+                if best[doc] == 0.0 {
+                    in_slot.push(doc as u32);
+                }
+                best[doc] = best[doc].max(sum[doc]);
+                sum[doc] = 0.0;
+            }
+            in_form.clear();
+        }
+        for &doc in &in_slot {
+            scores[doc as usize] += best[doc as usize];
+            best[doc as usize] = 0.0;
+        }
+        in_slot.clear();
+    }
+    scores
+}
+
+/// A candidate in the ranking: exact name matches first, then by score, then by name.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    exact: bool,
+    score: f32,
+    /// How many tools of its group were chosen when `score` was computed.
+    crowd: u32,
+    doc: u32,
+}
+
+/// Each tool already chosen from a group multiplies the next one's score by this.
+const CROWDING: f32 = 0.85;
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.exact
+            .cmp(&other.exact)
+            .then(self.score.total_cmp(&other.score))
+            .then(other.doc.cmp(&self.doc))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+/// A name as a person might type it: lowercase, any run of separators as one `_`.
+pub(super) fn normalise_name(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    normalise_name_into(text, &mut out);
+    out
+}
+
+fn normalise_name_into(text: &str, out: &mut String) {
+    out.clear();
+    let text = text.trim();
+    if text.is_ascii() {
+        for b in text.bytes() {
+            if b.is_ascii_alphanumeric() {
+                out.push(b.to_ascii_lowercase() as char);
+            } else if !out.is_empty() && !out.ends_with('_') {
+                out.push('_');
+            }
+        }
+        if out.ends_with('_') {
+            out.pop();
+        }
+        return;
+    }
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            out.push(c);
+        } else if !out.is_empty() && !out.ends_with('_') {
+            out.push('_');
+        }
+    }
+    if out.ends_with('_') {
+        out.pop();
+    }
+}
+
+fn hash(text: &str) -> u64 {
+    use std::hash::BuildHasher;
+    rustc_hash::FxBuildHasher.hash_one(text)
+}
+
+/// One tool's terms while the index is built.
+#[derive(Debug, Default)]
+struct DocTerms {
+    /// The word terms of its own name, in order.
+    name_words: Vec<u32>,
+    /// Terms in each field, counted the way BM25 counts document length.
+    lengths: [u32; FIELD_COUNT],
+    /// Occurrences as `term << 3 | field`, so one integer sort groups them by term.
+    occurrences: Vec<u32>,
+    /// After `finish`: one entry per term, sorted, with its count in each field.
+    counts: Vec<(u32, [u16; FIELD_COUNT])>,
+}
+
+const FIELD_BITS: u32 = 3;
+
+impl DocTerms {
+    fn push(&mut self, term: u32, field: Field) {
+        self.occurrences
+            .push(term << FIELD_BITS | field.index() as u32);
+    }
+
+    /// Counts the occurrences per term and field.
+    fn finish(&mut self) {
+        self.occurrences.sort_unstable();
+        for &packed in &self.occurrences {
+            let (term, field) = (packed >> FIELD_BITS, (packed & 0b111) as usize);
+            match self.counts.last_mut() {
+                Some((last, counts)) if *last == term => {
+                    counts[field] = counts[field].saturating_add(1)
+                }
+                _ => {
+                    let mut counts = [0u16; FIELD_COUNT];
+                    counts[field] = 1;
+                    self.counts.push((term, counts));
+                }
+            }
+        }
+        self.occurrences = Vec::new();
+    }
+}
+
+/// Interns terms while tools are analysed.
+#[derive(Debug, Default)]
+struct Builder {
+    terms: FxHashMap<Box<str>, u32>,
+    texts: Vec<Box<str>>,
+    scratch: Scratch,
+    /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
+    /// stemmed and looked up once.
+    words: FxHashMap<Box<str>, Option<u32>>,
+}
+
+impl Builder {
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(&id) = self.terms.get(term) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.terms.insert(term.into(), id);
+        self.texts.push(term.into());
+        id
+    }
+
+    /// Adds the terms of `text` to `doc`, counted in each of `fields`.
+    fn add(&mut self, text: &str, fields: &[Field], doc: &mut DocTerms) {
+        let analyzer = analyzer();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        analyzer.for_each_piece_in(&mut scratch, text, |piece| {
+            let text = match piece {
+                Piece::Word { lower, .. } => lower,
+                Piece::Cjk { gram, .. } => gram,
+            };
+            let term = match self.words.get(text) {
+                Some(&known) => known,
+                None => {
+                    let term = match piece {
+                        Piece::Word { lower, .. } => {
+                            analyzer.word_term(lower).map(|t| self.intern(&t))
+                        }
+                        Piece::Cjk { gram, .. } => {
+                            analyzer.keeps_cjk(gram).then(|| self.intern(gram))
+                        }
+                    };
+                    self.words.insert(text.into(), term);
+                    term
+                }
+            };
+            let Some(term) = term else { return };
+            for &field in fields {
+                if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
+                    doc.name_words.push(term);
+                }
+                doc.push(term, field);
+                // A CJK unigram repeats what its bigrams say; it is not counted as length.
+                if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
+                    doc.lengths[field.index()] += 1;
+                }
+            }
+        });
+        self.scratch = scratch;
+    }
+
+    /// Each term's inverse document frequency over tools (a group's term is in all its
+    /// tools), where a vocabulary word counts every tool that holds it or one of its
+    /// translations: `获取` ("get") is rare in a mostly English catalog, but what it means is
+    /// not, and it must not outweigh the rare words of a query.
+    fn idf(&self, holders: &Holders<'_>) -> Vec<f32> {
+        let n = holders.groups.len() as f32;
+        let idf = |df: usize| (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
+        let mut out: Vec<f32> = (0..self.texts.len() as u32)
+            .map(|term| idf(holders.count(term)))
+            .collect();
+        for forms in vocab::built_in().concept_forms() {
+            // The tools holding each form, by language.
+            let mut by_language: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
+            let mut single_terms: Vec<(u32, Language)> = Vec::new();
+            for form in forms {
+                let Some(ids) = form
+                    .terms
+                    .iter()
+                    .map(|t| self.terms.get(t.as_str()).copied())
+                    .collect::<Option<Vec<u32>>>()
+                else {
+                    continue;
+                };
+                if let [single] = ids.as_slice() {
+                    single_terms.push((*single, form.language));
+                }
+                // Tools holding every term of the form.
+                let mut docs = holders.list(ids[0]);
+                for &id in &ids[1..] {
+                    let other = holders.list(id);
+                    docs.retain(|d| other.binary_search(d).is_ok());
+                }
+                by_language[form.language as usize].extend(docs);
+            }
+            for docs in &mut by_language {
+                docs.sort_unstable();
+                docs.dedup();
+            }
+            for (term, language) in single_terms {
+                let translations = &by_language[1 - language as usize];
+                let own = holders.list(term);
+                let shared = own
+                    .iter()
+                    .filter(|d| translations.binary_search(d).is_ok())
+                    .count();
+                let df = own.len() + translations.len() - shared;
+                out[term as usize] = out[term as usize].min(idf(df));
+            }
+        }
+        out
+    }
+
+    fn finish(
+        self,
+        names: Vec<String>,
+        groups: Vec<u32>,
+        docs: Vec<DocTerms>,
+        group_docs: Vec<DocTerms>,
+        exact: FxHashMap<u64, Vec<u32>>,
+    ) -> SearchIndex {
+        let terms = self.texts.len();
+        let mut in_names = vec![false; terms];
+        let mut postings = weighted_frequencies(&docs, terms, Field::Name, &mut in_names);
+        let mut group_postings =
+            weighted_frequencies(&group_docs, terms, Field::GroupName, &mut in_names);
+        let mut members: Vec<Vec<u32>> = vec![Vec::new(); group_docs.len()];
+        for (doc, &group) in groups.iter().enumerate() {
+            members[group as usize].push(doc as u32);
+        }
+        let idf = self.idf(&Holders {
+            postings: &postings,
+            group_postings: &group_postings,
+            members: &members,
+            groups: &groups,
+        });
+        for list in [&mut postings, &mut group_postings] {
+            for (term_postings, &idf) in list.iter_mut().zip(&idf) {
+                for posting in term_postings {
+                    let tf = posting.score;
+                    posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
+                }
+            }
+        }
+
+        let mut name_terms: Vec<(Box<str>, u32)> = self
+            .texts
+            .iter()
+            .enumerate()
+            .filter(|&(id, _)| in_names[id])
+            .map(|(id, text)| (text.clone(), id as u32))
+            .collect();
+        name_terms.sort_unstable();
+        let name_words = docs.into_iter().map(|d| d.name_words).collect();
+        SearchIndex {
+            names,
+            groups,
+            group_count: group_docs.len(),
+            name_words,
+            terms: self.terms,
+            postings,
+            group_postings,
+            name_terms,
+            exact,
+        }
+    }
+}
+
+/// Per term, each document's weighted, length-normalised term frequency (BM25F); the score
+/// comes once every term's document frequency is known. Terms found in `name_field` are
+/// marked in `in_names`.
+fn weighted_frequencies(
+    docs: &[DocTerms],
+    terms: usize,
+    name_field: Field,
+    in_names: &mut [bool],
+) -> Vec<Vec<Posting>> {
+    // Field lengths are averaged over the documents that have text at all.
+    let with_text = docs.iter().filter(|d| d.lengths.iter().any(|&l| l > 0));
+    let n = with_text.clone().count().max(1) as f32;
+    let mut average = [0f32; FIELD_COUNT];
+    for doc in with_text {
+        for (sum, length) in average.iter_mut().zip(doc.lengths) {
+            *sum += length as f32 / n;
+        }
+    }
+    let mut frequency = vec![0u32; terms];
+    for doc in docs {
+        for &(term, _) in &doc.counts {
+            frequency[term as usize] += 1;
+        }
+    }
+    let mut postings: Vec<Vec<Posting>> = frequency
+        .iter()
+        .map(|&df| Vec::with_capacity(df as usize))
+        .collect();
+    for (id, doc) in docs.iter().enumerate() {
+        let mut norms = [0f32; FIELD_COUNT];
+        for (i, field) in Field::ALL.iter().enumerate() {
+            let b = field.length_normalisation();
+            let relative = if average[i] > 0.0 {
+                doc.lengths[i] as f32 / average[i]
+            } else {
+                1.0
+            };
+            norms[i] = field.weight() / (1.0 - b + b * relative);
+        }
+        for &(term, counts) in &doc.counts {
+            let tf: f32 = counts
+                .iter()
+                .zip(norms)
+                .map(|(&count, norm)| count as f32 * norm)
+                .sum();
+            postings[term as usize].push(Posting {
+                doc: id as u32,
+                score: tf,
+            });
+            if counts[name_field.index()] > 0 {
+                in_names[term as usize] = true;
+            }
+        }
+    }
+    postings
+}
+
+/// Which tools hold a term, in their own text or through their group's.
+struct Holders<'a> {
+    postings: &'a [Vec<Posting>],
+    group_postings: &'a [Vec<Posting>],
+    members: &'a [Vec<u32>],
+    /// The group of each tool.
+    groups: &'a [u32],
+}
+
+impl Holders<'_> {
+    /// How many tools hold `term`.
+    fn count(&self, term: u32) -> usize {
+        let own = &self.postings[term as usize];
+        let in_groups = &self.group_postings[term as usize];
+        if in_groups.is_empty() {
+            return own.len();
+        }
+        let through_groups: usize = in_groups
+            .iter()
+            .map(|p| self.members[p.doc as usize].len())
+            .sum();
+        // Tools that hold it both ways count once; group postings are sorted by group.
+        let both = own
+            .iter()
+            .filter(|p| {
+                let group = self.groups[p.doc as usize];
+                in_groups.binary_search_by_key(&group, |g| g.doc).is_ok()
+            })
+            .count();
+        own.len() + through_groups - both
+    }
+
+    /// The tools that hold `term`, sorted.
+    fn list(&self, term: u32) -> Vec<u32> {
+        let mut docs: Vec<u32> = self.postings[term as usize].iter().map(|p| p.doc).collect();
+        for posting in &self.group_postings[term as usize] {
+            docs.extend(&self.members[posting.doc as usize]);
+        }
+        docs.sort_unstable();
+        docs.dedup();
+        docs
+    }
+}

@@ -1,0 +1,20 @@
+//! Ranking tools for `tool_search`: BM25F over a tool's weighted fields (see [`fields`]), with
+//! English stemming, CJK unigrams and bigrams, a bilingual vocabulary, name-prefix and typo
+//! matches, and an exact whole-name match ranked first.
+//!
+//! The index is built once per registry change; a query only reads it. Each posting holds a
+//! term's whole BM25F contribution to one tool, or to one group (MCP server) whose name and
+//! description are indexed once for all its tools; a query sums postings and nothing else.
+
+mod analyze;
+mod fields;
+mod index;
+mod query;
+mod vocab;
+
+pub use analyze::{Analyzer, Token, TokenKind, analyzer};
+pub use index::SearchIndex;
+pub use vocab::{VocabError, Vocabulary};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,253 @@
+//! A query as the index reads it: one slot per word the query says, each slot holding the
+//! forms that word can take in a tool (as written, translated, a synonym, a name it begins, a
+//! typo's correction). A tool scores each slot by its best form, so a word counts once however
+//! many of its forms a tool holds (`save`, `保存` and `存为` in one description).
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::analyze::{Token, TokenKind, analyzer};
+use super::index::SearchIndex;
+use super::vocab::{self, Language};
+
+/// A CJK character alone says less than the bigrams around it.
+const CJK_UNIGRAM: f32 = 0.3;
+/// Two query words written as one in a tool (`file system` -> `filesystem`).
+const JOINED: f32 = 0.8;
+/// An unknown query word read as two known ones (`mindmap` -> `mind` + `map`).
+const SPLIT: f32 = 0.6;
+/// A known name term one edit away from an unknown query word.
+const TYPO: f32 = 0.7;
+/// A name term the query word begins (`screen` -> `screenshot`), scaled by how much it covers.
+const PREFIX: f32 = 0.6;
+/// A word the vocabulary adds in the other language: the same word, translated.
+const TRANSLATION: f32 = 1.0;
+/// A word the vocabulary adds in the query's language: a synonym, close but not the same.
+const SYNONYM: f32 = 0.5;
+
+/// Prefixes shorter than this match too many names.
+const MIN_PREFIX_CHARS: usize = 4;
+const MAX_PREFIX_MATCHES: usize = 8;
+/// Shorter words are too often one edit away from an unrelated one.
+const MIN_TYPO_CHARS: usize = 5;
+const MAX_TYPO_MATCHES: usize = 3;
+const MIN_SPLIT_PART_CHARS: usize = 3;
+
+/// One form of a word: its terms, which a tool must all hold to match it fully, with weights.
+pub(super) type Form = Vec<(u32, f32)>;
+
+pub(super) struct Query {
+    /// Per word of the query, its forms; a tool scores the best form, a form the sum of its
+    /// terms.
+    pub slots: Vec<Vec<Form>>,
+    /// The query's words in order, as index terms (`None`: a word no tool holds).
+    pub words: Vec<Option<u32>>,
+    /// Terms that stand for a word of the query itself (as written, joined, translated, a
+    /// synonym; not a prefix or a typo), sorted.
+    said: Vec<u32>,
+}
+
+impl Query {
+    /// True when the query says `term`, in any language or as a synonym.
+    pub fn says(&self, term: u32) -> bool {
+        self.said.binary_search(&term).is_ok()
+    }
+}
+
+pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
+    let tokens = analyzer().tokens(text);
+    let words: Vec<&Token> = tokens
+        .iter()
+        .filter(|t| t.kind == TokenKind::Word)
+        .collect();
+    let own: FxHashSet<u32> = tokens
+        .iter()
+        .filter_map(|t| index.term_id(&t.term))
+        .collect();
+    let mut builder = Builder::default();
+
+    // Vocabulary concepts first: a query word that is one of a concept's forms joins the
+    // concept's slot, with the concept's other forms.
+    let vocabulary = vocab::built_in();
+    let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
+    for named in vocabulary.concepts_in(&stems, &text.to_lowercase()) {
+        let slot = builder.new_slot();
+        for form in vocabulary.forms(named.concept) {
+            let Some(ids) = form
+                .terms
+                .iter()
+                .map(|t| index.term_id(t))
+                .collect::<Option<Vec<u32>>>()
+            else {
+                continue;
+            };
+            let said = ids.iter().all(|id| own.contains(id));
+            let weight = if said {
+                1.0
+            } else if form.language == Language::Chinese
+                && ids.len() == 1
+                && form.terms[0].chars().count() == 1
+            {
+                // One character alone matches too much of any Chinese text.
+                continue;
+            } else if form.language == named.language {
+                SYNONYM
+            } else {
+                TRANSLATION
+            };
+            // A word of several terms shares one word's weight among them.
+            let share = if said { 1.0 } else { 1.0 / ids.len() as f32 };
+            builder.add_form(
+                slot,
+                ids.iter().map(|&id| (id, weight * share)).collect(),
+                true,
+            );
+        }
+    }
+
+    // Then the query's own terms, each a slot unless a concept took it.
+    for token in &tokens {
+        let weight = match token.kind {
+            TokenKind::CjkUnigram => CJK_UNIGRAM,
+            TokenKind::Word | TokenKind::WholeWord | TokenKind::CjkBigram => 1.0,
+        };
+        let slot = match index.term_id(&token.term) {
+            Some(id) => builder.own_term(id, weight),
+            None if token.kind == TokenKind::Word => unknown_word(index, token, &mut builder),
+            None => None,
+        };
+        if matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
+            let slot = slot.unwrap_or_else(|| builder.new_slot());
+            prefixes(index, &token.term, slot, &mut builder);
+        }
+    }
+
+    for pair in words.windows(2) {
+        let joined = format!("{}{}", pair[0].raw, pair[1].raw);
+        if let Some(id) = analyzer()
+            .word_term(&joined)
+            .and_then(|t| index.term_id(&t))
+        {
+            let slot = builder.new_slot();
+            builder.add_form(slot, vec![(id, JOINED)], true);
+        }
+    }
+
+    let word_ids = words.iter().map(|t| index.term_id(&t.term)).collect();
+    builder.finish(word_ids)
+}
+
+/// A query word no tool holds: two known words run together, or a typo of a name term.
+fn unknown_word(index: &SearchIndex, token: &Token, builder: &mut Builder) -> Option<usize> {
+    let raw = &token.raw;
+    let chars: Vec<(usize, char)> = raw.char_indices().collect();
+    let split = (MIN_SPLIT_PART_CHARS..=chars.len().saturating_sub(MIN_SPLIT_PART_CHARS))
+        .rev()
+        .find_map(|i| {
+            let (left, right) = raw.split_at(chars[i].0);
+            let left = analyzer().word_term(left).and_then(|t| index.term_id(&t))?;
+            let right = analyzer()
+                .word_term(right)
+                .and_then(|t| index.term_id(&t))?;
+            Some((left, right))
+        });
+    if let Some((left, right)) = split {
+        let slot = builder.new_slot();
+        builder.add_form(slot, vec![(left, SPLIT), (right, SPLIT)], true);
+        return Some(slot);
+    }
+    let length = token.term.chars().count();
+    if length < MIN_TYPO_CHARS {
+        return None;
+    }
+    let slot = builder.new_slot();
+    index
+        .name_terms()
+        .iter()
+        .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
+        .filter(|(name, _)| strsim::osa_distance(name, &token.term) == 1)
+        .take(MAX_TYPO_MATCHES)
+        .for_each(|&(_, id)| builder.add_form(slot, vec![(id, TYPO)], false));
+    Some(slot)
+}
+
+/// Name terms that begin with `term`, weighted by the share of the name term it covers.
+fn prefixes(index: &SearchIndex, term: &str, slot: usize, builder: &mut Builder) {
+    let length = term.chars().count();
+    if length < MIN_PREFIX_CHARS {
+        return;
+    }
+    let names = index.name_terms();
+    let start = names.partition_point(|(name, _)| name.as_ref() < term);
+    names[start..]
+        .iter()
+        .take_while(|(name, _)| name.starts_with(term))
+        .filter(|(name, _)| name.as_ref() != term)
+        .take(MAX_PREFIX_MATCHES)
+        .for_each(|(name, id)| {
+            let weight = PREFIX * length as f32 / name.chars().count() as f32;
+            builder.add_form(slot, vec![(*id, weight)], false);
+        });
+}
+
+/// Collects slots; each term belongs to one slot only, the first that takes it.
+#[derive(Default)]
+struct Builder {
+    slots: Vec<Vec<Form>>,
+    owner: FxHashMap<u32, usize>,
+    said: Vec<u32>,
+}
+
+impl Builder {
+    fn new_slot(&mut self) -> usize {
+        self.slots.push(Vec::new());
+        self.slots.len() - 1
+    }
+
+    /// Adds `form` to `slot` unless another slot holds one of its terms; `said` when the form
+    /// stands for the query's word itself.
+    fn add_form(&mut self, slot: usize, form: Form, said: bool) {
+        if form.is_empty()
+            || form
+                .iter()
+                .any(|(t, _)| self.owner.get(t).is_some_and(|&s| s != slot))
+        {
+            return;
+        }
+        for &(term, _) in &form {
+            self.owner.insert(term, slot);
+            if said {
+                self.said.push(term);
+            }
+        }
+        self.slots[slot].push(form);
+    }
+
+    /// The slot of a term the query itself holds: the one that took it already (raising its
+    /// weight to `weight` if it was lower), or a new one.
+    fn own_term(&mut self, term: u32, weight: f32) -> Option<usize> {
+        if let Some(&slot) = self.owner.get(&term) {
+            for form in &mut self.slots[slot] {
+                for (t, w) in form.iter_mut() {
+                    if *t == term && *w < weight {
+                        *w = weight;
+                    }
+                }
+            }
+            return Some(slot);
+        }
+        let slot = self.new_slot();
+        self.add_form(slot, vec![(term, weight)], true);
+        Some(slot)
+    }
+
+    fn finish(mut self, words: Vec<Option<u32>>) -> Query {
+        self.slots.retain(|forms| !forms.is_empty());
+        self.said.sort_unstable();
+        self.said.dedup();
+        Query {
+            slots: self.slots,
+            words,
+            said: self.said,
+        }
+    }
+}

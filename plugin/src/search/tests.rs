@@ -1,0 +1,271 @@
+//! What a model relies on when it calls `tool_search`, checked on the native index.
+
+use proptest::prelude::*;
+use serde_json::json;
+
+use super::SearchIndex;
+use crate::registry::{Origin, Registry, ToolDef, ToolGroup};
+
+fn tool(name: &str, description: &str, parameters: serde_json::Value) -> ToolDef {
+    let server = name.split("__").next().unwrap_or(name).to_string();
+    ToolDef {
+        name: name.into(),
+        description: description.into(),
+        parameters: parameters.to_string(),
+        origin: Origin::Mcp(server),
+    }
+}
+
+fn catalog() -> SearchIndex {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        tool(
+            "weather__get_forecast",
+            "Get the weather forecast for a city.",
+            json!({"type": "object", "properties": {"city": {"type": "string", "description": "City name"}}}),
+        ),
+        tool(
+            "stocks__get_quote",
+            "Get the latest price of a stock ticker.",
+            none.clone(),
+        ),
+        tool(
+            "browser__take_screenshot",
+            "Capture the visible page as a PNG image.",
+            none.clone(),
+        ),
+        tool(
+            "git__git_commit",
+            "Records changes to the repository.",
+            none.clone(),
+        ),
+        tool(
+            "fs__read_file",
+            "Read the complete contents of a file.",
+            none.clone(),
+        ),
+        tool(
+            "fs__write_file",
+            "Create or overwrite a file with new content.",
+            none.clone(),
+        ),
+        tool("trains__get_tickets", "查询火车票余票信息。", none.clone()),
+        tool(
+            "cook__what_to_eat",
+            "不知道吃什么？根据人数推荐菜品组合",
+            none.clone(),
+        ),
+        tool(
+            "slack__post_message",
+            "Post a message to a Slack channel.",
+            none.clone(),
+        ),
+        tool(
+            "gh__create_issue",
+            "Create a new issue in a GitHub repository.",
+            none.clone(),
+        ),
+        tool(
+            "gh__list_issues",
+            "List issues of a GitHub repository.",
+            none,
+        ),
+    ];
+    let groups = vec![
+        ToolGroup {
+            name: "weather".into(),
+            description: "Weather data from Open-Meteo.".into(),
+        },
+        ToolGroup {
+            name: "trains".into(),
+            description: "12306 铁路购票查询".into(),
+        },
+    ];
+    SearchIndex::build(&Registry::new(tools, groups))
+}
+
+fn top(index: &SearchIndex, query: &str) -> Vec<String> {
+    index
+        .search(query, 5, |_| true)
+        .into_iter()
+        .map(str::to_string)
+        .collect()
+}
+
+fn first(index: &SearchIndex, query: &str) -> Option<String> {
+    top(index, query).into_iter().next()
+}
+
+#[test]
+fn stop_words_do_not_match() {
+    let index = catalog();
+    assert_eq!(
+        top(&index, "post a slack message")[0],
+        "slack__post_message"
+    );
+    assert!(top(&index, "the of a to").is_empty());
+}
+
+#[test]
+fn an_exact_whole_name_ranks_first() {
+    let index = catalog();
+    // "issues" and "repository" favour list_issues; the exact name still wins.
+    assert_eq!(
+        first(&index, "gh__create_issue").as_deref(),
+        Some("gh__create_issue")
+    );
+    assert_eq!(
+        first(&index, "create_issue").as_deref(),
+        Some("gh__create_issue")
+    );
+    assert_eq!(
+        first(&index, "Create Issue").as_deref(),
+        Some("gh__create_issue")
+    );
+}
+
+#[test]
+fn english_words_match_in_any_inflection() {
+    let index = catalog();
+    assert_eq!(
+        first(&index, "forecasts of the weather").as_deref(),
+        Some("weather__get_forecast")
+    );
+    assert_eq!(
+        first(&index, "committing my changes").as_deref(),
+        Some("git__git_commit")
+    );
+}
+
+#[test]
+fn a_chinese_query_finds_a_tool_described_in_english() {
+    let index = catalog();
+    assert_eq!(
+        first(&index, "明天的天气预报").as_deref(),
+        Some("weather__get_forecast")
+    );
+    assert_eq!(
+        first(&index, "给网页截图").as_deref(),
+        Some("browser__take_screenshot")
+    );
+    assert_eq!(
+        first(&index, "查询股票价格").as_deref(),
+        Some("stocks__get_quote")
+    );
+}
+
+#[test]
+fn an_english_query_finds_a_tool_described_in_chinese() {
+    let index = catalog();
+    assert_eq!(
+        first(&index, "train tickets").as_deref(),
+        Some("trains__get_tickets")
+    );
+    assert_eq!(
+        first(&index, "recommend a dish for dinner").as_deref(),
+        Some("cook__what_to_eat")
+    );
+}
+
+#[test]
+fn a_chinese_query_finds_a_tool_described_in_chinese() {
+    let index = catalog();
+    assert_eq!(
+        first(&index, "还有余票吗").as_deref(),
+        Some("trains__get_tickets")
+    );
+}
+
+#[test]
+fn a_typo_or_a_prefix_of_a_name_word_still_finds_the_tool() {
+    let index = catalog();
+    assert_eq!(
+        first(&index, "screnshot").as_deref(),
+        Some("browser__take_screenshot")
+    );
+    assert_eq!(
+        first(&index, "screen").as_deref(),
+        Some("browser__take_screenshot")
+    );
+    assert_eq!(
+        first(&index, "forecsat").as_deref(),
+        Some("weather__get_forecast")
+    );
+}
+
+#[test]
+fn only_eligible_tools_are_returned() {
+    let index = catalog();
+    let found = index.search("file", 5, |name| name != "fs__read_file");
+    assert_eq!(found, ["fs__write_file"]);
+    assert!(index.search("file", 5, |_| false).is_empty());
+}
+
+#[test]
+fn ties_break_by_name_and_top_k_is_respected() {
+    let none = json!({});
+    let tools = ["b__sync", "c__sync", "a__sync"]
+        .iter()
+        .map(|n| tool(n, "Sync the data.", none.clone()))
+        .collect();
+    let index = SearchIndex::build(&Registry::new(tools, vec![]));
+    assert_eq!(
+        index.search("sync data", 5, |_| true),
+        ["a__sync", "b__sync", "c__sync"]
+    );
+    assert_eq!(
+        index.search("sync data", 2, |_| true),
+        ["a__sync", "b__sync"]
+    );
+    assert!(index.search("sync data", 0, |_| true).is_empty());
+}
+
+#[test]
+fn the_first_definition_of_a_name_is_indexed() {
+    let tools = vec![
+        tool("dup", "Reads weather.", json!({})),
+        tool("dup", "Sends email.", json!({})),
+    ];
+    let index = SearchIndex::build(&Registry::new(tools, vec![]));
+    assert_eq!(index.len(), 1);
+    assert_eq!(index.search("weather", 5, |_| true), ["dup"]);
+    assert!(index.search("email", 5, |_| true).is_empty());
+}
+
+#[test]
+fn parameters_and_malformed_schemas_are_handled() {
+    let tools = vec![
+        tool(
+            "a__lookup",
+            "Look something up.",
+            json!({"type": "object", "properties": {"isbn": {"type": "string", "description": "Book number"}}}),
+        ),
+        ToolDef {
+            name: "b__broken".into(),
+            description: "Broken schema.".into(),
+            parameters: "{not json".into(),
+            origin: Origin::Builtin,
+        },
+    ];
+    let index = SearchIndex::build(&Registry::new(tools, vec![]));
+    assert_eq!(index.search("isbn", 5, |_| true), ["a__lookup"]);
+    assert_eq!(index.search("broken", 5, |_| true), ["b__broken"]);
+}
+
+proptest! {
+    #[test]
+    fn any_query_text_is_searched_without_panicking(query in any::<String>(), top_k in 0usize..60) {
+        let index = catalog();
+        let found = index.search(&query, top_k, |_| true);
+        prop_assert!(found.len() <= top_k);
+    }
+
+    #[test]
+    fn any_mix_of_scripts_is_searched_without_panicking(
+        query in "[a-zA-Z0-9 _\\-./\u{4e00}-\u{9fff}\u{3040}-\u{30ff}ＡＢ１，。！？]{0,80}"
+    ) {
+        let index = catalog();
+        let found = index.search(&query, 5, |_| true);
+        prop_assert!(found.len() <= 5);
+    }
+}
