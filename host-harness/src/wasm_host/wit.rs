@@ -55,7 +55,7 @@ impl PluginBindings {
     ) -> Result<Self> {
         let exports = |version: &str| {
             component
-                .get_export_index(None, &format!("dsh:tool-restriction/restriction@{version}"))
+                .get_export_index(None, format!("dsh:tool-restriction/restriction@{version}"))
                 .is_some()
         };
         if exports("0.2.0") {
