@@ -1,6 +1,7 @@
 //! host-harness: an agent shell emulator on wasmtime for the lazy-tools
 //! plugin, used by its tests, benchmarks and the `host-harness` CLI.
 
+pub mod atomic_write;
 pub mod catalog;
 pub mod commands;
 pub mod plugin_api;
