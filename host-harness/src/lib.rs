@@ -4,10 +4,12 @@
 pub mod atomic_write;
 pub mod catalog;
 pub mod commands;
+pub mod home;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;
 pub mod shell;
+pub mod suggest;
 pub mod tokens;
 pub mod wasm_host;
 pub mod yaml;
