@@ -5,6 +5,7 @@ pub mod atomic_write;
 pub mod catalog;
 pub mod commands;
 pub mod home;
+pub mod install;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;

@@ -3,8 +3,10 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use host_harness::commands;
+use host_harness::home::DshHome;
 
 #[derive(Parser)]
 #[command(
@@ -25,6 +27,15 @@ enum Command {
         #[arg(long)]
         catalog: Option<PathBuf>,
     },
+    /// Install, list and remove a profile's plugins (in $DSH_HOME, default
+    /// ~/.dsh).
+    Plugin {
+        /// The profile: $DSH_HOME/profiles/<name>.
+        #[arg(long, default_value = "default")]
+        profile: String,
+        #[command(subcommand)]
+        command: commands::plugin::PluginCommand,
+    },
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -38,16 +49,21 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    let result = match cli.command {
-        Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
-        Command::Bench(command) => commands::bench::run(command),
-    };
-    match result {
+    match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
             ExitCode::FAILURE
         }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
+        Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
+        Command::Plugin { profile, command } => {
+            commands::plugin::run(&DshHome::from_env()?, &profile, command)
+        }
+        Command::Bench(command) => commands::bench::run(command),
     }
 }
