@@ -36,6 +36,31 @@ enum Command {
         #[command(subcommand)]
         command: commands::plugin::PluginCommand,
     },
+    /// Run agents with a profile's plugins: a scripted session with
+    /// `--steps`, else an interactive one where you play the model.
+    Session {
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// The MCP catalog whose tools the shell registers.
+        #[arg(long)]
+        catalog: PathBuf,
+        /// A steps file (the format of tests/cases/*/case.yml).
+        #[arg(long)]
+        steps: Option<PathBuf>,
+    },
+    /// Which rule decides a tool's visibility for an agent, in one line.
+    Explain {
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// The agent, by path (`main/worker`); missing agents are created.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The MCP catalog whose tools the shell registers (default: the
+        /// bundled one).
+        #[arg(long)]
+        catalog: Option<PathBuf>,
+        tool: String,
+    },
     /// Benchmarks that print figures.
     #[command(subcommand)]
     Bench(commands::bench::BenchCommand),
@@ -64,6 +89,24 @@ fn run(command: Command) -> Result<()> {
         Command::Plugin { profile, command } => {
             commands::plugin::run(&DshHome::from_env()?, &profile, command)
         }
+        Command::Session {
+            profile,
+            catalog,
+            steps,
+        } => commands::session::run(&DshHome::from_env()?, &profile, &catalog, steps.as_deref()),
+        Command::Explain {
+            profile,
+            agent,
+            catalog,
+            tool,
+        } => commands::explain::run(
+            &DshHome::from_env()?,
+            &profile,
+            agent.as_deref(),
+            Some(&catalog.unwrap_or_else(commands::demo::bundled_catalog)),
+            &tool,
+            &mut std::io::stdout().lock(),
+        ),
         Command::Bench(command) => commands::bench::run(command),
     }
 }

@@ -2,4 +2,6 @@
 
 pub mod bench;
 pub mod demo;
+pub mod explain;
 pub mod plugin;
+pub mod session;

@@ -15,7 +15,7 @@ pub use self::builtins::core_builtins;
 pub use self::core::{ShellCore, ShellError};
 pub use self::tools::{AgentId, Origin, Tool, ToolSchema};
 use crate::catalog::Catalog;
-use crate::plugin_api::{ConfigError, Verdict};
+use crate::plugin_api::{ConfigError, Explanation, Verdict};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
 
 /// What became of a tool call.
@@ -242,6 +242,32 @@ impl Shell {
 
     pub fn plugin_ids(&self) -> impl Iterator<Item = &str> {
         self.plugins.iter().map(|p| p.id.as_str())
+    }
+
+    /// Why plugin `id` shows, defers or hides `tool` for `agent`.
+    pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
+        require_agent(self, agent)?;
+        self.plugin_mut(id)?
+            .explain(agent, tool)
+            .with_context(|| format!("plugin `{id}` trapped in explain"))?
+            .map_err(|e| anyhow!("plugin `{id}`: {e}"))
+    }
+
+    /// What each plugin adds to `agent`'s system prompt, by plugin id.
+    pub fn system_prompt(&mut self, agent: &str) -> Result<Vec<(String, String)>> {
+        require_agent(self, agent)?;
+        let mut texts = Vec::new();
+        for plugin in &mut self.plugins {
+            let text = plugin
+                .instance
+                .system_prompt(agent)
+                .with_context(|| format!("plugin `{}` trapped in system-prompt", plugin.id))?
+                .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
+            if let Some(text) = text {
+                texts.push((plugin.id.clone(), text));
+            }
+        }
+        Ok(texts)
     }
 
     /// Prompt assembly: the ordered tools the model receives on `agent`'s
