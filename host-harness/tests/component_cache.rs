@@ -65,6 +65,7 @@ fn compiles_once_then_loads_from_the_cache() {
     assert_eq!(first.sha256, f.sha256);
     let entry = f.cache.entry_path(&f.sha256, host.engine_key());
     assert!(entry.is_file(), "no entry at {}", entry.display());
+    assert!(f.cache.check_path(&f.sha256, host.engine_key()).is_file());
 
     let (second, from) = host
         .load_through_cache(&f.component, Some(&f.sha256), &f.cache)
@@ -84,10 +85,16 @@ fn bad_entries_are_rejected_and_recompiled() {
     let host = WasmHost::global();
     host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
         .unwrap();
-    let entry = f.cache.entry_path(&f.sha256, host.engine_key());
-    let good = std::fs::read(&entry).unwrap();
-    let reject = |bytes: &[u8]| {
-        std::fs::write(&entry, bytes).unwrap();
+    let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
+    let check_path = f.cache.check_path(&f.sha256, host.engine_key());
+    let (code, check) = (
+        std::fs::read(&code_path).unwrap(),
+        std::fs::read(&check_path).unwrap(),
+    );
+    // Loads the entry with `code` and `check` in place of the good files.
+    let reject = |bad_code: &[u8], bad_check: &[u8]| {
+        std::fs::write(&code_path, bad_code).unwrap();
+        std::fs::write(&check_path, bad_check).unwrap();
         match f.cache.load(host.engine(), host.engine_key(), &f.sha256) {
             Ok(_) => panic!("a bad entry was loaded"),
             Err(rejection) => rejection,
@@ -95,31 +102,41 @@ fn bad_entries_are_rejected_and_recompiled() {
     };
 
     // One flipped bit in the code.
-    let mut flipped = good.clone();
-    let last = flipped.len() - 100;
-    flipped[last] ^= 0x10;
-    assert!(matches!(reject(&flipped), Rejection::Corrupt));
+    let mut flipped = code.clone();
+    let near_end = flipped.len() - 100;
+    flipped[near_end] ^= 0x10;
+    assert!(matches!(reject(&flipped, &check), Rejection::Corrupt));
     // Cut short, as by a crash while writing (which the rename prevents).
     assert!(matches!(
-        reject(&good[..good.len() / 2]),
+        reject(&code[..code.len() / 2], &check),
         Rejection::Corrupt
     ));
-    // A file some other program put there: the raw component.
-    let wasm = std::fs::read(&f.component).unwrap();
-    assert!(matches!(reject(&wasm), Rejection::Foreign));
-    // Written for another engine: the header's engine key differs.
-    let mut other_engine = good.clone();
+    // A check file some other program wrote.
+    assert!(matches!(reject(&code, b"{}"), Rejection::Foreign));
+    // Written for another engine: the check's engine key differs.
+    let mut other_engine = check.clone();
     other_engine[16 + 4 + 64] ^= 0x01;
-    assert!(matches!(reject(&other_engine), Rejection::OtherKey));
+    assert!(matches!(reject(&code, &other_engine), Rejection::OtherKey));
+    // The code without its check file is no entry.
+    std::fs::remove_file(&check_path).unwrap();
+    assert!(matches!(
+        f.cache.load(host.engine(), host.engine_key(), &f.sha256),
+        Err(Rejection::Missing)
+    ));
 
     // Loading through the cache now recompiles and repairs the entry.
-    std::fs::write(&entry, &flipped).unwrap();
+    reject(&flipped, &check);
     let (component, from) = host
         .load_through_cache(&f.component, Some(&f.sha256), &f.cache)
         .unwrap();
     assert_eq!(from, LoadedFrom::Compiled);
     runs(&component);
-    assert_eq!(std::fs::read(&entry).unwrap(), good);
+    assert_eq!(std::fs::read(&code_path).unwrap(), code);
+    assert_eq!(std::fs::read(&check_path).unwrap(), check);
+    let (_, from) = host
+        .load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap();
+    assert_eq!(from, LoadedFrom::Cache);
 }
 
 #[test]

@@ -71,8 +71,8 @@ fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
     let entry_size = std::fs::metadata(&entry)
         .with_context(|| format!("the cache entry {} was not written", entry.display()))?
         .len();
-    // `load_from_disk_cache` skips the in-process map: every run reads,
-    // checks and maps the entry as a new process would.
+    // `load_from_disk_cache` skips the in-process map: every run checks,
+    // verifies and maps the entry as a new process would.
     let cached = time(runs, || {
         host.load_from_disk_cache(path, &sha256, &cache)?
             .map(drop)
@@ -89,7 +89,7 @@ fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         ms(first)
     );
     println!(
-        "load from cache (read, verify, deserialize), median of {runs}: {} (min {}, max {})",
+        "load from cache (check, read and verify the code, map it), median of {runs}: {} (min {}, max {})",
         ms(median(&cached)),
         ms(*cached.iter().min().expect("runs >= 1")),
         ms(*cached.iter().max().expect("runs >= 1")),
