@@ -536,3 +536,36 @@ fn a_failed_fetch_leaves_nothing_behind() {
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+#[test]
+fn an_id_the_user_inserts_is_not_installed_twice() {
+    let w = world();
+    let profile = "own-insert";
+    let dir = w.profile_dir(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    let patch = "- insert:\n    - {id: lazy-tools, name: lazy-tools, component: mine.wasm}\n";
+    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
+    let (ok, _, stderr) = harness(
+        &[
+            "plugin",
+            "--profile",
+            profile,
+            "add",
+            &format!("git:{}", w.url()),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "your cordis.patch.yml already inserts a plugin `lazy-tools` at {}:2:7",
+            dir.join("cordis.patch.yml").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!dir.join("cordis.yml").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cordis.patch.yml")).unwrap(),
+        patch
+    );
+}

@@ -56,12 +56,16 @@ pub fn add(
     let _lock = home.lock()?;
     // A broken cordis.yml is never rewritten: the user fixes it first.
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
-    if let Err(e) = Profile::load_patch(&dir) {
-        writeln!(
-            progress,
-            "warning: profile `{profile}`'s {PATCH_FILE} has problems (`add` does not change it):\n{e}"
-        )?;
-    }
+    let patch = match Profile::load_patch(&dir) {
+        Ok(patch) => Some(patch),
+        Err(e) => {
+            writeln!(
+                progress,
+                "warning: profile `{profile}`'s {PATCH_FILE} has problems (`add` does not change it):\n{e}"
+            )?;
+            None
+        }
+    };
 
     let fetched = fetch(home, &source, progress)?;
     let manifest_path = fetched.dir.join(PATCH_FILE);
@@ -82,6 +86,21 @@ pub fn add(
             shown.display()
         );
     };
+    // An id the user's layer already inserts would be listed twice.
+    for insert in &manifest.inserts {
+        if let Some(mine) = patch
+            .iter()
+            .flat_map(|p| &p.inserts)
+            .find(|r| r.id == insert.id)
+        {
+            bail!(
+                "your {PATCH_FILE} already inserts a plugin `{}` at {}; remove that row to \
+                 install the bundle's",
+                insert.id,
+                mine.place
+            );
+        }
+    }
     let revision = fetched.revision.clone();
     let source_dir = fetched.settle(home, &first.id)?;
 
