@@ -57,8 +57,9 @@ impl DshHome {
         Ok(self.root.join("plugins").join(id).join("src"))
     }
 
-    /// Where git clones land before the bundle says which plugin they hold.
-    pub fn staging_dir(&self) -> PathBuf {
+    /// The plugins' folders; fresh git clones wait here (in a `.staging-*`
+    /// folder) until the bundle says which plugin they hold.
+    pub fn plugins_dir(&self) -> PathBuf {
         self.root.join("plugins")
     }
 

@@ -274,7 +274,7 @@ impl Fetched {
 
 /// The checkout under `plugins/` whose origin is `url`, if any.
 fn git_checkout_of(home: &DshHome, url: &str) -> Result<Option<PathBuf>> {
-    let plugins = home.staging_dir();
+    let plugins = home.plugins_dir();
     let entries = match std::fs::read_dir(&plugins) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -303,7 +303,7 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
             let (dir, staging) = match existing {
                 Some(dir) => (dir, None),
                 None => {
-                    let parent = home.staging_dir();
+                    let parent = home.plugins_dir();
                     std::fs::create_dir_all(&parent)
                         .with_context(|| format!("creating {}", parent.display()))?;
                     let staging = tempfile::Builder::new()
