@@ -2,13 +2,16 @@
 //! `cargo test` and `cargo run` on a fresh clone need no other step.
 //!
 //! The nested cargo gets its own target dir (sharing ours deadlocks on the
-//! build lock) and none of the flags cargo hands to build scripts: inherited
-//! `CARGO_ENCODED_RUSTFLAGS` (coverage, sanitizers) break a wasm build and
-//! make the inner cargo ignore the guest's own config.
+//! build lock) and none of the flags cargo hands to build scripts (see
+//! `src/install/cargo_env.rs`).
 
 use std::env;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+// The same list `plugin add` clears, kept in one place.
+#[path = "src/install/cargo_env.rs"]
+mod cargo_env;
 
 const TARGET: &str = "wasm32-wasip2";
 
@@ -24,6 +27,7 @@ fn main() {
         "wit",
         "Cargo.lock",
         "Cargo.toml",
+        "host-harness/src/install/cargo_env.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
@@ -65,25 +69,8 @@ fn build_guest(dir: &Path, target_dir: &Path, artifact: &str) -> PathBuf {
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
         .arg(target_dir);
-    for var in [
-        "RUSTFLAGS",
-        "CARGO_ENCODED_RUSTFLAGS",
-        "RUSTC",
-        "RUSTC_WRAPPER",
-        "RUSTC_WORKSPACE_WRAPPER",
-        "CARGO_TARGET_DIR",
-        "CARGO_BUILD_TARGET",
-        "CARGO_MAKEFLAGS",
-        "CARGO_PRIMARY_PACKAGE",
-    ] {
-        command.env_remove(var);
-    }
-    // Profile overrides meant for the host must not reach the guest.
-    for (key, _) in env::vars() {
-        if key.starts_with("CARGO_PROFILE_") {
-            command.env_remove(key);
-        }
-    }
+    cargo_env::clean(&mut command);
+
     let status = command
         .status()
         .unwrap_or_else(|e| panic!("could not run cargo to build {}: {e}", dir.display()));

@@ -1,14 +1,18 @@
 //! host-harness: an agent shell emulator on wasmtime for the lazy-tools
 //! plugin, used by its tests, benchmarks and the `host-harness` CLI.
 
+pub mod atomic_write;
 pub mod catalog;
 pub mod commands;
+pub mod home;
+pub mod install;
 pub mod native_plugin;
 pub mod peers;
 pub mod plugin_api;
 pub mod profile;
 pub mod script;
 pub mod shell;
+pub mod suggest;
 pub mod tokens;
 pub mod wasm_host;
 pub mod yaml;

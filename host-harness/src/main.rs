@@ -1,12 +1,14 @@
 //! `host-harness`: run the lazy-tools plugin in an emulated agent shell.
 
-use std::path::PathBuf;
+use std::alloc::System;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use std::alloc::System;
-
+use anyhow::Result;
 use clap::{Parser, Subcommand};
 use host_harness::commands;
+use host_harness::home::DshHome;
+use host_harness::tokens::Tokenizer;
 use stats_alloc::{INSTRUMENTED_SYSTEM, StatsAlloc};
 
 // Counts heap bytes, so `bench search-speed` can state the index's memory.
@@ -32,27 +34,62 @@ enum Command {
         #[arg(long)]
         catalog: Option<PathBuf>,
     },
-    /// Benchmarks that print figures.
-    #[command(subcommand)]
-    Bench(commands::bench::BenchCommand),
+    /// Install, list and remove a profile's plugins (in $DSH_HOME, default
+    /// ~/.dsh).
+    Plugin {
+        /// The profile: $DSH_HOME/profiles/<name>.
+        #[arg(long, default_value = "default")]
+        profile: String,
+        #[command(subcommand)]
+        command: commands::plugin::PluginCommand,
+    },
+    /// Run agents with a profile's plugins: a scripted session with
+    /// `--steps`, else an interactive one where you play the model.
+    Session {
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// The MCP catalog whose tools the shell registers.
+        #[arg(long)]
+        catalog: PathBuf,
+        /// A steps file (the format of tests/cases/*/case.yml).
+        #[arg(long)]
+        steps: Option<PathBuf>,
+    },
+    /// Which rule decides a tool's visibility for an agent, in one line.
+    Explain {
+        #[arg(long, default_value = "default")]
+        profile: String,
+        /// The agent, by path (`main/worker`); missing agents are created.
+        #[arg(long)]
+        agent: Option<String>,
+        /// The MCP catalog whose tools the shell registers (default: the
+        /// bundled one).
+        #[arg(long)]
+        catalog: Option<PathBuf>,
+        tool: String,
+    },
     /// What tool schemas cost per request, with and without lazy-tools.
     Tokens {
         #[arg(long)]
         catalog: PathBuf,
-        /// A profile folder whose lazy-tools config to use (default: none).
+        /// A profile whose lazy-tools config to use: a folder, or the name of
+        /// one in $DSH_HOME/profiles (default: no config, the preset).
         #[arg(long)]
-        profile: Option<PathBuf>,
+        profile: Option<String>,
         /// Overrides the config's `catalog` mode.
         #[arg(long, value_enum)]
         catalog_mode: Option<commands::tokens::CatalogMode>,
         /// How many deferred tools to load for the third figure.
         #[arg(long, default_value_t = 5)]
         activate: usize,
-        #[arg(long, value_enum, default_value_t = host_harness::tokens::Tokenizer::O200k)]
-        tokenizer: host_harness::tokens::Tokenizer,
+        #[arg(long, value_enum, default_value_t = Tokenizer::O200k)]
+        tokenizer: Tokenizer,
         #[arg(long, value_enum, default_value_t = Format::Text)]
         format: Format,
     },
+    /// Benchmarks that print figures.
+    #[command(subcommand)]
+    Bench(commands::bench::BenchCommand),
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -69,10 +106,39 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    let result = match cli.command {
+    match run(Cli::parse().command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(command: Command) -> Result<()> {
+    match command {
         Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
-        Command::Bench(command) => commands::bench::run(command, Some(GLOBAL)),
+        Command::Plugin { profile, command } => {
+            commands::plugin::run(&DshHome::from_env()?, &profile, command)
+        }
+        Command::Session {
+            profile,
+            catalog,
+            steps,
+        } => commands::session::run(&DshHome::from_env()?, &profile, &catalog, steps.as_deref()),
+        Command::Explain {
+            profile,
+            agent,
+            catalog,
+            tool,
+        } => commands::explain::run(
+            &DshHome::from_env()?,
+            &profile,
+            agent.as_deref(),
+            Some(&catalog.unwrap_or_else(commands::demo::bundled_catalog)),
+            &tool,
+            &mut std::io::stdout().lock(),
+        ),
         Command::Tokens {
             catalog,
             profile,
@@ -80,24 +146,22 @@ fn main() -> ExitCode {
             activate,
             tokenizer,
             format,
-        } => host_harness::profile::plugin_config(profile.as_deref(), "lazy-tools").and_then(
-            |config| {
-                commands::tokens::run(
-                    &catalog,
-                    &config,
-                    catalog_mode,
-                    activate,
-                    tokenizer,
-                    format == Format::Json,
-                )
-            },
-        ),
-    };
-    match result {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("error: {e:#}");
-            ExitCode::FAILURE
+        } => {
+            let dir = match profile {
+                Some(profile) if Path::new(&profile).is_dir() => Some(PathBuf::from(profile)),
+                Some(name) => Some(DshHome::from_env()?.profile_dir(&name)?),
+                None => None,
+            };
+            let config = host_harness::profile::plugin_config(dir.as_deref(), "lazy-tools")?;
+            commands::tokens::run(
+                &catalog,
+                &config,
+                catalog_mode,
+                activate,
+                tokenizer,
+                format == Format::Json,
+            )
         }
+        Command::Bench(command) => commands::bench::run(command, Some(GLOBAL)),
     }
 }

@@ -41,21 +41,26 @@ pub struct LocatedValue {
 
 impl LocatedValue {
     /// Parses `text`, read from `file` (used in messages only).
+    ///
+    /// Booleans are YAML 1.2's (`true`, `false`): with YAML 1.1's, a tool
+    /// named `y`, `no` or `on` in a list would silently become a boolean.
     pub fn parse(file: &Path, text: &str) -> Result<Self, YamlError> {
-        let root: Spanned<Node> = serde_saphyr::from_str(text).map_err(|e| {
-            let (line, column) = e
-                .location()
-                .map(|l| (l.line(), l.column()))
-                .unwrap_or((1, 1));
-            YamlError {
-                place: Place {
-                    file: file.to_path_buf(),
-                    line,
-                    column,
-                },
-                message: first_line(&e.to_string()),
-            }
-        })?;
+        let options = serde_saphyr::options! { strict_booleans: true };
+        let root: Spanned<Node> =
+            serde_saphyr::from_str_with_options(text, options).map_err(|e| {
+                let (line, column) = e
+                    .location()
+                    .map(|l| (l.line(), l.column()))
+                    .unwrap_or((1, 1));
+                YamlError {
+                    place: Place {
+                        file: file.to_path_buf(),
+                        line,
+                        column,
+                    },
+                    message: first_line(&e.to_string()),
+                }
+            })?;
         let mut places = BTreeMap::new();
         let value = root_into_json(root, String::new(), &mut places);
         Ok(Self {
@@ -273,6 +278,15 @@ mod tests {
         );
         assert_eq!(doc.place("/defer/9").line, doc.place("/defer").line);
         assert_eq!(doc.place("/defer/1").to_string(), "p.yml:3:5");
+    }
+
+    #[test]
+    fn only_yaml_1_2_booleans_are_booleans() {
+        let doc = LocatedValue::parse(Path::new("p.yml"), "a: [y, no, on, true, False]\n").unwrap();
+        assert_eq!(
+            doc.value,
+            serde_json::json!({"a": ["y", "no", "on", true, false]})
+        );
     }
 
     #[test]

@@ -3,4 +3,7 @@
 pub mod bench;
 pub mod bench_verdict;
 pub mod demo;
+pub mod explain;
+pub mod plugin;
+pub mod session;
 pub mod tokens;

@@ -257,11 +257,26 @@ impl Shell {
         self.plugins.iter().map(|p| p.id.as_str())
     }
 
-    /// Prompt assembly: the ordered tools the model receives on `agent`'s
-    /// next request, and the system-prompt text plugins add (each plugin's
-    /// text in install order, separated by a blank line).
-    pub fn assemble(&mut self, agent: &str) -> Result<Request> {
-        let tools = self.next_request(agent)?;
+    /// Fails with [`ShellError::UnknownAgent`] when `agent` does not exist.
+    pub fn require_agent(&self, agent: &str) -> Result<()> {
+        if !self.core().has_agent(agent) {
+            bail!(ShellError::UnknownAgent(agent.to_string()));
+        }
+        Ok(())
+    }
+
+    /// Why plugin `id` shows, defers or hides `tool` for `agent`.
+    pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
+        self.require_agent(agent)?;
+        self.plugin_mut(id)?
+            .explain(agent, tool)
+            .with_context(|| format!("plugin `{id}` trapped in explain"))?
+            .map_err(|e| anyhow!("plugin `{id}`: {e}"))
+    }
+
+    /// What each plugin adds to `agent`'s system prompt, by plugin id.
+    pub fn system_prompt(&mut self, agent: &str) -> Result<Vec<(String, String)>> {
+        self.require_agent(agent)?;
         let mut texts = Vec::new();
         for plugin in &mut self.plugins {
             let text = plugin
@@ -269,24 +284,27 @@ impl Shell {
                 .system_prompt(agent)
                 .with_context(|| format!("plugin `{}` trapped in system-prompt", plugin.id))?
                 .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
-            texts.extend(text);
+            if let Some(text) = text {
+                texts.push((plugin.id.clone(), text));
+            }
         }
+        Ok(texts)
+    }
+
+    /// Prompt assembly: the ordered tools the model receives on `agent`'s
+    /// next request, and the system-prompt text plugins add (each plugin's
+    /// text in install order, separated by a blank line).
+    pub fn assemble(&mut self, agent: &str) -> Result<Request> {
+        let tools = self.next_request(agent)?;
+        let texts: Vec<String> = self
+            .system_prompt(agent)?
+            .into_iter()
+            .map(|(_, text)| text)
+            .collect();
         Ok(Request {
             tools,
             system_prompt: (!texts.is_empty()).then(|| texts.join("\n\n")),
         })
-    }
-
-    /// Why `tool` is in its state for `agent`, as plugin `id` decides.
-    pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
-        if !self.core().has_agent(agent) {
-            bail!(ShellError::UnknownAgent(agent.to_string()));
-        }
-        let plugin = self.plugin_mut(id)?;
-        plugin
-            .explain(agent, tool)
-            .with_context(|| format!("plugin `{id}` trapped in explain"))?
-            .map_err(|e| anyhow!("plugin `{id}`: {e}"))
     }
 
     /// The ordered tools the model receives on `agent`'s next request. Each

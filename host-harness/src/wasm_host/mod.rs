@@ -1,6 +1,8 @@
 //! Runs plugin components on wasmtime: one engine per process, components
-//! compiled once, one store per plugin instance.
+//! compiled once (and kept precompiled on disk, see `cache`), one store per
+//! plugin instance.
 
+pub mod cache;
 pub mod wit;
 
 use std::collections::HashMap;
@@ -15,6 +17,7 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
 use crate::shell::{ShellCore, Tool};
+use cache::{CompiledCache, EngineKey, Rejection};
 use wit::PluginBindings;
 
 /// The path of the lazy-tools component this crate was built with.
@@ -24,8 +27,35 @@ pub fn lazy_tools_component_path() -> PathBuf {
 
 pub struct WasmHost {
     engine: Engine,
+    engine_key: EngineKey,
     linker: Linker<PluginState>,
     compiled: Mutex<HashMap<String, PluginComponent>>,
+}
+
+/// Where a loaded component came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadedFrom {
+    /// Already compiled in this process.
+    Memory,
+    /// The precompiled cache on disk.
+    Cache,
+    /// Compiled now (and written to the cache).
+    Compiled,
+}
+
+/// Why a component could not be loaded; the first two are the user's to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("the component {} does not exist", .0.display())]
+    Missing(PathBuf),
+    #[error("the component {} has sha256 {actual}, not the recorded {expected}", path.display())]
+    Sha256Mismatch {
+        path: PathBuf,
+        expected: String,
+        actual: String,
+    },
+    #[error(transparent)]
+    Other(#[from] anyhow::Error),
 }
 
 /// A compiled component, ready to instantiate any number of times.
@@ -36,6 +66,16 @@ pub struct PluginComponent {
     pub sha256: String,
     pub size: usize,
     pub path: PathBuf,
+}
+
+impl std::fmt::Debug for PluginComponent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PluginComponent")
+            .field("sha256", &self.sha256)
+            .field("size", &self.size)
+            .field("path", &self.path)
+            .finish_non_exhaustive()
+    }
 }
 
 static WASM_HOST: LazyLock<WasmHost> =
@@ -62,6 +102,7 @@ impl WasmHost {
             .context("linking WASI p2")?;
         wit::add_to_linker(&mut linker)?;
         Ok(Self {
+            engine_key: EngineKey::of(&engine),
             engine,
             linker,
             compiled: Mutex::new(HashMap::new()),
@@ -91,6 +132,146 @@ impl WasmHost {
         };
         self.lock_compiled().insert(sha256, loaded.clone());
         Ok(loaded)
+    }
+
+    /// What precompiled artifacts of this engine are keyed by.
+    pub fn engine_key(&self) -> &EngineKey {
+        &self.engine_key
+    }
+
+    /// Loads the component at `path` through the precompiled `cache`:
+    /// compiled at most once per content and engine, across processes, and
+    /// kept in this process once loaded.
+    ///
+    /// With `expected_sha256` (what the profile recorded) a cache hit does
+    /// not read the component at all, only checks that it is still there
+    /// with the size it was compiled from; the sha256 is checked whenever the
+    /// bytes are read.
+    pub fn load_cached(
+        &self,
+        path: &Path,
+        expected_sha256: Option<&str>,
+        cache: &CompiledCache,
+    ) -> Result<(PluginComponent, LoadedFrom), LoadError> {
+        if let Some(found) = expected_sha256.and_then(|sha| self.lock_compiled().get(sha).cloned())
+        {
+            return Ok((found, LoadedFrom::Memory));
+        }
+        let (loaded, from) = self.load_through_cache(path, expected_sha256, cache)?;
+        self.lock_compiled()
+            .insert(loaded.sha256.clone(), loaded.clone());
+        Ok((loaded, from))
+    }
+
+    /// [`load_cached`](Self::load_cached) without this process's map: what a
+    /// new process does.
+    pub fn load_through_cache(
+        &self,
+        path: &Path,
+        expected_sha256: Option<&str>,
+        cache: &CompiledCache,
+    ) -> Result<(PluginComponent, LoadedFrom), LoadError> {
+        if let Some(sha256) = expected_sha256
+            && let Some(loaded) = self.load_from_disk_cache(path, sha256, cache)?
+        {
+            return Ok((loaded, LoadedFrom::Cache));
+        }
+        let bytes = match std::fs::read(path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LoadError::Missing(path.to_path_buf()));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("reading the plugin component {}", path.display()))
+                    .into());
+            }
+        };
+        let sha256 = hex(&Sha256::digest(&bytes));
+        match expected_sha256 {
+            Some(expected) if expected != sha256 => {
+                return Err(LoadError::Sha256Mismatch {
+                    path: path.to_path_buf(),
+                    expected: expected.to_string(),
+                    actual: sha256,
+                });
+            }
+            Some(_) => {}
+            None => {
+                if let Some(loaded) = self.load_from_disk_cache(path, &sha256, cache)? {
+                    return Ok((loaded, LoadedFrom::Cache));
+                }
+            }
+        }
+        let code = self
+            .engine
+            .precompile_component(&bytes)
+            .into_anyhow()
+            .with_context(|| format!("compiling the plugin component {}", path.display()))?;
+        if let Err(e) = cache.store(&self.engine_key, &sha256, bytes.len() as u64, &code) {
+            // A read-only cache costs time, not correctness.
+            tracing::warn!("could not write the precompiled component: {e:#}");
+        }
+        // SAFETY: `code` was produced just now by this engine.
+        let component = unsafe { Component::deserialize(&self.engine, &code) }
+            .into_anyhow()
+            .context("loading the component just compiled")?;
+        let loaded = PluginComponent {
+            component,
+            sha256,
+            size: bytes.len(),
+            path: path.to_path_buf(),
+        };
+        Ok((loaded, LoadedFrom::Compiled))
+    }
+
+    /// The precompiled entry for `sha256`, when there is one that can be
+    /// trusted and the component at `path` still has the size it was
+    /// compiled from. `None` means: compile it (a bad entry is logged, and
+    /// overwritten by the compilation).
+    pub fn load_from_disk_cache(
+        &self,
+        path: &Path,
+        sha256: &str,
+        cache: &CompiledCache,
+    ) -> Result<Option<PluginComponent>, LoadError> {
+        let size = match std::fs::metadata(path) {
+            Ok(meta) if meta.is_file() => meta.len(),
+            Ok(_) => return Err(LoadError::Missing(path.to_path_buf())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(LoadError::Missing(path.to_path_buf()));
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e)
+                    .context(format!("reading {}", path.display()))
+                    .into());
+            }
+        };
+        let cached = match cache.load(&self.engine, &self.engine_key, sha256) {
+            Ok(cached) if cached.component_size == size => cached,
+            Ok(_) => {
+                tracing::info!(
+                    "recompiling {}: its size changed since it was precompiled",
+                    path.display()
+                );
+                return Ok(None);
+            }
+            Err(Rejection::Missing) => return Ok(None),
+            Err(rejection) => {
+                tracing::warn!(
+                    "recompiling {}: the precompiled entry {} is unusable: {rejection}",
+                    path.display(),
+                    cache.entry_path(sha256, &self.engine_key).display()
+                );
+                return Ok(None);
+            }
+        };
+        Ok(Some(PluginComponent {
+            component: cached.component,
+            sha256: sha256.to_string(),
+            size: size as usize,
+            path: path.to_path_buf(),
+        }))
     }
 
     /// The lazy-tools component built with this crate.
@@ -321,6 +502,7 @@ impl<T> IntoAnyhow<T> for wasmtime::Result<T> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
+/// Lowercase hex of `bytes` (how sha256 digests are written everywhere).
+pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

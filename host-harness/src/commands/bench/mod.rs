@@ -1,6 +1,7 @@
 //! `host-harness bench ...`: benchmarks that print figures.
 
 mod component;
+pub mod load;
 pub mod metrics;
 pub mod queries;
 pub mod search;
@@ -17,6 +18,19 @@ pub use component::{ComponentSearch, Found};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
+    /// Loading a component from the precompiled cache against compiling it.
+    Load {
+        /// The component (default: the lazy-tools component this binary was
+        /// built with).
+        #[arg(long)]
+        component: Option<PathBuf>,
+        /// Loads from the cache to time.
+        #[arg(long, default_value_t = 200)]
+        runs: usize,
+        /// Compilations to time (each takes seconds).
+        #[arg(long, default_value_t = 5)]
+        compile_runs: usize,
+    },
     /// Pre-execute verdict latency across the WASM boundary vs native.
     Verdict {
         /// The catalog to register (default: the bundled one).
@@ -57,6 +71,15 @@ pub enum BenchCommand {
 /// figures.
 pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
     match command {
+        BenchCommand::Load {
+            component,
+            runs,
+            compile_runs,
+        } => load::load(
+            &component.unwrap_or_else(crate::wasm_host::lazy_tools_component_path),
+            runs,
+            compile_runs,
+        ),
         BenchCommand::Verdict { catalog } => {
             super::bench_verdict::run(&catalog.unwrap_or_else(super::demo::bundled_catalog))
         }

@@ -1,0 +1,92 @@
+//! `host-harness bench load`: loading a component from the precompiled
+//! cache against compiling it.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use crate::wasm_host::cache::CompiledCache;
+use crate::wasm_host::{WasmHost, hex};
+
+/// Times loading from the precompiled cache against compiling.
+pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
+    if runs == 0 || compile_runs == 0 {
+        bail!("--runs and --compile-runs must be at least 1");
+    }
+    let host = WasmHost::global();
+    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    let dir = tempfile::tempdir().context("creating a temporary cache folder")?;
+    let cache = CompiledCache::new(dir.path());
+    println!(
+        "component {} ({} KiB, sha256 {})",
+        path.display(),
+        bytes.len() / 1024,
+        &sha256[..16]
+    );
+
+    let compile = time(compile_runs, || {
+        Component::new(host.engine(), &bytes)
+            .map(drop)
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+            .context("compiling the component")
+    })?;
+    let started = Instant::now();
+    host.load_cached(path, Some(&sha256), &cache)?;
+    let first = started.elapsed();
+    let entry = cache.entry_path(&sha256, host.engine_key());
+    let entry_size = std::fs::metadata(&entry)
+        .with_context(|| format!("the cache entry {} was not written", entry.display()))?
+        .len();
+    // `load_from_disk_cache` skips the in-process map: every run checks,
+    // verifies and maps the entry as a new process would.
+    let cached = time(runs, || {
+        host.load_from_disk_cache(path, &sha256, &cache)?
+            .map(drop)
+            .context("the cache entry was rejected")
+    })?;
+
+    println!(
+        "compile (Component::new), median of {compile_runs}: {}",
+        ms(median(&compile))
+    );
+    println!(
+        "first load, empty cache (compile + write {} KiB entry): {}",
+        entry_size / 1024,
+        ms(first)
+    );
+    println!(
+        "load from cache (check, read and verify the code, map it), median of {runs}: {} (min {}, max {})",
+        ms(median(&cached)),
+        ms(*cached.iter().min().expect("runs >= 1")),
+        ms(*cached.iter().max().expect("runs >= 1")),
+    );
+    println!(
+        "speed-up: {:.0}x",
+        median(&compile).as_secs_f64() / median(&cached).as_secs_f64()
+    );
+    Ok(())
+}
+
+fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<Duration>> {
+    (0..runs)
+        .map(|_| {
+            let started = Instant::now();
+            f()?;
+            Ok(started.elapsed())
+        })
+        .collect()
+}
+
+fn median(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    sorted[sorted.len() / 2]
+}
+
+fn ms(duration: Duration) -> String {
+    format!("{:.3} ms", duration.as_secs_f64() * 1000.0)
+}

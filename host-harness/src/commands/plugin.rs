@@ -1,0 +1,117 @@
+//! `host-harness plugin --profile <name> add|list|remove`: install plugins
+//! from git or a local folder into a profile, as the shell's plugin command
+//! does.
+
+use std::io::Write;
+
+use anyhow::{Context as _, Result};
+use clap::Subcommand;
+
+use crate::home::DshHome;
+use crate::install::{self, Change, existing_profile_dir, invalid};
+use crate::profile::{INSTALLED_FILE, PATCH_FILE, Profile};
+
+#[derive(Subcommand)]
+pub enum PluginCommand {
+    /// Fetch a plugin bundle, build its component(s) and record them in the
+    /// profile. Adding the same plugin again is harmless.
+    Add {
+        /// `git:<url>[#<rev>]` (rev: branch, tag or full commit id) or
+        /// `link:<path>` (a local folder, built in place).
+        source: String,
+    },
+    /// The profile's plugins, with the user's patch applied.
+    List,
+    /// Remove a plugin from the profile.
+    Remove {
+        /// The plugin's id.
+        id: String,
+    },
+}
+
+pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> {
+    let mut stdout = std::io::stdout().lock();
+    // Progress goes to stderr, results to stdout.
+    let mut progress = std::io::stderr();
+    match command {
+        PluginCommand::Add { source } => {
+            let added = install::add(home, profile, &source, &mut progress)
+                .with_context(|| format!("adding {source} to profile `{profile}`"))?;
+            for added in added {
+                let row = &added.row;
+                let what = match added.change {
+                    Change::Added => "added",
+                    Change::Replaced => "updated",
+                    Change::Unchanged => "already installed, unchanged:",
+                };
+                writeln!(
+                    stdout,
+                    "{what} {} (package `{}`) to profile `{profile}`: {} at {}, sha256 {}",
+                    row.id,
+                    row.name,
+                    row.source.as_deref().unwrap_or("?"),
+                    row.revision.as_deref().unwrap_or("no git revision"),
+                    row.sha256.as_deref().unwrap_or("?"),
+                )?;
+            }
+        }
+        PluginCommand::List => list(home, profile, &mut stdout)?,
+        PluginCommand::Remove { id } => {
+            let removed = install::remove(home, profile, &id, &mut progress)
+                .with_context(|| format!("removing `{id}` from profile `{profile}`"))?;
+            writeln!(stdout, "removed {} from profile `{profile}`", removed.id)?;
+        }
+    }
+    Ok(())
+}
+
+fn list(home: &DshHome, profile: &str, out: &mut dyn Write) -> Result<()> {
+    let dir = existing_profile_dir(home, profile)?;
+    let loaded = Profile::load(&dir).map_err(|e| invalid(profile, e))?;
+    let (plugins, warnings) = loaded.plugins().map_err(|e| invalid(profile, e.into()))?;
+    for warning in &warnings {
+        eprintln!("warning: {warning}");
+    }
+    if plugins.is_empty() {
+        writeln!(out, "profile `{profile}` has no plugins")?;
+        return Ok(());
+    }
+    writeln!(out, "profile `{profile}` ({}):", dir.display())?;
+    for plugin in plugins {
+        let row = &plugin.row;
+        let state = if plugin.disabled {
+            " [disabled in cordis.patch.yml]"
+        } else {
+            ""
+        };
+        writeln!(out, "{} (package `{}`){state}", row.id, row.name)?;
+        let origin = if plugin.inserted_by_patch {
+            format!("inserted by {PATCH_FILE}")
+        } else {
+            row.source.clone().unwrap_or_else(|| "?".into())
+        };
+        writeln!(out, "  source     {origin}")?;
+        if let Some(revision) = &row.revision {
+            writeln!(out, "  revision   {revision}")?;
+        }
+        if let Some(sha256) = &row.sha256 {
+            writeln!(out, "  sha256     {sha256}")?;
+        }
+        if let Some(path) = row.component_path() {
+            writeln!(out, "  component  {}", path.display())?;
+        }
+        let config = match &row.config {
+            Some(config) => {
+                let file = if config.file().ends_with(PATCH_FILE) {
+                    PATCH_FILE
+                } else {
+                    INSTALLED_FILE
+                };
+                format!("{} (from {file}:{})", config.value, config.place("").line)
+            }
+            None => "none (the plugin's defaults)".into(),
+        };
+        writeln!(out, "  config     {config}")?;
+    }
+    Ok(())
+}

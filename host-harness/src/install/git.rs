@@ -1,0 +1,96 @@
+//! Shallow git checkouts of plugin bundles, with the `git` command.
+
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context as _, Result, bail};
+
+/// Makes `dir` a shallow checkout of `rev` (a branch, tag or full commit id;
+/// default: the remote's HEAD) of `url`, and returns the commit checked out.
+///
+/// A checkout of the same URL already in `dir` is updated in place: files
+/// that did not change keep their timestamps, so cargo does not rebuild
+/// them when the same plugin is added again.
+pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
+    if origin(dir).as_deref() != Some(url) {
+        if dir.exists() {
+            std::fs::remove_dir_all(dir)
+                .with_context(|| format!("removing the old checkout {}", dir.display()))?;
+        }
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+        run(git(dir).args(["init", "-q"]), "git init")?;
+        run(
+            git(dir).args(["remote", "add", "origin", url]),
+            "git remote add",
+        )?;
+    }
+    let wanted = rev.unwrap_or("HEAD");
+    run(
+        git(dir).args(["fetch", "--depth", "1", "--no-tags", "origin", wanted]),
+        &format!("fetching `{wanted}` from {url}"),
+    )?;
+    run(
+        git(dir).args([
+            "-c",
+            "advice.detachedHead=false",
+            "checkout",
+            "-q",
+            "--force",
+            "--detach",
+            "FETCH_HEAD",
+        ]),
+        "git checkout",
+    )?;
+    // Leftovers of an earlier revision must not reach the build.
+    run(git(dir).args(["clean", "-q", "-ffdx"]), "git clean")?;
+    let commit = run(git(dir).args(["rev-parse", "HEAD"]), "git rev-parse")?;
+    Ok(commit.trim().to_string())
+}
+
+/// The URL `dir`'s checkout was fetched from, when it is one.
+pub fn origin(dir: &Path) -> Option<String> {
+    if !dir.join(".git").is_dir() {
+        return None;
+    }
+    run(git(dir).args(["remote", "get-url", "origin"]), "git remote")
+        .ok()
+        .map(|url| url.trim().to_string())
+}
+
+/// The commit checked out in `dir`, when it is a git work tree.
+pub fn head_commit(dir: &Path) -> Option<String> {
+    run(git(dir).args(["rev-parse", "HEAD"]), "git rev-parse")
+        .ok()
+        .map(|c| c.trim().to_string())
+}
+
+fn git(dir: &Path) -> Command {
+    let mut command = Command::new("git");
+    command.current_dir(dir);
+    // A hook or an outer repository's variables must not redirect git, and
+    // a URL that wants credentials must fail, not wait for a password.
+    for var in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_COMMON_DIR",
+    ] {
+        command.env_remove(var);
+    }
+    command.env("GIT_TERMINAL_PROMPT", "0");
+    command
+}
+
+/// Runs git and returns its stdout; on failure, says what failed with git's
+/// own message.
+fn run(command: &mut Command, what: &str) -> Result<String> {
+    let output = command
+        .output()
+        .with_context(|| format!("{what}: could not run git (is it installed?)"))?;
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        bail!("{what} failed: {}", stderr.trim());
+    }
+    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+}

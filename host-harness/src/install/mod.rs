@@ -1,0 +1,536 @@
+//! `plugin add` and `plugin remove`, the way the shell's plugin command does
+//! them: fetch the bundle (shallow git clone, or a linked folder), read its
+//! manifest (`cordis.patch.yml`: `- insert: [{id, name, config}]`), build
+//! each inserted plugin's component with cargo, check that it runs with its
+//! config, and record it in the profile's `cordis.yml`.
+
+pub mod cargo_build;
+pub mod cargo_env;
+pub mod git;
+pub mod source;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result, anyhow, bail};
+use sha2::{Digest, Sha256};
+
+use crate::atomic_write::write_atomic;
+use crate::home::DshHome;
+use crate::profile::rows::{Layer, PluginRow};
+use crate::profile::{
+    PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
+};
+use crate::shell::{InstallError, Shell};
+use crate::suggest::did_you_mean;
+use crate::wasm_host::cache::CompiledCache;
+use crate::wasm_host::{LoadedFrom, WasmHost, hex};
+use source::Source;
+
+/// What `add` did to one plugin row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change {
+    Added,
+    Replaced,
+    /// The same source, revision, component and config were installed.
+    Unchanged,
+}
+
+#[derive(Debug, Clone)]
+pub struct Added {
+    pub row: PluginRow,
+    pub change: Change,
+}
+
+/// Installs every plugin the bundle at `source` inserts into `profile`
+/// (creating the profile if needed). Adding the same bundle again rebuilds
+/// nothing that did not change and leaves the profile as it was.
+pub fn add(
+    home: &DshHome,
+    profile: &str,
+    source: &str,
+    progress: &mut dyn Write,
+) -> Result<Vec<Added>> {
+    let source = Source::parse(source)?;
+    let dir = home.profile_dir(profile)?;
+    let _lock = home.lock()?;
+    // A broken cordis.yml is never rewritten: the user fixes it first.
+    let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
+    let patch = match Profile::load_patch(&dir) {
+        Ok(patch) => Some(patch),
+        Err(e) => {
+            writeln!(
+                progress,
+                "warning: profile `{profile}`'s {PATCH_FILE} has problems (`add` does not change it):\n{e}"
+            )?;
+            None
+        }
+    };
+
+    let fetched = fetch(home, &source, progress)?;
+    let manifest_path = fetched.dir.join(PATCH_FILE);
+    if !manifest_path.is_file() {
+        bail!(
+            "{source} is not a plugin bundle: it has no {PATCH_FILE} (expected `- insert: [{{id, name}}]`)"
+        );
+    }
+    let shown = match &source {
+        Source::Git { url, .. } => PathBuf::from(format!("{url}/{PATCH_FILE}")),
+        Source::Link { .. } => manifest_path.clone(),
+    };
+    let manifest = load_patch_file(&manifest_path, &shown, Layer::Bundle)
+        .map_err(|e| anyhow!("the bundle's manifest is not valid:\n{e}"))?;
+    let Some(first) = manifest.inserts.first() else {
+        bail!(
+            "the bundle's manifest {} inserts no plugin",
+            shown.display()
+        );
+    };
+    // An id the user's layer already inserts would be listed twice.
+    for insert in &manifest.inserts {
+        if let Some(mine) = patch
+            .iter()
+            .flat_map(|p| &p.inserts)
+            .find(|r| r.id == insert.id)
+        {
+            bail!(
+                "your {PATCH_FILE} already inserts a plugin `{}` at {}; remove that row to \
+                 install the bundle's",
+                insert.id,
+                mine.place
+            );
+        }
+    }
+    let revision = fetched.revision.clone();
+    let source_dir = fetched.settle(home, &first.id)?;
+
+    cargo_build::ensure_target(&source_dir, progress)?;
+    let cache = CompiledCache::new(home.compiled_cache_dir());
+    let mut added = Vec::new();
+    for insert in &manifest.inserts {
+        let row = build_row(
+            home,
+            &source,
+            &source_dir,
+            revision.clone(),
+            insert,
+            &cache,
+            progress,
+        )
+        .with_context(|| {
+            format!(
+                "installing plugin `{}` (package `{}`, inserted at {})",
+                insert.id, insert.name, insert.place
+            )
+        })?;
+        let change = match rows.iter_mut().find(|r| r.id == row.id) {
+            Some(old) if same_install(old, &row) => Change::Unchanged,
+            Some(old) => {
+                *old = row.clone();
+                Change::Replaced
+            }
+            None => {
+                rows.push(row.clone());
+                Change::Added
+            }
+        };
+        added.push(Added { row, change });
+    }
+    if added.iter().any(|a| a.change != Change::Unchanged) {
+        store::write_installed(&dir, profile, &rows)?;
+    }
+    store::create_patch_file(&dir, profile)?;
+    Ok(added)
+}
+
+/// Removes plugin `id` from `profile`'s `cordis.yml`, and the files only it
+/// used (checkout, build dir, component, precompiled component) when no
+/// profile in the home still lists them.
+pub fn remove(
+    home: &DshHome,
+    profile: &str,
+    id: &str,
+    progress: &mut dyn Write,
+) -> Result<PluginRow> {
+    let dir = existing_profile_dir(home, profile)?;
+    let _lock = home.lock()?;
+    let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
+    let patch = Profile::load_patch(&dir).ok();
+    let Some(index) = rows.iter().position(|r| r.id == id) else {
+        if let Some(row) = patch
+            .as_ref()
+            .and_then(|p| p.inserts.iter().find(|r| r.id == id))
+        {
+            bail!(
+                "plugin `{id}` is inserted by your {PATCH_FILE} at {}; remove that row yourself \
+                 (host-harness never writes {PATCH_FILE})",
+                row.place
+            );
+        }
+        let installed: Vec<&str> = rows.iter().map(|r| r.id.as_str()).collect();
+        bail!(
+            "profile `{profile}` has no plugin `{id}`{}{}",
+            did_you_mean(id, installed.iter().copied()),
+            if installed.is_empty() {
+                String::new()
+            } else {
+                format!(" (installed: {})", installed.join(", "))
+            }
+        );
+    };
+    let removed = rows.remove(index);
+    store::write_installed(&dir, profile, &rows)?;
+    for change in patch.iter().flat_map(|p| &p.changes).filter(|c| c.id == id) {
+        writeln!(
+            progress,
+            "note: {}: this row of your {PATCH_FILE} still names `{id}`; it changes nothing now",
+            change.place
+        )?;
+    }
+    for path in unused_files(home, &removed)? {
+        let result = if path.is_dir() {
+            std::fs::remove_dir_all(&path)
+        } else {
+            std::fs::remove_file(&path)
+        };
+        match result {
+            Ok(()) => writeln!(progress, "deleted {}", path.display())?,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => writeln!(
+                progress,
+                "warning: could not delete {}: {e}",
+                path.display()
+            )?,
+        }
+    }
+    Ok(removed)
+}
+
+/// The profile's folder, which must exist.
+pub fn existing_profile_dir(home: &DshHome, profile: &str) -> Result<PathBuf> {
+    let dir = home.profile_dir(profile)?;
+    if !dir.is_dir() {
+        bail!(
+            "profile `{profile}` does not exist (no folder {}); create it with \
+             `host-harness plugin --profile {profile} add <source>`",
+            dir.display()
+        );
+    }
+    Ok(dir)
+}
+
+/// A profile error as the user reads it.
+pub fn invalid(profile: &str, error: ProfileError) -> anyhow::Error {
+    match error {
+        ProfileError::Invalid(problems) => {
+            anyhow!("profile `{profile}` is not valid:\n{problems}")
+        }
+        other => anyhow::Error::new(other),
+    }
+}
+
+/// A fetched bundle, before it has its final place.
+struct Fetched {
+    dir: PathBuf,
+    revision: Option<String>,
+    /// A fresh clone waiting for the id that names its folder.
+    staging: Option<tempfile::TempDir>,
+    /// Whether `dir` is a managed checkout (git) rather than the user's
+    /// folder (link).
+    managed: bool,
+}
+
+impl Fetched {
+    /// Moves a git checkout to `plugins/<id>/src` (named by the bundle's
+    /// first plugin) and returns where the bundle now is.
+    fn settle(self, home: &DshHome, id: &str) -> Result<PathBuf> {
+        if !self.managed {
+            return Ok(self.dir);
+        }
+        let target = home.checkout_dir(id)?;
+        if self.dir == target {
+            return Ok(target);
+        }
+        if target.exists() {
+            std::fs::remove_dir_all(&target)
+                .with_context(|| format!("removing the old checkout {}", target.display()))?;
+        }
+        let parent = target.parent().expect("a checkout has a parent folder");
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("creating {}", parent.display()))?;
+        std::fs::rename(&self.dir, &target).with_context(|| {
+            format!(
+                "moving the checkout {} to {}",
+                self.dir.display(),
+                target.display()
+            )
+        })?;
+        // The checkout moved out of the staging folder; dropping it deletes
+        // the now empty folder.
+        drop(self.staging);
+        Ok(target)
+    }
+}
+
+/// The checkout under `plugins/` whose origin is `url`, if any.
+fn git_checkout_of(home: &DshHome, url: &str) -> Result<Option<PathBuf>> {
+    let plugins = home.plugins_dir();
+    let entries = match std::fs::read_dir(&plugins) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", plugins.display())),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", plugins.display()))?;
+        let name = entry.file_name();
+        let Some(id) = name.to_str().filter(|n| !n.starts_with('.')) else {
+            continue;
+        };
+        let dir = home.checkout_dir(id)?;
+        if git::origin(&dir).as_deref() == Some(url) {
+            return Ok(Some(dir));
+        }
+    }
+    Ok(None)
+}
+
+fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fetched> {
+    match source {
+        Source::Git { url, rev } => {
+            // An existing checkout of the same URL is updated in place (cargo
+            // then rebuilds only what changed).
+            let existing = git_checkout_of(home, url)?;
+            let (dir, staging) = match existing {
+                Some(dir) => (dir, None),
+                None => {
+                    let parent = home.plugins_dir();
+                    std::fs::create_dir_all(&parent)
+                        .with_context(|| format!("creating {}", parent.display()))?;
+                    let staging = tempfile::Builder::new()
+                        .prefix(".staging-")
+                        .tempdir_in(&parent)
+                        .with_context(|| format!("creating a folder in {}", parent.display()))?;
+                    (staging.path().join("src"), Some(staging))
+                }
+            };
+            writeln!(
+                progress,
+                "fetching {url}{} (shallow)",
+                rev.as_deref()
+                    .map(|r| format!(" at {r}"))
+                    .unwrap_or_default()
+            )?;
+            let commit = git::checkout(url, rev.as_deref(), &dir)?;
+            writeln!(progress, "checked out {commit}")?;
+            Ok(Fetched {
+                dir,
+                revision: Some(commit),
+                staging,
+                managed: true,
+            })
+        }
+        Source::Link { path } => {
+            let dir = std::fs::canonicalize(path)
+                .with_context(|| format!("link:{}: no such folder", path.display()))?;
+            Ok(Fetched {
+                revision: git::head_commit(&dir),
+                dir,
+                staging: None,
+                managed: false,
+            })
+        }
+    }
+}
+
+/// Builds one inserted plugin and returns its `cordis.yml` row.
+fn build_row(
+    home: &DshHome,
+    source: &Source,
+    source_dir: &Path,
+    revision: Option<String>,
+    insert: &PluginRow,
+    cache: &CompiledCache,
+    progress: &mut dyn Write,
+) -> Result<PluginRow> {
+    let target_dir = home.build_dir(&insert.id)?;
+    let built = cargo_build::build_component(
+        &cargo_build::Build {
+            source_dir,
+            package: &insert.name,
+            target_dir: &target_dir,
+        },
+        progress,
+    )?;
+    let bytes = std::fs::read(&built).with_context(|| format!("reading {}", built.display()))?;
+    let sha256 = hex(&Sha256::digest(&bytes));
+    // Components are kept by content: another profile pinned to another
+    // revision keeps its own.
+    let component = home.component_path(&sha256);
+    if !component.is_file() {
+        write_atomic(&component, &bytes)?;
+    }
+    let (loaded, from) = WasmHost::global()
+        .load_cached(&component, Some(&sha256), cache)
+        .map_err(anyhow::Error::from)?;
+    if from == LoadedFrom::Compiled {
+        writeln!(
+            progress,
+            "precompiled the component into {}",
+            cache.dir().display()
+        )?;
+    }
+    // The plugin must start with the bundle's config, which is reported at
+    // its place in the bundle's manifest.
+    let mut shell = Shell::new();
+    match shell.install_plugin(&insert.id, &loaded, &insert.config_value()) {
+        Ok(()) => {}
+        Err(InstallError::Config { errors, .. }) => {
+            let problems = match &insert.config {
+                Some(config) => Problems(config_problems(config, &errors)).to_string(),
+                None => errors
+                    .iter()
+                    .map(|e| format!("{}: {e}", insert.place))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            };
+            bail!("the plugin rejects the config the bundle gives it:\n{problems}");
+        }
+        Err(InstallError::Other(e)) => return Err(e.context("the built plugin does not start")),
+    }
+    Ok(PluginRow {
+        id: insert.id.clone(),
+        name: insert.name.clone(),
+        source: Some(match source {
+            // Recorded absolute, so the profile means the same from anywhere.
+            Source::Link { .. } => Source::Link {
+                path: source_dir.to_path_buf(),
+            }
+            .to_string(),
+            git => git.to_string(),
+        }),
+        revision,
+        sha256: Some(sha256),
+        component: Some(component.to_string_lossy().into_owned()),
+        config: insert.config.clone(),
+        place: insert.place.clone(),
+        component_place: insert.place.clone(),
+    })
+}
+
+fn same_install(a: &PluginRow, b: &PluginRow) -> bool {
+    (&a.name, &a.source, &a.revision, &a.sha256, &a.component)
+        == (&b.name, &b.source, &b.revision, &b.sha256, &b.component)
+        && a.config_value() == b.config_value()
+}
+
+/// The files `removed` used that no profile in the home uses any more. When
+/// a profile cannot be read, nothing is deleted: it might use them.
+fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
+    let mut others = Vec::new();
+    let profiles = home.profiles_dir();
+    let entries = match std::fs::read_dir(&profiles) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", profiles.display())),
+    };
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", profiles.display()))?;
+        if !entry.path().is_dir() {
+            continue;
+        }
+        match Profile::load_installed(&entry.path()) {
+            Ok(rows) => others.extend(rows),
+            Err(_) => return Ok(Vec::new()),
+        }
+    }
+    let mut unused = Vec::new();
+    if !others.iter().any(|r| r.id == removed.id) {
+        unused.push(home.plugin_dir(&removed.id)?);
+        unused.push(home.build_root(&removed.id)?);
+    }
+    if let Some(sha256) = &removed.sha256
+        && !others.iter().any(|r| r.sha256.as_ref() == Some(sha256))
+    {
+        unused.push(home.component_path(sha256));
+        let cache = home.compiled_cache_dir();
+        if let Ok(entries) = std::fs::read_dir(&cache) {
+            unused.extend(entries.filter_map(|e| {
+                let path = e.ok()?.path();
+                let name = path.file_name()?.to_str()?;
+                name.starts_with(&format!("{sha256}-")).then_some(path)
+            }));
+        }
+    }
+    Ok(unused.into_iter().filter(|p| p.exists()).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, sha256: char) -> String {
+        format!(
+            "- {{id: {id}, name: {id}, component: c.wasm, sha256: '{}'}}\n",
+            sha256.to_string().repeat(64)
+        )
+    }
+
+    #[test]
+    fn removal_deletes_only_what_no_profile_uses() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = DshHome::new(dir.path());
+        let (a, b) = ('a', 'b');
+        let write = |profile: &str, text: &str| {
+            let path = home.profile_dir(profile).unwrap();
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("cordis.yml"), text).unwrap();
+        };
+        let cache = home.compiled_cache_dir();
+        std::fs::create_dir_all(&cache).unwrap();
+        for path in [
+            home.checkout_dir("x").unwrap().join("Cargo.toml"),
+            home.build_dir("x").unwrap().join("CACHEDIR.TAG"),
+            home.component_path(&a.to_string().repeat(64)),
+            home.component_path(&b.to_string().repeat(64)),
+            cache.join(format!(
+                "{}-0123456789abcdef.cwasm",
+                a.to_string().repeat(64)
+            )),
+            cache.join(format!(
+                "{}-0123456789abcdef.cwasm",
+                b.to_string().repeat(64)
+            )),
+        ] {
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, "").unwrap();
+        }
+        // Profile `one` dropped x at revision a; profile `two` has x at b.
+        write("one", "[]\n");
+        write("two", &row("x", b));
+        let removed = Profile::load_installed(&{
+            let d = dir.path().join("removed");
+            std::fs::create_dir_all(&d).unwrap();
+            std::fs::write(d.join("cordis.yml"), row("x", a)).unwrap();
+            d
+        })
+        .unwrap()
+        .remove(0);
+        let mut unused = unused_files(&home, &removed).unwrap();
+        unused.sort();
+        assert_eq!(
+            unused,
+            [
+                cache.join(format!("{}-0123456789abcdef.cwasm", "a".repeat(64))),
+                home.component_path(&"a".repeat(64)),
+            ]
+        );
+        // Once no profile lists x, its checkout and build dir go too.
+        write("two", "[]\n");
+        let unused = unused_files(&home, &removed).unwrap();
+        assert!(unused.contains(&home.plugin_dir("x").unwrap()));
+        assert!(unused.contains(&home.build_root("x").unwrap()));
+        // A profile that cannot be read might use anything: keep it all.
+        write("three", "- id: [\n");
+        assert!(unused_files(&home, &removed).unwrap().is_empty());
+    }
+}

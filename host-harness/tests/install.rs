@@ -1,0 +1,571 @@
+//! Installing the plugin the way a user does, through the `host-harness`
+//! binary: from a git repository made here out of the project's own plugin
+//! sources (`git:file://...`), from a linked folder, re-adding, removing,
+//! and then running it with `session` and `explain`.
+//!
+//! Every test uses its own profile in one shared `$DSH_HOME`, so the plugin
+//! is built from scratch once per test run (about a minute); later adds find
+//! cargo's target dir and the checkout in place and rebuild nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use host_harness::profile::Profile;
+use host_harness::profile::rows::PluginRow;
+use host_harness::wasm_host::hex;
+use sha2::{Digest, Sha256};
+
+/// The bundle manifest of the `bad-config` branch: line 7 holds the entry the
+/// plugin rejects.
+const BAD_MANIFEST: &str = "\
+# The bundle manifest: installing this repository inserts the plugin into the
+# profile. `name` is the cargo package that builds the component.
+- insert:
+    - id: lazy-tools
+      name: lazy-tools
+      config:
+        defer: [\"Defer(github__*\"]
+";
+
+/// The manifest of the second commit: the bundle gives the plugin a config.
+const CONFIGURED_MANIFEST: &str = "\
+- insert:
+    - id: lazy-tools
+      name: lazy-tools
+      config:
+        defer: [\"Defer(*)\"]
+        noDefer: [read, bash]
+";
+
+struct World {
+    _dir: tempfile::TempDir,
+    repo: PathBuf,
+    home: PathBuf,
+    /// The first commit: the project's manifest, no config.
+    v1: String,
+    /// `main`'s head: the bundle gives a config.
+    v2: String,
+}
+
+impl World {
+    fn url(&self) -> String {
+        format!("file://{}", self.repo.display())
+    }
+
+    fn profile_dir(&self, profile: &str) -> PathBuf {
+        self.home.join("profiles").join(profile)
+    }
+
+    fn rows(&self, profile: &str) -> Vec<PluginRow> {
+        Profile::load_installed(&self.profile_dir(profile)).expect("cordis.yml reads back")
+    }
+}
+
+fn world() -> &'static World {
+    static WORLD: OnceLock<World> = OnceLock::new();
+    WORLD.get_or_init(make_world)
+}
+
+/// A git repository holding the plugin bundle as the project ships it:
+/// the workspace with only the plugin as member, its WIT, lock file,
+/// toolchain file and manifest.
+fn make_world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let project = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    let repo = dir.path().join("lazy-tools");
+    std::fs::create_dir_all(&repo).unwrap();
+    for path in [
+        "wit",
+        "plugin",
+        "Cargo.lock",
+        "rust-toolchain.toml",
+        "cordis.patch.yml",
+    ] {
+        copy(&project.join(path), &repo.join(path));
+    }
+    let manifest = std::fs::read_to_string(project.join("Cargo.toml")).unwrap();
+    let members = r#"members = ["plugin", "host-harness"]"#;
+    assert!(manifest.contains(members), "the workspace members changed");
+    std::fs::write(
+        repo.join("Cargo.toml"),
+        manifest.replace(members, r#"members = ["plugin"]"#),
+    )
+    .unwrap();
+    // Let cargo drop the harness's packages from the lock file, as a
+    // repository of the plugin alone would have it.
+    let status = Command::new("cargo")
+        .args(["metadata", "--format-version", "1", "--offline"])
+        .current_dir(&repo)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+
+    git(&repo, &["init", "-q", "-b", "main"]);
+    git(&repo, &["add", "-A"]);
+    git(&repo, &["commit", "-q", "-m", "lazy-tools"]);
+    let v1 = git(&repo, &["rev-parse", "HEAD"]);
+    std::fs::write(repo.join("cordis.patch.yml"), CONFIGURED_MANIFEST).unwrap();
+    git(
+        &repo,
+        &["commit", "-q", "-am", "the bundle configures the plugin"],
+    );
+    let v2 = git(&repo, &["rev-parse", "HEAD"]);
+    git(&repo, &["checkout", "-q", "-b", "bad-config"]);
+    std::fs::write(repo.join("cordis.patch.yml"), BAD_MANIFEST).unwrap();
+    git(
+        &repo,
+        &["commit", "-q", "-am", "a config the plugin rejects"],
+    );
+    git(&repo, &["checkout", "-q", "main"]);
+    World {
+        home: dir.path().join("dsh-home"),
+        repo,
+        v1,
+        v2,
+        _dir: dir,
+    }
+}
+
+fn copy(from: &Path, to: &Path) {
+    if from.is_dir() {
+        if from.file_name().is_some_and(|n| n == "target") {
+            return;
+        }
+        std::fs::create_dir_all(to).unwrap();
+        for entry in std::fs::read_dir(from).unwrap() {
+            let entry = entry.unwrap();
+            copy(&entry.path(), &to.join(entry.file_name()));
+        }
+    } else {
+        std::fs::copy(from, to).unwrap();
+    }
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let output = Command::new("git")
+        .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    String::from_utf8(output.stdout).unwrap().trim().to_string()
+}
+
+/// Runs `host-harness` with the world's home, feeding `stdin`.
+fn harness(args: &[&str], stdin: &str) -> (bool, String, String) {
+    harness_in(&world().home, args, stdin)
+}
+
+fn harness_in(home: &Path, args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(args)
+        .env("DSH_HOME", home)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    let Output {
+        status,
+        stdout,
+        stderr,
+    } = child.wait_with_output().unwrap();
+    (
+        status.success(),
+        String::from_utf8(stdout).unwrap(),
+        String::from_utf8(stderr).unwrap(),
+    )
+}
+
+fn add(profile: &str, source: &str) -> (String, String) {
+    let (ok, stdout, stderr) = harness(&["plugin", "--profile", profile, "add", source], "");
+    assert!(ok, "add {source} failed:\n{stderr}");
+    (stdout, stderr)
+}
+
+fn sha256_of(path: &Path) -> String {
+    hex(&Sha256::digest(std::fs::read(path).unwrap()))
+}
+
+#[test]
+fn add_from_git_records_the_install_and_adding_again_is_harmless() {
+    let w = world();
+    let profile = "from-git";
+    let pinned = format!("git:{}#{}", w.url(), w.v1);
+    let (stdout, stderr) = add(profile, &pinned);
+    assert!(stdout.starts_with("added lazy-tools"), "{stdout}");
+    assert!(
+        stderr.contains("building `lazy-tools` for wasm32-wasip2"),
+        "{stderr}"
+    );
+
+    let rows = w.rows(profile);
+    assert_eq!(rows.len(), 1);
+    let row = &rows[0];
+    assert_eq!(row.source.as_deref(), Some(pinned.as_str()));
+    assert_eq!(row.revision.as_deref(), Some(w.v1.as_str()));
+    let component = row.component_path().unwrap();
+    assert!(component.starts_with(&w.home), "{}", component.display());
+    let sha256 = sha256_of(&component);
+    assert_eq!(row.sha256.as_deref(), Some(sha256.as_str()));
+    assert!(
+        row.config.is_none(),
+        "the first commit's bundle has no config"
+    );
+    // The component is precompiled for the next session.
+    let cache = std::fs::read_dir(w.home.join("cache/components")).unwrap();
+    assert!(
+        cache
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .any(|name| name.starts_with(&format!("{sha256}-"))),
+    );
+    // The checkout is shallow, in its place, with no staging folder left.
+    let checkout = w.home.join("plugins/lazy-tools/src");
+    assert_eq!(git(&checkout, &["rev-list", "--count", "HEAD"]), "1");
+    let plugins: Vec<String> = std::fs::read_dir(w.home.join("plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(plugins, ["lazy-tools"]);
+
+    // The branch's head: the bundle's config now comes with it.
+    let (stdout, _) = add(profile, &format!("git:{}", w.url()));
+    assert!(stdout.starts_with("updated lazy-tools"), "{stdout}");
+    let rows = w.rows(profile);
+    assert_eq!(rows[0].revision.as_deref(), Some(w.v2.as_str()));
+    assert_eq!(
+        rows[0].config_value(),
+        serde_json::json!({"defer": ["Defer(*)"], "noDefer": ["read", "bash"]})
+    );
+
+    // Adding it again changes nothing, not even the files.
+    let dir = w.profile_dir(profile);
+    std::fs::write(
+        dir.join("cordis.patch.yml"),
+        "- {id: lazy-tools, disabled: true}\n",
+    )
+    .unwrap();
+    let before = (
+        std::fs::read(dir.join("cordis.yml")).unwrap(),
+        std::fs::read(dir.join("cordis.patch.yml")).unwrap(),
+    );
+    let (stdout, stderr) = add(profile, &format!("git:{}", w.url()));
+    assert!(
+        stdout.starts_with("already installed, unchanged: lazy-tools"),
+        "{stdout}"
+    );
+    assert!(stderr.contains("`lazy-tools` is up to date"), "{stderr}");
+    let after = (
+        std::fs::read(dir.join("cordis.yml")).unwrap(),
+        std::fs::read(dir.join("cordis.patch.yml")).unwrap(),
+    );
+    assert!(before == after, "adding again rewrote the profile");
+
+    let (ok, stdout, _) = harness(&["plugin", "--profile", profile, "list"], "");
+    assert!(ok);
+    assert!(
+        stdout.contains("lazy-tools (package `lazy-tools`) [disabled in cordis.patch.yml]"),
+        "{stdout}"
+    );
+    assert!(stdout.contains(&format!("revision   {}", w.v2)), "{stdout}");
+}
+
+#[test]
+fn link_builds_the_folder_in_place() {
+    let w = world();
+    let profile = "linked";
+    let (stdout, _) = add(profile, &format!("link:{}", w.repo.display()));
+    assert!(stdout.starts_with("added lazy-tools"), "{stdout}");
+    let rows = w.rows(profile);
+    let canonical = std::fs::canonicalize(&w.repo).unwrap();
+    assert_eq!(
+        rows[0].source,
+        Some(format!("link:{}", canonical.display()))
+    );
+    assert_eq!(rows[0].revision.as_deref(), Some(w.v2.as_str()));
+    let component = rows[0].component_path().unwrap();
+    assert_eq!(rows[0].sha256, Some(sha256_of(&component)));
+    // Built in place, with the home's target dir: the folder gets no build
+    // output of its own.
+    assert!(!w.repo.join("target").exists());
+}
+
+#[test]
+fn a_config_the_plugin_rejects_is_shown_in_the_bundle_and_changes_nothing() {
+    let w = world();
+    let profile = "bad-bundle";
+    add(profile, &format!("git:{}", w.url()));
+    let before = std::fs::read(w.profile_dir(profile).join("cordis.yml")).unwrap();
+    let (ok, _, stderr) = harness(
+        &[
+            "plugin",
+            "--profile",
+            profile,
+            "add",
+            &format!("git:{}#bad-config", w.url()),
+        ],
+        "",
+    );
+    assert!(!ok);
+    let expected = format!(
+        "the plugin rejects the config the bundle gives it:\n{}/cordis.patch.yml:7:17: \
+         unbalanced parentheses in `Defer(github__*`: expected `Defer(pattern)` or `NoDefer(pattern)`",
+        w.url()
+    );
+    assert!(stderr.contains(&expected), "{stderr}");
+    let after = std::fs::read(w.profile_dir(profile).join("cordis.yml")).unwrap();
+    assert_eq!(before, after);
+}
+
+#[test]
+fn session_and_explain_run_the_installed_plugin() {
+    let w = world();
+    let profile = "session";
+    add(profile, &format!("git:{}", w.url()));
+    let dir = w.profile_dir(profile);
+    std::fs::write(
+        dir.join("cordis.patch.yml"),
+        "# Keep the memory server visible.\n- id: lazy-tools\n  config:\n    defer: [\"Defer(*)\"]\n    noDefer: [read, bash, \"memory__*\"]\n",
+    )
+    .unwrap();
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalogs/reference-servers.json");
+    let catalog = catalog.to_str().unwrap();
+
+    let steps = dir.join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:
+  - visible: {agent: main, includes: [read, bash, memory__create_entities, tool_search], excludes: [write, github__create_issue]}
+  - call: {agent: main, tool: github__create_issue, args: {title: t}, expect: {outcome: denied, by: lazy-tools}}
+  - call: {agent: main, tool: defer_execute_tool, args: {toolName: github__create_issue}, expect: {outcome: ok, json: {status: loaded}}}
+  - visible: {agent: main, includes: [github__create_issue]}
+",
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = harness(
+        &[
+            "session",
+            "--profile",
+            profile,
+            "--catalog",
+            catalog,
+            "--steps",
+            steps.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.ends_with("4 steps passed\n"), "{stdout}");
+
+    // A person plays the model.
+    let (ok, stdout, stderr) = harness(
+        &["session", "--profile", profile, "--catalog", catalog],
+        "tools\n\
+         call github__create_issue {\"title\": \"t\"}\n\
+         call tool_search {\"tool_names\": [\"github__create_issue\"]}\n\
+         spawn worker\n\
+         call github__create_issue {}\n\
+         agent main\n\
+         call github__create_issue {not json}\n\
+         next\n\
+         frobnicate\n\
+         quit\n",
+    );
+    assert!(ok, "{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    let has = |needle: &str| lines.iter().any(|l| l.contains(needle));
+    assert!(has("main sees "), "{stdout}");
+    assert!(has("  memory__create_entities  "), "{stdout}");
+    assert!(has("denied by lazy-tools: "), "{stdout}");
+    assert!(
+        has("started main/worker; you are now its model"),
+        "{stdout}"
+    );
+    assert!(has("you are now the model of main"), "{stdout}");
+    assert!(
+        has("error: the arguments are not JSON: {not json}"),
+        "{stdout}"
+    );
+    assert!(has("unknown command `frobnicate`"), "{stdout}");
+    // After tool_search loaded it, the next request carries it.
+    let request = lines
+        .iter()
+        .find(|l| l.starts_with("request 1 of main: "))
+        .unwrap_or_else(|| panic!("{stdout}"));
+    assert!(request.contains("github__create_issue"), "{request}");
+
+    let explain = |args: &[&str]| {
+        let mut all = vec!["explain", "--profile", profile, "--catalog", catalog];
+        all.extend(args);
+        let (ok, stdout, stderr) = harness(&all, "");
+        assert!(ok, "{stderr}");
+        stdout
+    };
+    let patch = dir.join("cordis.patch.yml");
+    assert_eq!(
+        explain(&["github__create_issue"]),
+        format!(
+            "github__create_issue: deferred: it matches the Defer entry defer[0] `Defer(*)` (config at {}:3:3)\n",
+            patch.display()
+        )
+    );
+    assert_eq!(
+        explain(&["memory__create_entities"]),
+        format!(
+            "memory__create_entities: visible: it matches the NoDefer entry noDefer[2] `memory__*` (config at {}:3:3)\n",
+            patch.display()
+        )
+    );
+    assert_eq!(
+        explain(&["--agent", "main/worker", "github__create_issue"]),
+        "github__create_issue: unavailable: a restriction of the agent's parent chain or of another plugin hides it\n"
+    );
+    assert_eq!(
+        explain(&["tool_search"]),
+        "tool_search: visible: it is one of lazy-tools' own tools, which are never deferred\n"
+    );
+}
+
+#[test]
+fn remove_takes_the_plugin_out_of_the_profile() {
+    let w = world();
+    let profile = "removal";
+    add(profile, &format!("git:{}", w.url()));
+    let remove = |id: &str| harness(&["plugin", "--profile", profile, "remove", id], "");
+
+    let (ok, _, stderr) = remove("lazy-tool");
+    assert!(!ok);
+    assert!(
+        stderr.contains("profile `removal` has no plugin `lazy-tool`; did you mean `lazy-tools`?"),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = remove("lazy-tools");
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout, "removed lazy-tools from profile `removal`\n");
+    assert!(w.rows(profile).is_empty());
+    let (ok, stdout, _) = harness(&["plugin", "--profile", profile, "list"], "");
+    assert!(ok);
+    assert_eq!(stdout, "profile `removal` has no plugins\n");
+    let (ok, _, stderr) = remove("lazy-tools");
+    assert!(!ok);
+    assert!(stderr.contains("has no plugin `lazy-tools`"), "{stderr}");
+}
+
+#[test]
+fn a_broken_profile_is_never_rewritten() {
+    let w = world();
+    let profile = "broken";
+    let dir = w.profile_dir(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    let broken = "- id: lazy-tools\n  name: [lazy-tools\n";
+    std::fs::write(dir.join("cordis.yml"), broken).unwrap();
+    let (ok, _, stderr) = harness(
+        &[
+            "plugin",
+            "--profile",
+            profile,
+            "add",
+            &format!("git:{}", w.url()),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("profile `broken` is not valid:"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains(&format!("{}:2:", dir.join("cordis.yml").display())),
+        "{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cordis.yml")).unwrap(),
+        broken
+    );
+
+    let (ok, _, stderr) = harness(
+        &["plugin", "--profile", profile, "add", "https://x.test/p"],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "`https://x.test/p` is not a plugin source: write git:<url>[#<rev>] or link:<path>"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_failed_fetch_leaves_nothing_behind() {
+    // A home of its own: no other test's clone is in progress in it.
+    let home = tempfile::tempdir().unwrap();
+    let missing = format!("git:file://{}/missing", home.path().display());
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "nowhere", "add", &missing],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "fetching `HEAD` from file://{}/missing failed: fatal:",
+            home.path().display()
+        )),
+        "{stderr}"
+    );
+    assert!(!home.path().join("profiles/nowhere/cordis.yml").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(home.path().join("plugins"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .filter(|n| n.to_string_lossy().starts_with(".staging-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn an_id_the_user_inserts_is_not_installed_twice() {
+    let w = world();
+    let profile = "own-insert";
+    let dir = w.profile_dir(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    let patch = "- insert:\n    - {id: lazy-tools, name: lazy-tools, component: mine.wasm}\n";
+    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
+    let (ok, _, stderr) = harness(
+        &[
+            "plugin",
+            "--profile",
+            profile,
+            "add",
+            &format!("git:{}", w.url()),
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "your cordis.patch.yml already inserts a plugin `lazy-tools` at {}:2:7",
+            dir.join("cordis.patch.yml").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!dir.join("cordis.yml").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cordis.patch.yml")).unwrap(),
+        patch
+    );
+}
