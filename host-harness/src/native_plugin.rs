@@ -74,6 +74,10 @@ impl Host for NativeHost {
             .collect()
     }
 
+    fn tools_generation(&self) -> u64 {
+        self.core().generation()
+    }
+
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
         let tokenizer = self.core().token_counter()?;
         Some(texts.iter().map(|t| tokenizer.count(t)).collect())

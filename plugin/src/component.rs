@@ -59,6 +59,10 @@ impl Host for WitHost {
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
         wit_host::count_tokens(texts)
     }
+
+    fn tools_generation(&self) -> u64 {
+        wit_host::tools_generation()
+    }
 }
 
 thread_local! {

@@ -25,4 +25,6 @@ pub trait Host {
     /// Token counts of `texts` with the model's tokenizer; `None` when the
     /// host has no counter.
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
+    /// Changes whenever what some agent may call can have changed.
+    fn tools_generation(&self) -> u64;
 }

@@ -152,13 +152,20 @@ impl<H: Host> LazyTools<H> {
     }
 
     pub fn visible_tools(&mut self, agent: &str) -> Result<Vec<String>, PluginError> {
-        self.refresh(agent)?;
+        self.ensure_fresh(agent)?;
         Ok(self.agent(agent)?.visible().to_vec())
     }
 
-    /// Denies a direct call to a deferred tool that is not activated. Works on
-    /// cached state only: it runs before every tool call.
-    pub fn pre_execute(&self, agent: &str, tool: &str) -> Verdict {
+    /// Denies a direct call to a deferred tool that is not activated. It runs
+    /// before every tool call, so it reads cached state, refreshed only when
+    /// the host's tools generation says something changed.
+    pub fn pre_execute(&mut self, agent: &str, tool: &str) -> Verdict {
+        if let Err(e) = self.ensure_fresh(agent) {
+            self.host.log(
+                LogLevel::Debug,
+                &format!("lazy-tools: pre-execute for `{agent}` on cached state: {e}"),
+            );
+        }
         match self.agents.get(agent) {
             Some(state) if state.is_pending(tool) => Verdict::Deny(guards::deferred_hint(tool)),
             _ => Verdict::Pass,
@@ -205,7 +212,7 @@ impl<H: Host> LazyTools<H> {
             config.catalog_description_chars as usize,
             config.catalog_tokens,
         );
-        self.refresh(agent)?;
+        self.ensure_fresh(agent)?;
         if mode == CatalogMode::None {
             return Ok(None);
         }
@@ -252,7 +259,7 @@ impl<H: Host> LazyTools<H> {
 
     /// Why `tool` is visible, deferred or out of reach for `agent`.
     pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Explanation, PluginError> {
-        self.refresh(agent)?;
+        self.ensure_fresh(agent)?;
         let state = self.agent(agent)?;
         if !self.registry.contains(tool) && !state.is_allowed(tool) {
             return Ok(Explanation::unavailable(
@@ -300,7 +307,7 @@ impl<H: Host> LazyTools<H> {
         if let Some(problem) = query_problem(&args.queries) {
             return Ok(ToolResult::error(format!("tool_search: {problem}")));
         }
-        self.refresh(agent)?;
+        self.ensure_fresh(agent)?;
         let mut matches: Vec<Match> = Vec::new();
         let mut seen = HashSet::new();
         for name in &args.tool_names {
@@ -347,7 +354,7 @@ impl<H: Host> LazyTools<H> {
                 )));
             }
         };
-        self.refresh(agent)?;
+        self.ensure_fresh(agent)?;
         let mut matches = Vec::new();
         let mut seen = HashSet::new();
         self.activate_into(agent, args.tool_name.trim(), &mut matches, &mut seen);
@@ -507,6 +514,17 @@ impl<H: Host> LazyTools<H> {
         }
     }
 
+    /// Refreshes the agent's view unless nothing changed since the last
+    /// refresh: per request this costs one host call, not the whole list of
+    /// what the agent may call.
+    fn ensure_fresh(&mut self, agent: &str) -> Result<(), PluginError> {
+        let generation = self.host.tools_generation();
+        if self.agent(agent)?.seen_generation == Some(generation) {
+            return Ok(());
+        }
+        self.refresh(agent)
+    }
+
     /// Asks the host what the agent may call, reclassifies, and installs the
     /// resulting allow set if it changed.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
@@ -527,6 +545,7 @@ impl<H: Host> LazyTools<H> {
             state.budget = BudgetStanding { over, ..standing };
         }
         state.update(allowed, &decisions);
+        state.seen_generation = Some(self.host.tools_generation());
         self.install(agent)
     }
 
@@ -559,10 +578,17 @@ impl<H: Host> LazyTools<H> {
         if wanted.as_deref() == state.installed() {
             return Ok(());
         }
+        let was_fresh = state.seen_generation == Some(self.host.tools_generation());
         self.host
             .restrict(agent, wanted.as_deref())
             .map_err(PluginError::Host)?;
         state.set_installed(wanted);
+        // Our own allow set never changes what `allowed-tools` says for this
+        // agent (it leaves our set out); its descendants see the new
+        // generation and refresh.
+        if was_fresh {
+            state.seen_generation = Some(self.host.tools_generation());
+        }
         Ok(())
     }
 }

@@ -25,6 +25,8 @@ pub struct AgentState {
     pub budget: BudgetStanding,
     /// The last system-prompt catalog, with the fingerprint of its input.
     pub catalog: Option<(u64, Option<String>)>,
+    /// The host's tools generation at the last refresh (`None`: never).
+    pub seen_generation: Option<u64>,
 }
 
 impl AgentState {

@@ -41,6 +41,9 @@ pub struct ShellCore {
     groups: BTreeMap<String, String>,
     /// The model's tokenizer, when the shell counts tokens.
     tokenizer: Option<Tokenizer>,
+    /// Bumped on every change to what some agent may call (see
+    /// `host.tools-generation`).
+    generation: u64,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
     restrictions: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
@@ -69,6 +72,11 @@ impl ShellCore {
         self.tokenizer
     }
 
+    /// Changes whenever a tool, an agent or a restriction changes.
+    pub fn generation(&self) -> u64 {
+        self.generation
+    }
+
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
@@ -84,6 +92,7 @@ impl ShellCore {
             });
         }
         self.tools.push(tool);
+        self.generation += 1;
         Ok(())
     }
 
@@ -97,6 +106,7 @@ impl ShellCore {
                 name: name.to_string(),
                 scope: scope_name(scope),
             })?;
+        self.generation += 1;
         Ok(self.tools.remove(index))
     }
 
@@ -104,6 +114,7 @@ impl ShellCore {
     pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
         let before = self.tools.len();
         self.tools.retain(|t| t.owner.as_deref() != Some(owner));
+        self.generation += 1;
         before - self.tools.len()
     }
 
@@ -122,6 +133,7 @@ impl ShellCore {
         if let Some(parent) = parent {
             self.require_agent(parent)?;
         }
+        self.generation += 1;
         self.agents.insert(
             id.to_string(),
             Agent {
@@ -144,6 +156,7 @@ impl ShellCore {
         removed.sort_by_key(|a| std::cmp::Reverse(self.chain(a).map(|c| c.len()).unwrap_or(0)));
         for agent in &removed {
             self.agents.remove(agent);
+            self.generation += 1;
             self.restrictions.remove(agent);
             self.tools
                 .retain(|t| t.origin.scope() != Some(agent.as_str()));
@@ -196,6 +209,7 @@ impl ShellCore {
             if let Some(layers) = self.restrictions.get_mut(agent) {
                 layers.remove(source);
             }
+            self.generation += 1;
             return Ok(());
         };
         let unknown: Vec<String> = allow
@@ -213,6 +227,7 @@ impl ShellCore {
             .entry(agent.to_string())
             .or_default()
             .insert(source.to_string(), allow.into_iter().collect());
+        self.generation += 1;
         Ok(())
     }
 
@@ -221,6 +236,7 @@ impl ShellCore {
         for layers in self.restrictions.values_mut() {
             layers.remove(source);
         }
+        self.generation += 1;
     }
 
     pub fn restriction(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {

@@ -387,6 +387,10 @@ impl PluginState {
             .collect()
     }
 
+    pub(crate) fn shell_generation(&self) -> u64 {
+        self.shell().generation()
+    }
+
     /// The shell's token counts for `texts`; `None` when it has no counter.
     pub(crate) fn shell_count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
         let counter = self.shell().token_counter()?;

@@ -54,6 +54,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
             .collect()
     }
 
+    fn tools_generation(&mut self) -> u64 {
+        self.shell_generation()
+    }
+
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
         self.shell_count_tokens(&texts)
     }
