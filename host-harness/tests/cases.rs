@@ -4,7 +4,9 @@
 //! - `profile.yml` (optional): the plugin's config node; none means no config;
 //! - `error.txt` (optional): the exact error the config must be rejected with.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use host_harness::profile::render_config_errors;
@@ -19,12 +21,7 @@ const PLUGIN: &str = "lazy-tools";
 fn main() {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/cases");
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("tests/cases exists")
-        .map(|e| e.expect("readable").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = support::fixture_dirs(&root);
     let trials = dirs
         .into_iter()
         .map(|dir| {

@@ -9,7 +9,9 @@
 //!
 //! Starting a profile, broken or not, must leave its files as they were.
 
-use std::path::{Path, PathBuf};
+mod support;
+
+use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use host_harness::commands::session;
@@ -27,12 +29,7 @@ fn main() {
     // One home for every case: they share the precompiled cache.
     let home = tempfile::tempdir().expect("a temporary home");
     let home_path = home.path().to_path_buf();
-    let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("tests/profiles exists")
-        .map(|e| e.expect("readable").path())
-        .filter(|p| p.is_dir())
-        .collect();
-    dirs.sort();
+    let dirs = support::fixture_dirs(&root);
     let trials = dirs
         .into_iter()
         .map(|dir| {

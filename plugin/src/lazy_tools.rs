@@ -285,13 +285,9 @@ impl<H: Host> LazyTools<H> {
     }
 
     fn tool_search(&mut self, agent: &str, arguments: &str) -> Result<ToolResult, PluginError> {
-        let args: SearchArgs = match serde_json::from_str(arguments) {
+        let args: SearchArgs = match parse_args(guards::TOOL_SEARCH, arguments) {
             Ok(args) => args,
-            Err(e) => {
-                return Ok(ToolResult::error(format!(
-                    "tool_search: invalid arguments: {e}"
-                )));
-            }
+            Err(result) => return Ok(result),
         };
         let top_k = args.top_k.unwrap_or(i64::from(DEFAULT_TOP_K));
         if !(1..=i64::from(MAX_TOP_K)).contains(&top_k) {
@@ -346,13 +342,9 @@ impl<H: Host> LazyTools<H> {
         agent: &str,
         arguments: &str,
     ) -> Result<ToolResult, PluginError> {
-        let args: ActivateArgs = match serde_json::from_str(arguments) {
+        let args: ActivateArgs = match parse_args(guards::DEFER_EXECUTE_TOOL, arguments) {
             Ok(args) => args,
-            Err(e) => {
-                return Ok(ToolResult::error(format!(
-                    "defer_execute_tool: invalid arguments: {e}"
-                )));
-            }
+            Err(result) => return Ok(result),
         };
         self.ensure_fresh(agent)?;
         let mut matches = Vec::new();
@@ -591,6 +583,16 @@ impl<H: Host> LazyTools<H> {
         }
         Ok(())
     }
+}
+
+/// A guard tool's arguments; a bad shape is an error result the model
+/// reads, not an error of the plugin.
+fn parse_args<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    arguments: &str,
+) -> Result<T, ToolResult> {
+    serde_json::from_str(arguments)
+        .map_err(|e| ToolResult::error(format!("{tool}: invalid arguments: {e}")))
 }
 
 /// A visible default for a state that cannot happen (a name classified

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use crate::catalog::Catalog;
 use crate::script::describe;
-use crate::shell::{CallOutcome, Shell, ToolSchema, core_builtins};
+use crate::shell::{CallOutcome, Shell, ToolSchema, core_builtins, names};
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
@@ -126,12 +126,4 @@ fn tokens(tools: &[ToolSchema]) -> u64 {
 fn size(tools: &[ToolSchema]) -> String {
     let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
     format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
-}
-
-fn names(tools: &[ToolSchema]) -> String {
-    tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }

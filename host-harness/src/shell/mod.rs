@@ -13,7 +13,7 @@ use serde_json::Value;
 
 pub use self::builtins::core_builtins;
 pub use self::core::{ShellCore, ShellError};
-pub use self::tools::{AgentId, Origin, Tool, ToolSchema};
+pub use self::tools::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::catalog::Catalog;
 use crate::plugin_api::{ConfigError, Explanation, Verdict};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};

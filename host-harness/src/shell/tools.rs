@@ -71,6 +71,15 @@ impl Tool {
     }
 }
 
+/// The tools' names, comma-separated, for people.
+pub fn names(tools: &[ToolSchema]) -> String {
+    tools
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 /// One entry of the tool list sent to the model, in the field order of the
 /// Anthropic and MCP APIs.
 #[derive(Debug, Clone, PartialEq, Serialize)]

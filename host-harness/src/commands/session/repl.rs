@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use super::{MAIN_AGENT, ProfileShell};
-use crate::shell::{CallOutcome, ToolSchema};
+use crate::shell::{CallOutcome, names};
 use crate::suggest::did_you_mean;
 use crate::tokens::Tokenizer;
 
@@ -197,14 +197,6 @@ impl Repl {
         }
         Ok(())
     }
-}
-
-fn names(tools: &[ToolSchema]) -> String {
-    tools
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 fn shorten(text: &str, max: usize) -> String {
