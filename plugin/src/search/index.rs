@@ -77,7 +77,7 @@ impl SearchIndex {
             };
             let next = group_ids.len() as u32;
             let group = *group_ids.entry(key).or_insert_with(|| {
-                let mut terms = DocTerms::default();
+                let mut terms = builder.new_doc();
                 match registered {
                     Some((name, description)) => {
                         builder.add(name, &[Field::GroupName], &mut terms);
@@ -89,13 +89,12 @@ impl SearchIndex {
                         }
                     }
                 }
-                terms.finish();
                 group_docs.push(terms);
                 next
             });
             groups.push(group);
 
-            let mut doc = DocTerms::default();
+            let mut doc = builder.new_doc();
             builder.add(text.own_name, &[Field::Name], &mut doc);
             builder.add(
                 text.summary,
@@ -109,7 +108,6 @@ impl SearchIndex {
             for description in &text.param_descriptions {
                 builder.add(description, &[Field::ParamDescriptions], &mut doc);
             }
-            doc.finish();
             docs.push(doc);
         }
 
@@ -428,45 +426,17 @@ fn hash(text: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(text)
 }
 
-/// One tool's terms while the index is built.
+/// One tool's (or group's) terms while the index is built.
 #[derive(Debug, Default)]
 struct DocTerms {
+    /// Which document this is, for [`Builder::seen`]; ids start at 1.
+    id: u32,
     /// The word terms of its own name, in order.
     name_words: Vec<u32>,
     /// Terms in each field, counted the way BM25 counts document length.
     lengths: [u32; FIELD_COUNT],
-    /// Occurrences as `term << 3 | field`, so one integer sort groups them by term.
-    occurrences: Vec<u32>,
-    /// After `finish`: one entry per term, sorted, with its count in each field.
+    /// One entry per term, in order of first occurrence, with its count in each field.
     counts: Vec<(u32, [u16; FIELD_COUNT])>,
-}
-
-const FIELD_BITS: u32 = 3;
-
-impl DocTerms {
-    fn push(&mut self, term: u32, field: Field) {
-        self.occurrences
-            .push(term << FIELD_BITS | field.index() as u32);
-    }
-
-    /// Counts the occurrences per term and field.
-    fn finish(&mut self) {
-        self.occurrences.sort_unstable();
-        for &packed in &self.occurrences {
-            let (term, field) = (packed >> FIELD_BITS, (packed & 0b111) as usize);
-            match self.counts.last_mut() {
-                Some((last, counts)) if *last == term => {
-                    counts[field] = counts[field].saturating_add(1)
-                }
-                _ => {
-                    let mut counts = [0u16; FIELD_COUNT];
-                    counts[field] = 1;
-                    self.counts.push((term, counts));
-                }
-            }
-        }
-        self.occurrences = Vec::new();
-    }
 }
 
 /// Interns terms while tools are analysed.
@@ -478,6 +448,10 @@ struct Builder {
     /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
     /// stemmed and looked up once.
     words: FxHashMap<Box<str>, Option<u32>>,
+    /// Per term, the last document that holds it and the term's place in that document's
+    /// counts: an occurrence is counted in place, with no per-document map or sort.
+    seen: Vec<(u32, u32)>,
+    docs_started: u32,
 }
 
 impl Builder {
@@ -488,7 +462,27 @@ impl Builder {
         let id = self.texts.len() as u32;
         self.terms.insert(term.into(), id);
         self.texts.push(term.into());
+        self.seen.push((0, 0));
         id
+    }
+
+    fn new_doc(&mut self) -> DocTerms {
+        self.docs_started += 1;
+        DocTerms {
+            id: self.docs_started,
+            ..DocTerms::default()
+        }
+    }
+
+    /// Counts one occurrence of `term` in `field` of `doc`.
+    fn count(&mut self, doc: &mut DocTerms, term: u32, field: Field) {
+        let seen = &mut self.seen[term as usize];
+        if seen.0 != doc.id {
+            *seen = (doc.id, doc.counts.len() as u32);
+            doc.counts.push((term, [0; FIELD_COUNT]));
+        }
+        let count = &mut doc.counts[seen.1 as usize].1[field.index()];
+        *count = count.saturating_add(1);
     }
 
     /// Adds the terms of `text` to `doc`, counted in each of `fields`.
@@ -520,7 +514,7 @@ impl Builder {
                 if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
                     doc.name_words.push(term);
                 }
-                doc.push(term, field);
+                self.count(doc, term, field);
                 // A CJK unigram repeats what its bigrams say; it is not counted as length.
                 if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
                     doc.lengths[field.index()] += 1;
