@@ -172,10 +172,20 @@ impl Analyzer {
         } = scratch;
         // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are.
         if text.is_ascii() {
-            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
-                if !word.is_empty() {
-                    ascii_word(word, buf, &mut f);
+            // A byte loop: `str::split` with a char predicate decodes every char.
+            let mut start = None;
+            for (i, b) in text.bytes().enumerate() {
+                match (b.is_ascii_alphanumeric(), start) {
+                    (true, None) => start = Some(i),
+                    (false, Some(s)) => {
+                        ascii_word(&text[s..i], buf, &mut f);
+                        start = None;
+                    }
+                    _ => {}
                 }
+            }
+            if let Some(s) = start {
+                ascii_word(&text[s..], buf, &mut f);
             }
             return;
         }
