@@ -1,11 +1,8 @@
 //! The parts of a tool the search reads, and how much each counts.
 
 use std::borrow::Cow;
-use std::collections::BTreeMap;
 
-use serde::Deserialize;
-use serde_json::Value;
-
+use super::schema::Params;
 use crate::registry::{Registry, ToolDef};
 
 /// A weighted part of a tool's text (BM25F fields).
@@ -64,7 +61,7 @@ impl Field {
 }
 
 /// The text of one tool, field by field.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct ToolText<'a> {
     /// The name's own segment and the namespace before it.
     pub own_name: &'a str,
@@ -76,9 +73,6 @@ pub struct ToolText<'a> {
     pub param_descriptions: Vec<Cow<'a, str>>,
 }
 
-/// Nested schemas deeper than this add little and cost build time.
-const MAX_SCHEMA_DEPTH: usize = 3;
-
 impl<'a> ToolText<'a> {
     pub fn of(tool: &'a ToolDef) -> Self {
         let own_name = own_name(&tool.name);
@@ -89,55 +83,14 @@ impl<'a> ToolText<'a> {
             .split("__")
             .filter(|s| !s.is_empty())
             .collect();
-        let mut text = Self {
+        let params = Params::of(&tool.parameters);
+        Self {
             own_name,
             namespace,
             summary: &tool.description[..summary_end],
             rest: &tool.description[summary_end..],
-            ..Self::default()
-        };
-        // The typed reading skips what search does not use; a schema it cannot read (a
-        // description that is not text, a boolean subschema) is read as any JSON instead.
-        if let Ok(schema) = serde_json::from_str::<Schema<'a>>(&tool.parameters) {
-            text.add_schema(schema, 0);
-        } else if let Ok(schema) = serde_json::from_str::<Value>(&tool.parameters) {
-            text.add_properties(&schema, 0);
-        }
-        text
-    }
-
-    fn add_schema(&mut self, schema: Schema<'a>, depth: usize) {
-        if depth > MAX_SCHEMA_DEPTH {
-            return;
-        }
-        for (name, mut property) in schema.properties.into_iter().flatten() {
-            self.param_names.push(name);
-            if let Some(description) = property.description.take() {
-                self.param_descriptions.push(description);
-            }
-            self.add_schema(property, depth + 1);
-        }
-        if let Some(items) = schema.items {
-            self.add_schema(*items, depth + 1);
-        }
-    }
-
-    fn add_properties(&mut self, schema: &Value, depth: usize) {
-        if depth > MAX_SCHEMA_DEPTH {
-            return;
-        }
-        if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-            for (name, property) in properties {
-                self.param_names.push(Cow::Owned(name.clone()));
-                if let Some(description) = property.get("description").and_then(Value::as_str) {
-                    self.param_descriptions
-                        .push(Cow::Owned(description.to_string()));
-                }
-                self.add_properties(property, depth + 1);
-            }
-        }
-        if let Some(items) = schema.get("items") {
-            self.add_properties(items, depth + 1);
+            param_names: params.names,
+            param_descriptions: params.descriptions,
         }
     }
 }
@@ -148,17 +101,6 @@ pub fn own_name(name: &str) -> &str {
         Some((_, own)) if !own.is_empty() => own,
         _ => name,
     }
-}
-
-/// The parts of a JSON Schema the search reads.
-#[derive(Debug, Deserialize)]
-struct Schema<'a> {
-    #[serde(default, borrow)]
-    properties: Option<BTreeMap<Cow<'a, str>, Schema<'a>>>,
-    #[serde(default, borrow)]
-    description: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    items: Option<Box<Schema<'a>>>,
 }
 
 /// The group (MCP server) of a tool: its name and description, if the host knows it.

@@ -10,6 +10,7 @@ mod analyze;
 mod fields;
 mod index;
 mod query;
+mod schema;
 mod vocab;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};
