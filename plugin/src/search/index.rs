@@ -529,15 +529,15 @@ impl Builder {
     /// translations: `获取` ("get") is rare in a mostly English catalog, but what it means is
     /// not, and it must not outweigh the rare words of a query.
     fn idf(&self, holders: &Holders<'_>) -> Vec<f32> {
-        let n = holders.groups.len() as f32;
+        let n = holders.tools() as f32;
         let idf = |df: usize| (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
         let mut out: Vec<f32> = (0..self.texts.len() as u32)
             .map(|term| idf(holders.count(term)))
             .collect();
         for forms in vocab::built_in().concept_forms() {
             // The tools holding each form, by language.
-            let mut by_language: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-            let mut single_terms: Vec<(u32, Language)> = Vec::new();
+            let mut by_language = [ToolSet::new(holders.tools()), ToolSet::new(holders.tools())];
+            let mut single_terms: Vec<(u32, Language, ToolSet)> = Vec::new();
             for form in forms {
                 let Some(ids) = form
                     .terms
@@ -547,29 +547,19 @@ impl Builder {
                 else {
                     continue;
                 };
-                if let [single] = ids.as_slice() {
-                    single_terms.push((*single, form.language));
-                }
                 // Tools holding every term of the form.
-                let mut docs = holders.list(ids[0]);
+                let mut tools = holders.set(ids[0]);
                 for &id in &ids[1..] {
-                    let other = holders.list(id);
-                    docs.retain(|d| other.binary_search(d).is_ok());
+                    tools.intersect(&holders.set(id));
                 }
-                by_language[form.language as usize].extend(docs);
+                by_language[form.language as usize].unite(&tools);
+                if let [single] = ids.as_slice() {
+                    single_terms.push((*single, form.language, tools));
+                }
             }
-            for docs in &mut by_language {
-                docs.sort_unstable();
-                docs.dedup();
-            }
-            for (term, language) in single_terms {
+            for (term, language, own) in single_terms {
                 let translations = &by_language[1 - language as usize];
-                let own = holders.list(term);
-                let shared = own
-                    .iter()
-                    .filter(|d| translations.binary_search(d).is_ok())
-                    .count();
-                let df = own.len() + translations.len() - shared;
+                let df = own.union_len(translations);
                 out[term as usize] = out[term as usize].min(idf(df));
             }
         }
@@ -720,14 +710,56 @@ impl Holders<'_> {
         own.len() + through_groups - both
     }
 
-    /// The tools that hold `term`, sorted.
-    fn list(&self, term: u32) -> Vec<u32> {
-        let mut docs: Vec<u32> = self.postings[term as usize].iter().map(|p| p.doc).collect();
-        for posting in &self.group_postings[term as usize] {
-            docs.extend(&self.members[posting.doc as usize]);
+    fn tools(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The tools that hold `term`.
+    fn set(&self, term: u32) -> ToolSet {
+        let mut set = ToolSet::new(self.tools());
+        for posting in &self.postings[term as usize] {
+            set.insert(posting.doc);
         }
-        docs.sort_unstable();
-        docs.dedup();
-        docs
+        for posting in &self.group_postings[term as usize] {
+            for &tool in &self.members[posting.doc as usize] {
+                set.insert(tool);
+            }
+        }
+        set
+    }
+}
+
+/// A set of tools, a bit each: the vocabulary's document frequencies unite and intersect the
+/// sets of many common words.
+struct ToolSet(Vec<u64>);
+
+impl ToolSet {
+    fn new(tools: usize) -> Self {
+        Self(vec![0; tools.div_ceil(64)])
+    }
+
+    fn insert(&mut self, tool: u32) {
+        self.0[tool as usize / 64] |= 1 << (tool % 64);
+    }
+
+    fn intersect(&mut self, other: &Self) {
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word &= other;
+        }
+    }
+
+    fn unite(&mut self, other: &Self) {
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word |= other;
+        }
+    }
+
+    /// How many tools are in this set or in `other`.
+    fn union_len(&self, other: &Self) -> usize {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .map(|(a, b)| (a | b).count_ones() as usize)
+            .sum()
     }
 }
