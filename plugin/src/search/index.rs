@@ -26,10 +26,10 @@ pub struct SearchIndex {
     groups: Vec<u32>,
     terms: FxHashMap<Box<str>, u32>,
     /// Per term, the tools that hold it and its BM25F score in each.
-    postings: Vec<Vec<Posting>>,
+    postings: Postings,
     /// Per term, the groups whose name or description holds it, and its BM25F score in each
     /// (`Posting::doc` is a group): a group's text is stored once, not once per tool.
-    group_postings: Vec<Vec<Posting>>,
+    group_postings: Postings,
     group_count: usize,
     /// Terms of tool and group names, sorted, for prefix and typo matches.
     name_terms: Vec<(Box<str>, u32)>,
@@ -305,7 +305,7 @@ impl SearchIndex {
 
 /// The score of each of `size` documents: per slot (a word of the query), the best of its
 /// forms, a form scoring the sum of its terms.
-fn accumulate(postings: &[Vec<Posting>], size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
+fn accumulate(postings: &Postings, size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
     let mut scores = vec![0f32; size];
     let mut best = vec![0f32; size];
     let mut sum = vec![0f32; size];
@@ -590,12 +590,7 @@ impl Builder {
             groups: &groups,
         });
         for list in [&mut postings, &mut group_postings] {
-            for (term_postings, &idf) in list.iter_mut().zip(&idf) {
-                for posting in term_postings {
-                    let tf = posting.score;
-                    posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
-                }
-            }
+            list.update_scores(|term, tf| idf[term] * tf * (K1 + 1.0) / (K1 + tf));
         }
 
         let mut name_terms: Vec<(Box<str>, u32)> = self
@@ -621,6 +616,72 @@ impl Builder {
     }
 }
 
+/// Every term's postings end to end in one allocation, by term, then by document (a vector
+/// per term would be thousands of small allocations).
+#[derive(Debug, Default)]
+struct Postings {
+    /// Where each term's postings start in `all`, and where the last one's end.
+    starts: Vec<u32>,
+    all: Vec<Posting>,
+}
+
+impl Postings {
+    /// Replaces each score with `f(term, score)`.
+    fn update_scores(&mut self, f: impl Fn(usize, f32) -> f32) {
+        for (term, range) in self.starts.windows(2).enumerate() {
+            for posting in &mut self.all[range[0] as usize..range[1] as usize] {
+                posting.score = f(term, posting.score);
+            }
+        }
+    }
+}
+
+/// Fills [`Postings`] whose lengths are known.
+struct PostingsBuilder {
+    postings: Postings,
+    /// Where each term's next posting goes.
+    next: Vec<u32>,
+}
+
+impl PostingsBuilder {
+    /// Room for `lengths[term]` postings of each term.
+    fn with_lengths(lengths: &[u32]) -> Self {
+        let mut starts = Vec::with_capacity(lengths.len() + 1);
+        let mut total = 0;
+        starts.push(0);
+        for &length in lengths {
+            total += length;
+            starts.push(total);
+        }
+        Self {
+            next: starts[..lengths.len()].to_vec(),
+            postings: Postings {
+                all: vec![Posting { doc: 0, score: 0.0 }; total as usize],
+                starts,
+            },
+        }
+    }
+
+    /// Adds a posting of `term`; each term's come in document order.
+    fn push(&mut self, term: u32, posting: Posting) {
+        let next = &mut self.next[term as usize];
+        self.postings.all[*next as usize] = posting;
+        *next += 1;
+    }
+
+    fn finish(self) -> Postings {
+        self.postings
+    }
+}
+
+impl std::ops::Index<usize> for Postings {
+    type Output = [Posting];
+
+    fn index(&self, term: usize) -> &[Posting] {
+        &self.all[self.starts[term] as usize..self.starts[term + 1] as usize]
+    }
+}
+
 /// Per term, each document's weighted, length-normalised term frequency (BM25F); the score
 /// comes once every term's document frequency is known. Terms found in `name_field` are
 /// marked in `in_names`.
@@ -629,7 +690,7 @@ fn weighted_frequencies(
     terms: usize,
     name_field: Field,
     in_names: &mut [bool],
-) -> Vec<Vec<Posting>> {
+) -> Postings {
     // Field lengths are averaged over the documents that have text at all.
     let with_text = docs.iter().filter(|d| d.lengths.iter().any(|&l| l > 0));
     let n = with_text.clone().count().max(1) as f32;
@@ -645,10 +706,7 @@ fn weighted_frequencies(
             frequency[term as usize] += 1;
         }
     }
-    let mut postings: Vec<Vec<Posting>> = frequency
-        .iter()
-        .map(|&df| Vec::with_capacity(df as usize))
-        .collect();
+    let mut postings = PostingsBuilder::with_lengths(&frequency);
     for (id, doc) in docs.iter().enumerate() {
         let mut norms = [0f32; FIELD_COUNT];
         for (i, field) in Field::ALL.iter().enumerate() {
@@ -666,22 +724,25 @@ fn weighted_frequencies(
                 .zip(norms)
                 .map(|(&count, norm)| count as f32 * norm)
                 .sum();
-            postings[term as usize].push(Posting {
-                doc: id as u32,
-                score: tf,
-            });
+            postings.push(
+                term,
+                Posting {
+                    doc: id as u32,
+                    score: tf,
+                },
+            );
             if counts[name_field.index()] > 0 {
                 in_names[term as usize] = true;
             }
         }
     }
-    postings
+    postings.finish()
 }
 
 /// Which tools hold a term, in their own text or through their group's.
 struct Holders<'a> {
-    postings: &'a [Vec<Posting>],
-    group_postings: &'a [Vec<Posting>],
+    postings: &'a Postings,
+    group_postings: &'a Postings,
     members: &'a [Vec<u32>],
     /// The group of each tool.
     groups: &'a [u32],
