@@ -264,19 +264,23 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
     let bytes = text.as_bytes();
     let mut i = 0;
     while i < bytes.len() {
-        if !bytes[i].is_ascii_alphanumeric() {
+        if ASCII_CLASS[bytes[i] as usize] == 0 {
             i += 1;
             continue;
         }
         let start = i;
-        // A word of lowercase letters only is one piece, as it is.
-        let mut plain = true;
-        while i < bytes.len() && bytes[i].is_ascii_alphanumeric() {
-            plain &= bytes[i].is_ascii_lowercase();
+        // The classes of the word's bytes: a word of lowercase letters only is one piece.
+        let mut classes = 0;
+        while let Some(&b) = bytes.get(i) {
+            let class = ASCII_CLASS[b as usize];
+            if class == 0 {
+                break;
+            }
+            classes |= class;
             i += 1;
         }
         let word = &text[start..i];
-        if plain {
+        if classes == LOWER {
             f(Piece::Word {
                 lower: word,
                 whole: false,
@@ -286,6 +290,27 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
         }
     }
 }
+
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 4;
+
+/// The class of each byte (0: not part of a word), looked up rather than tested: tokenising
+/// is a large part of an index build.
+static ASCII_CLASS: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut b = 0;
+    while b < 128 {
+        classes[b] = match b as u8 {
+            b'a'..=b'z' => LOWER,
+            b'A'..=b'Z' => UPPER,
+            b'0'..=b'9' => DIGIT,
+            _ => 0,
+        };
+        b += 1;
+    }
+    classes
+};
 
 /// The pieces of an ASCII word with a capital or a digit.
 fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
