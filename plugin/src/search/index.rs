@@ -8,6 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::analyze::{Piece, Scratch, analyzer};
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::query;
+use super::rows::Rows;
 use super::vocab::{self, Language};
 use crate::registry::{Registry, ToolDef};
 
@@ -38,14 +39,17 @@ pub struct SearchIndex {
     exact: FxHashMap<u64, Vec<u32>>,
     /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
     /// time), for names a query spells out.
-    name_words: Vec<Vec<u32>>,
+    name_words: Rows<u32>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Posting {
     doc: u32,
     score: f32,
 }
+
+/// Per term, the documents that hold it, in order, with its score in each.
+type Postings = Rows<Posting>;
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
@@ -58,13 +62,13 @@ impl SearchIndex {
             .collect();
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
 
-        let mut builder = Builder::default();
+        let mut builder = Builder::new();
         // A group's text is the same for all its tools: analysed and counted once, as a
         // document of its own. A tool of no group is a group of its own, without text.
         let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
-        let mut group_docs: Vec<DocTerms> = Vec::new();
+        let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
-        let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
+        let mut docs = Docs::default();
         for tool in &tools {
             let text = ToolText::of(tool);
             let registered = group_of(registry, tool);
@@ -77,38 +81,32 @@ impl SearchIndex {
             };
             let next = group_ids.len() as u32;
             let group = *group_ids.entry(key).or_insert_with(|| {
-                let mut terms = builder.new_doc();
                 match registered {
                     Some((name, description)) => {
-                        builder.add(name, &[Field::GroupName], &mut terms);
-                        builder.add(description, &[Field::GroupDescription], &mut terms);
+                        builder.add(name, &[Field::GroupName]);
+                        builder.add(description, &[Field::GroupDescription]);
                     }
                     None => {
                         for segment in &text.namespace {
-                            builder.add(segment, &[Field::GroupName], &mut terms);
+                            builder.add(segment, &[Field::GroupName]);
                         }
                     }
                 }
-                group_docs.push(terms);
+                builder.end_doc(&mut group_docs);
                 next
             });
             groups.push(group);
 
-            let mut doc = builder.new_doc();
-            builder.add(text.own_name, &[Field::Name], &mut doc);
-            builder.add(
-                text.summary,
-                &[Field::Summary, Field::Description],
-                &mut doc,
-            );
-            builder.add(text.rest, &[Field::Description], &mut doc);
+            builder.add(text.own_name, &[Field::Name]);
+            builder.add(text.summary, &[Field::Summary, Field::Description]);
+            builder.add(text.rest, &[Field::Description]);
             for name in &text.param_names {
-                builder.add(name, &[Field::ParamNames], &mut doc);
+                builder.add(name, &[Field::ParamNames]);
             }
             for description in &text.param_descriptions {
-                builder.add(description, &[Field::ParamDescriptions], &mut doc);
+                builder.add(description, &[Field::ParamDescriptions]);
             }
-            docs.push(doc);
+            builder.end_doc(&mut docs);
         }
 
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
@@ -426,20 +424,35 @@ fn hash(text: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(text)
 }
 
-/// One tool's (or group's) terms while the index is built.
+/// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
-struct DocTerms {
-    /// Which document this is, for [`Builder::seen`]; ids start at 1.
-    id: u32,
-    /// The word terms of its own name, in order.
-    name_words: Vec<u32>,
-    /// Terms in each field, counted the way BM25 counts document length.
-    lengths: [u32; FIELD_COUNT],
-    /// One entry per term, in order of first occurrence, with its count in each field.
-    counts: Vec<(u32, [u16; FIELD_COUNT])>,
+struct Docs {
+    /// Per document, its terms in each field, counted the way BM25 counts document length.
+    lengths: Vec<[u32; FIELD_COUNT]>,
+    /// Per document, one entry per term with its count in each field.
+    counts: Rows<(u32, [u16; FIELD_COUNT])>,
+    /// Per document, the word terms of its own name, in order (tools only).
+    name_words: Rows<u32>,
 }
 
-/// Interns terms while tools are analysed.
+impl Docs {
+    fn len(&self) -> usize {
+        self.lengths.len()
+    }
+}
+
+/// The document being analysed.
+#[derive(Debug, Default)]
+struct Doc {
+    /// Which document this is, for [`Builder::seen`]; ids start at 1.
+    id: u32,
+    lengths: [u32; FIELD_COUNT],
+    /// One entry per term, in order of first occurrence.
+    counts: Vec<(u32, [u16; FIELD_COUNT])>,
+    name_words: Vec<u32>,
+}
+
+/// Interns terms while tools are analysed, and counts them in the document being analysed.
 #[derive(Debug, Default)]
 struct Builder {
     terms: FxHashMap<Box<str>, u32>,
@@ -451,10 +464,20 @@ struct Builder {
     /// Per term, the last document that holds it and the term's place in that document's
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
-    docs_started: u32,
+    doc: Doc,
 }
 
 impl Builder {
+    fn new() -> Self {
+        Self {
+            doc: Doc {
+                id: 1,
+                ..Doc::default()
+            },
+            ..Self::default()
+        }
+    }
+
     fn intern(&mut self, term: &str) -> u32 {
         if let Some(&id) = self.terms.get(term) {
             return id;
@@ -466,16 +489,9 @@ impl Builder {
         id
     }
 
-    fn new_doc(&mut self) -> DocTerms {
-        self.docs_started += 1;
-        DocTerms {
-            id: self.docs_started,
-            ..DocTerms::default()
-        }
-    }
-
-    /// Counts one occurrence of `term` in `field` of `doc`.
-    fn count(&mut self, doc: &mut DocTerms, term: u32, field: Field) {
+    /// Counts one occurrence of `term` in `field` of the document being analysed.
+    fn count(&mut self, term: u32, field: Field) {
+        let doc = &mut self.doc;
         let seen = &mut self.seen[term as usize];
         if seen.0 != doc.id {
             *seen = (doc.id, doc.counts.len() as u32);
@@ -485,8 +501,17 @@ impl Builder {
         *count = count.saturating_add(1);
     }
 
-    /// Adds the terms of `text` to `doc`, counted in each of `fields`.
-    fn add(&mut self, text: &str, fields: &[Field], doc: &mut DocTerms) {
+    /// Moves the document being analysed to `docs`; the next one starts empty.
+    fn end_doc(&mut self, docs: &mut Docs) {
+        let doc = &mut self.doc;
+        docs.lengths.push(std::mem::take(&mut doc.lengths));
+        docs.counts.push(doc.counts.drain(..));
+        docs.name_words.push(doc.name_words.drain(..));
+        doc.id += 1;
+    }
+
+    /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
+    fn add(&mut self, text: &str, fields: &[Field]) {
         let analyzer = analyzer();
         let mut scratch = std::mem::take(&mut self.scratch);
         analyzer.for_each_piece_in(&mut scratch, text, |piece| {
@@ -512,12 +537,12 @@ impl Builder {
             let Some(term) = term else { return };
             for &field in fields {
                 if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
-                    doc.name_words.push(term);
+                    self.doc.name_words.push(term);
                 }
-                self.count(doc, term, field);
+                self.count(term, field);
                 // A CJK unigram repeats what its bigrams say; it is not counted as length.
                 if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
-                    doc.lengths[field.index()] += 1;
+                    self.doc.lengths[field.index()] += 1;
                 }
             }
         });
@@ -570,8 +595,8 @@ impl Builder {
         self,
         names: Vec<String>,
         groups: Vec<u32>,
-        docs: Vec<DocTerms>,
-        group_docs: Vec<DocTerms>,
+        docs: Docs,
+        group_docs: Docs,
         exact: FxHashMap<u64, Vec<u32>>,
     ) -> SearchIndex {
         let terms = self.texts.len();
@@ -579,10 +604,17 @@ impl Builder {
         let mut postings = weighted_frequencies(&docs, terms, Field::Name, &mut in_names);
         let mut group_postings =
             weighted_frequencies(&group_docs, terms, Field::GroupName, &mut in_names);
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); group_docs.len()];
-        for (doc, &group) in groups.iter().enumerate() {
-            members[group as usize].push(doc as u32);
+        let mut sizes = vec![0; group_docs.len()];
+        for &group in &groups {
+            sizes[group as usize] += 1;
         }
+        let members = Rows::gather(
+            &sizes,
+            groups
+                .iter()
+                .enumerate()
+                .map(|(doc, &group)| (group, doc as u32)),
+        );
         let idf = self.idf(&Holders {
             postings: &postings,
             group_postings: &group_postings,
@@ -590,7 +622,12 @@ impl Builder {
             groups: &groups,
         });
         for list in [&mut postings, &mut group_postings] {
-            list.update_scores(|term, tf| idf[term] * tf * (K1 + 1.0) / (K1 + tf));
+            for (term_postings, &idf) in list.iter_mut().zip(&idf) {
+                for posting in term_postings {
+                    let tf = posting.score;
+                    posting.score = idf * tf * (K1 + 1.0) / (K1 + tf);
+                }
+            }
         }
 
         let mut name_terms: Vec<(Box<str>, u32)> = self
@@ -601,12 +638,11 @@ impl Builder {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         name_terms.sort_unstable();
-        let name_words = docs.into_iter().map(|d| d.name_words).collect();
         SearchIndex {
             names,
             groups,
             group_count: group_docs.len(),
-            name_words,
+            name_words: docs.name_words,
             terms: self.terms,
             postings,
             group_postings,
@@ -616,134 +652,61 @@ impl Builder {
     }
 }
 
-/// Every term's postings end to end in one allocation, by term, then by document (a vector
-/// per term would be thousands of small allocations).
-#[derive(Debug, Default)]
-struct Postings {
-    /// Where each term's postings start in `all`, and where the last one's end.
-    starts: Vec<u32>,
-    all: Vec<Posting>,
-}
-
-impl Postings {
-    /// Replaces each score with `f(term, score)`.
-    fn update_scores(&mut self, f: impl Fn(usize, f32) -> f32) {
-        for (term, range) in self.starts.windows(2).enumerate() {
-            for posting in &mut self.all[range[0] as usize..range[1] as usize] {
-                posting.score = f(term, posting.score);
-            }
-        }
-    }
-}
-
-/// Fills [`Postings`] whose lengths are known.
-struct PostingsBuilder {
-    postings: Postings,
-    /// Where each term's next posting goes.
-    next: Vec<u32>,
-}
-
-impl PostingsBuilder {
-    /// Room for `lengths[term]` postings of each term.
-    fn with_lengths(lengths: &[u32]) -> Self {
-        let mut starts = Vec::with_capacity(lengths.len() + 1);
-        let mut total = 0;
-        starts.push(0);
-        for &length in lengths {
-            total += length;
-            starts.push(total);
-        }
-        Self {
-            next: starts[..lengths.len()].to_vec(),
-            postings: Postings {
-                all: vec![Posting { doc: 0, score: 0.0 }; total as usize],
-                starts,
-            },
-        }
-    }
-
-    /// Adds a posting of `term`; each term's come in document order.
-    fn push(&mut self, term: u32, posting: Posting) {
-        let next = &mut self.next[term as usize];
-        self.postings.all[*next as usize] = posting;
-        *next += 1;
-    }
-
-    fn finish(self) -> Postings {
-        self.postings
-    }
-}
-
-impl std::ops::Index<usize> for Postings {
-    type Output = [Posting];
-
-    fn index(&self, term: usize) -> &[Posting] {
-        &self.all[self.starts[term] as usize..self.starts[term + 1] as usize]
-    }
-}
-
 /// Per term, each document's weighted, length-normalised term frequency (BM25F); the score
 /// comes once every term's document frequency is known. Terms found in `name_field` are
 /// marked in `in_names`.
 fn weighted_frequencies(
-    docs: &[DocTerms],
+    docs: &Docs,
     terms: usize,
     name_field: Field,
     in_names: &mut [bool],
 ) -> Postings {
     // Field lengths are averaged over the documents that have text at all.
-    let with_text = docs.iter().filter(|d| d.lengths.iter().any(|&l| l > 0));
+    let with_text = docs.lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
     let n = with_text.clone().count().max(1) as f32;
     let mut average = [0f32; FIELD_COUNT];
-    for doc in with_text {
-        for (sum, length) in average.iter_mut().zip(doc.lengths) {
+    for lengths in with_text {
+        for (sum, &length) in average.iter_mut().zip(lengths) {
             *sum += length as f32 / n;
         }
     }
     let mut frequency = vec![0u32; terms];
-    for doc in docs {
-        for &(term, _) in &doc.counts {
-            frequency[term as usize] += 1;
+    for &(term, counts) in docs.counts.iter().flatten() {
+        frequency[term as usize] += 1;
+        if counts[name_field.index()] > 0 {
+            in_names[term as usize] = true;
         }
     }
-    let mut postings = PostingsBuilder::with_lengths(&frequency);
-    for (id, doc) in docs.iter().enumerate() {
+    let postings = docs.lengths.iter().zip(docs.counts.iter()).enumerate();
+    let postings = postings.flat_map(|(id, (lengths, counts))| {
         let mut norms = [0f32; FIELD_COUNT];
         for (i, field) in Field::ALL.iter().enumerate() {
             let b = field.length_normalisation();
             let relative = if average[i] > 0.0 {
-                doc.lengths[i] as f32 / average[i]
+                lengths[i] as f32 / average[i]
             } else {
                 1.0
             };
             norms[i] = field.weight() / (1.0 - b + b * relative);
         }
-        for &(term, counts) in &doc.counts {
+        counts.iter().map(move |&(term, counts)| {
             let tf: f32 = counts
                 .iter()
                 .zip(norms)
                 .map(|(&count, norm)| count as f32 * norm)
                 .sum();
-            postings.push(
-                term,
-                Posting {
-                    doc: id as u32,
-                    score: tf,
-                },
-            );
-            if counts[name_field.index()] > 0 {
-                in_names[term as usize] = true;
-            }
-        }
-    }
-    postings.finish()
+            let doc = id as u32;
+            (term, Posting { doc, score: tf })
+        })
+    });
+    Rows::gather(&frequency, postings)
 }
 
 /// Which tools hold a term, in their own text or through their group's.
 struct Holders<'a> {
     postings: &'a Postings,
     group_postings: &'a Postings,
-    members: &'a [Vec<u32>],
+    members: &'a Rows<u32>,
     /// The group of each tool.
     groups: &'a [u32],
 }

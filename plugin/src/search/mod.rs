@@ -10,6 +10,7 @@ mod analyze;
 mod fields;
 mod index;
 mod query;
+mod rows;
 mod schema;
 mod vocab;
 
