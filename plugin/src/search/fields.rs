@@ -1,7 +1,5 @@
 //! The parts of a tool the search reads, and how much each counts.
 
-use std::borrow::Cow;
-
 use super::schema::Params;
 use crate::registry::{Registry, ToolDef};
 
@@ -61,37 +59,34 @@ impl Field {
 }
 
 /// The text of one tool, field by field.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct ToolText<'a> {
-    /// The name's own segment and the namespace before it.
+    /// The name's own segment, and what comes before it (`server__`).
     pub own_name: &'a str,
-    pub namespace: Vec<&'a str>,
+    namespace: &'a str,
     /// The description's first sentence, and the rest.
     pub summary: &'a str,
     pub rest: &'a str,
-    pub param_names: Vec<Cow<'a, str>>,
-    pub param_descriptions: Vec<Cow<'a, str>>,
+    pub params: Params<'a>,
 }
 
 impl<'a> ToolText<'a> {
-    pub fn of(tool: &'a ToolDef) -> Self {
+    /// Reads `tool`, reusing this text's buffers (an index build reads every tool).
+    pub fn read(&mut self, tool: &'a ToolDef) {
         let own_name = own_name(&tool.name);
         let description = tool.description.as_str();
         let indent = description.len() - description.trim_start().len();
         let summary_end = indent + crate::guards::sentence_end(&description[indent..]);
-        let namespace = tool.name[..tool.name.len() - own_name.len()]
-            .split("__")
-            .filter(|s| !s.is_empty())
-            .collect();
-        let params = Params::of(&tool.parameters);
-        Self {
-            own_name,
-            namespace,
-            summary: &tool.description[..summary_end],
-            rest: &tool.description[summary_end..],
-            param_names: params.names,
-            param_descriptions: params.descriptions,
-        }
+        self.own_name = own_name;
+        self.namespace = &tool.name[..tool.name.len() - own_name.len()];
+        self.summary = &description[..summary_end];
+        self.rest = &description[summary_end..];
+        self.params.read(&tool.parameters);
+    }
+
+    /// The segments of the name before its own (`a__b__tool` -> a, b).
+    pub fn namespace(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.namespace.split("__").filter(|s| !s.is_empty())
     }
 }
 

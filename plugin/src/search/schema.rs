@@ -20,22 +20,24 @@ pub struct Params<'a> {
 
 impl<'a> Params<'a> {
     /// The properties of `schema` and of its nested schemas (`properties`, `items`), down to
-    /// [`MAX_DEPTH`]. Any JSON is read: a part that is not a schema (a boolean subschema, a
-    /// description that is not text) adds nothing, and text that is not JSON adds nothing.
-    pub fn of(schema: &'a str) -> Self {
-        let mut params = Params::default();
+    /// [`MAX_DEPTH`], in place of what this held. Any JSON is read: a part that is not a
+    /// schema (a boolean subschema, a description that is not text) adds nothing, and text
+    /// that is not JSON adds nothing.
+    pub fn read(&mut self, schema: &'a str) {
+        self.names.clear();
+        self.descriptions.clear();
         let mut json = serde_json::Deserializer::from_str(schema);
         let read = Reader {
-            params: &mut params,
+            params: self,
             depth: 0,
             part: Part::Schema { property: false },
         }
         .deserialize(&mut json)
         .and_then(|()| json.end());
         if read.is_err() {
-            return Params::default();
+            self.names.clear();
+            self.descriptions.clear();
         }
-        params
     }
 }
 
@@ -235,7 +237,8 @@ mod tests {
             let (mut names, mut descriptions) = (Vec::new(), Vec::new());
             from_tree(&schema, 0, &mut names, &mut descriptions);
             let text = schema.to_string();
-            let params = Params::of(&text);
+            let mut params = Params::default();
+            params.read(&text);
             assert_eq!(sorted(&params.names), sorted(names), "{schema}");
             assert_eq!(
                 sorted(&params.descriptions),
@@ -253,7 +256,8 @@ mod tests {
             "{} trailing",
             "not json",
         ] {
-            let params = Params::of(text);
+            let mut params = Params::default();
+            params.read(text);
             assert!(
                 params.names.is_empty() && params.descriptions.is_empty(),
                 "{text}"
