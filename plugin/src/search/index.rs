@@ -34,9 +34,10 @@ pub struct SearchIndex {
     group_count: usize,
     /// Terms of tool and group names, sorted, for prefix and typo matches.
     name_terms: Vec<(Box<str>, u32)>,
-    /// Tools by the hash of their normalised whole name and of their normalised own name
-    /// (hashes, not strings: ten thousand names need no copies; a match is checked).
-    exact: FxHashMap<u64, Vec<u32>>,
+    /// The hash of each tool's normalised whole name and of its normalised own name, with the
+    /// tool, sorted (hashes, not strings: ten thousand names need no copies; a match is
+    /// checked).
+    exact: Vec<(u64, u32)>,
     /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
     /// time), for names a query spells out.
     name_words: Rows<u32>,
@@ -69,12 +70,13 @@ impl SearchIndex {
         let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
         let mut docs = Docs::default();
+        let mut text = ToolText::default();
         for tool in &tools {
-            let text = ToolText::of(tool);
+            text.read(tool);
             let registered = group_of(registry, tool);
             let key = match registered {
                 Some((name, _)) => name,
-                None if !text.namespace.is_empty() => {
+                None if text.namespace().next().is_some() => {
                     &tool.name[..tool.name.len() - text.own_name.len()]
                 }
                 None => tool.name.as_str(),
@@ -87,7 +89,7 @@ impl SearchIndex {
                         builder.add(description, &[Field::GroupDescription]);
                     }
                     None => {
-                        for segment in &text.namespace {
+                        for segment in text.namespace() {
                             builder.add(segment, &[Field::GroupName]);
                         }
                     }
@@ -100,29 +102,28 @@ impl SearchIndex {
             builder.add(text.own_name, &[Field::Name]);
             builder.add(text.summary, &[Field::Summary, Field::Description]);
             builder.add(text.rest, &[Field::Description]);
-            for name in &text.param_names {
+            for name in &text.params.names {
                 builder.add(name, &[Field::ParamNames]);
             }
-            for description in &text.param_descriptions {
+            for description in &text.params.descriptions {
                 builder.add(description, &[Field::ParamDescriptions]);
             }
             builder.end_doc(&mut docs);
         }
 
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
         let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
             let own = own_name(&tool.name);
             let names = [tool.name.as_str(), own];
             for name in &names[..if own.len() == tool.name.len() { 1 } else { 2 }] {
                 normalise_name_into(name, &mut buf);
-                let docs = exact.entry(hash(&buf)).or_default();
-                if docs.last() != Some(&(doc as u32)) {
-                    docs.push(doc as u32);
-                }
+                exact.push((hash(&buf), doc as u32));
             }
         }
+        exact.sort_unstable();
+        exact.dedup();
         builder.finish(names, groups, docs, group_docs, exact)
     }
 
@@ -163,12 +164,12 @@ impl SearchIndex {
             }
         }
         let wanted = normalise_name(query);
-        let exact: Vec<u32> = self
-            .exact
-            .get(&hash(&wanted))
-            .into_iter()
-            .flatten()
-            .copied()
+        let wanted_hash = hash(&wanted);
+        let first = self.exact.partition_point(|&(hash, _)| hash < wanted_hash);
+        let exact: Vec<u32> = self.exact[first..]
+            .iter()
+            .take_while(|&&(hash, _)| hash == wanted_hash)
+            .map(|&(_, doc)| doc)
             .filter(|&doc| {
                 let name = &self.names[doc as usize];
                 normalise_name(name) == wanted || normalise_name(own_name(name)) == wanted
@@ -597,7 +598,7 @@ impl Builder {
         groups: Vec<u32>,
         docs: Docs,
         group_docs: Docs,
-        exact: FxHashMap<u64, Vec<u32>>,
+        exact: Vec<(u64, u32)>,
     ) -> SearchIndex {
         let terms = self.texts.len();
         let mut in_names = vec![false; terms];
