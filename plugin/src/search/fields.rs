@@ -92,8 +92,9 @@ impl<'a> ToolText<'a> {
 
 /// The tool's own name: what follows the last `__` (`github__create_issue` -> `create_issue`).
 pub fn own_name(name: &str) -> &str {
-    match name.rsplit_once("__") {
-        Some((_, own)) if !own.is_empty() => own,
+    // A byte search: `rsplit_once` sets up a general substring searcher on every call.
+    match name.as_bytes().windows(2).rposition(|pair| pair == b"__") {
+        Some(at) if at + 2 < name.len() => &name[at + 2..],
         _ => name,
     }
 }
@@ -103,4 +104,32 @@ pub fn group_of<'a>(registry: &'a Registry, tool: &ToolDef) -> Option<(&'a str, 
     registry
         .group_of(tool)
         .map(|g| (g.name.as_str(), g.description.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_name_follows_the_last_double_underscore() {
+        for (name, own) in [
+            ("github__create_issue", "create_issue"),
+            ("a__b__c", "c"),
+            ("a___b", "b"),
+            ("a____b", "b"),
+            ("plain_name", "plain_name"),
+            ("server__", "server__"),
+            ("__x", "x"),
+            ("__", "__"),
+            ("", ""),
+            ("天气__查询", "查询"),
+        ] {
+            assert_eq!(own_name(name), own, "{name}");
+            let by_split = match name.rsplit_once("__") {
+                Some((_, own)) if !own.is_empty() => own,
+                _ => name,
+            };
+            assert_eq!(own_name(name), by_split, "{name}");
+        }
+    }
 }
