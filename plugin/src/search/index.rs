@@ -8,7 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::analyze::{Piece, Scratch, analyzer};
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::query;
-use super::rows::Rows;
+use super::rows::{Gather, Rows};
 use super::vocab::{self, Language};
 use crate::registry::{Registry, ToolDef};
 
@@ -609,13 +609,11 @@ impl Builder {
         for &group in &groups {
             sizes[group as usize] += 1;
         }
-        let members = Rows::gather(
-            &sizes,
-            groups
-                .iter()
-                .enumerate()
-                .map(|(doc, &group)| (group, doc as u32)),
-        );
+        let mut members = Gather::new(&sizes);
+        for (doc, &group) in groups.iter().enumerate() {
+            members.push(group, doc as u32);
+        }
+        let members = members.finish();
         let idf = self.idf(&Holders {
             postings: &postings,
             group_postings: &group_postings,
@@ -678,8 +676,9 @@ fn weighted_frequencies(
             in_names[term as usize] = true;
         }
     }
-    let postings = docs.lengths.iter().zip(docs.counts.iter()).enumerate();
-    let postings = postings.flat_map(|(id, (lengths, counts))| {
+    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
+    let mut postings = Gather::new(&frequency);
+    for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
         let mut norms = [0f32; FIELD_COUNT];
         for (i, field) in Field::ALL.iter().enumerate() {
             let b = field.length_normalisation();
@@ -690,17 +689,16 @@ fn weighted_frequencies(
             };
             norms[i] = field.weight() / (1.0 - b + b * relative);
         }
-        counts.iter().map(move |&(term, counts)| {
-            let tf: f32 = counts
-                .iter()
-                .zip(norms)
-                .map(|(&count, norm)| count as f32 * norm)
-                .sum();
-            let doc = id as u32;
-            (term, Posting { doc, score: tf })
-        })
-    });
-    Rows::gather(&frequency, postings)
+        for &(term, counts) in counts {
+            let mut tf = 0.0;
+            for (count, norm) in counts.into_iter().zip(norms) {
+                tf += count as f32 * norm;
+            }
+            let doc = doc as u32;
+            postings.push(term, Posting { doc, score: tf });
+        }
+    }
+    postings.finish()
 }
 
 /// Which tools hold a term, in their own text or through their group's.

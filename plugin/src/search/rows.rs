@@ -42,10 +42,15 @@ impl<T> Rows<T> {
     }
 }
 
-impl<T: Copy + Default> Rows<T> {
-    /// Rows of the given lengths, filled from `(row, item)` pairs: rows in any order, each
-    /// row's items in order.
-    pub fn gather(lengths: &[u32], items: impl IntoIterator<Item = (u32, T)>) -> Self {
+/// Fills rows whose lengths are known, rows in any order, each row's items in order.
+pub struct Gather<T> {
+    rows: Rows<T>,
+    /// Where each row's next item goes.
+    next: Vec<u32>,
+}
+
+impl<T: Copy + Default> Gather<T> {
+    pub fn new(lengths: &[u32]) -> Self {
         let mut starts = Vec::with_capacity(lengths.len() + 1);
         let mut total = 0;
         starts.push(0);
@@ -53,14 +58,24 @@ impl<T: Copy + Default> Rows<T> {
             total += length;
             starts.push(total);
         }
-        let mut next = starts[..lengths.len()].to_vec();
-        let mut all = vec![T::default(); total as usize];
-        for (row, item) in items {
-            let next = &mut next[row as usize];
-            all[*next as usize] = item;
-            *next += 1;
+        Self {
+            next: starts[..lengths.len()].to_vec(),
+            rows: Rows {
+                starts,
+                items: vec![T::default(); total as usize],
+            },
         }
-        Self { starts, items: all }
+    }
+
+    /// Appends `item` to row `row`.
+    pub fn push(&mut self, row: u32, item: T) {
+        let next = &mut self.next[row as usize];
+        self.rows.items[*next as usize] = item;
+        *next += 1;
+    }
+
+    pub fn finish(self) -> Rows<T> {
+        self.rows
     }
 }
 
@@ -92,7 +107,11 @@ mod tests {
         }
         assert_eq!(rows.iter().collect::<Vec<_>>(), [&[10, 20][..], &[], &[30]]);
 
-        let gathered = Rows::gather(&[2, 0, 1], [(0, 'a'), (2, 'c'), (0, 'b')]);
+        let mut gather = Gather::new(&[2, 0, 1]);
+        for (row, item) in [(0, 'a'), (2, 'c'), (0, 'b')] {
+            gather.push(row, item);
+        }
+        let gathered = gather.finish();
         assert_eq!(
             gathered.iter().collect::<Vec<_>>(),
             [&['a', 'b'][..], &[], &['c']]
