@@ -36,7 +36,7 @@ impl Host for NativeHost {
             .map(|t| ToolDef {
                 name: t.name.clone(),
                 description: t.description.clone(),
-                parameters: t.parameters.to_string(),
+                parameters: t.parameters_json().to_string(),
                 origin: match &t.origin {
                     Origin::Builtin => PluginOrigin::Builtin,
                     Origin::Mcp(server) => PluginOrigin::Mcp(server.clone()),

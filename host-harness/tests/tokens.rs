@@ -185,7 +185,7 @@ fn the_estimate_is_never_below_the_exact_count() {
         let def = lazy_tools::registry::ToolDef {
             name: tool.name.clone(),
             description: tool.description.clone(),
-            parameters: tool.parameters.to_string(),
+            parameters: tool.parameters_json().to_string(),
             origin: lazy_tools::registry::Origin::Builtin,
         };
         assert_eq!(lazy_tools::tokens::schema_text(&def), schema);

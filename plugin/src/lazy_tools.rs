@@ -117,7 +117,7 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
-            self.classify_all();
+            self.classify_all(HashMap::new());
             self.count_costs();
         }
         self.refresh_all();
@@ -460,7 +460,9 @@ impl<H: Host> LazyTools<H> {
     fn load_registry(&mut self) {
         self.registry = Registry::new(self.host.registry(), self.host.tool_groups());
         self.index = SearchIndex::build(&self.registry);
-        self.classify_all();
+        // Same policy: a name classified before keeps its decision.
+        let known = std::mem::take(&mut self.classes);
+        self.classify_all(known);
         self.count_costs();
     }
 
@@ -476,12 +478,18 @@ impl<H: Host> LazyTools<H> {
         }
     }
 
-    fn classify_all(&mut self) {
+    /// Classifies every registered name; decisions in `known`, made under the current
+    /// policy, are taken as they are (a registry change mostly keeps its names).
+    fn classify_all(&mut self, mut known: HashMap<String, Decision>) {
         let Some(policy) = &self.policy else { return };
         self.classes = self
             .registry
             .names()
-            .map(|name| (name.to_string(), policy.classify(name, false)))
+            .map(|name| {
+                known
+                    .remove_entry(name)
+                    .unwrap_or_else(|| (name.to_string(), policy.classify(name, false)))
+            })
             .collect();
     }
 

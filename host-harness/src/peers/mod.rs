@@ -32,7 +32,7 @@ impl PeerTool {
             .tools()
             .map(|(id, tool)| PeerTool {
                 id,
-                parameters: parameters(&tool.parameters),
+                parameters: parameters(tool.parameters()),
                 name: tool.name,
                 description: tool.description,
             })

@@ -37,8 +37,10 @@ impl std::fmt::Display for Origin {
 pub struct Tool {
     pub name: String,
     pub description: String,
-    /// JSON Schema of the arguments.
-    pub parameters: Value,
+    /// JSON Schema of the arguments, and the same as JSON text: plugins fetch the whole
+    /// registry as text after every change, so it is encoded once, when it is set.
+    parameters: Value,
+    parameters_json: String,
     pub origin: Origin,
     /// The plugin that runs this tool (its guard tools); `None` for the
     /// shell's own and MCP tools.
@@ -50,15 +52,27 @@ impl Tool {
         Self {
             name: name.into(),
             description: description.into(),
-            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            parameters: Value::Null,
+            parameters_json: String::new(),
             origin,
             owner: None,
         }
+        .with_parameters(serde_json::json!({"type": "object", "properties": {}}))
     }
 
     pub fn with_parameters(mut self, parameters: Value) -> Self {
+        self.parameters_json = parameters.to_string();
         self.parameters = parameters;
         self
+    }
+
+    pub fn parameters(&self) -> &Value {
+        &self.parameters
+    }
+
+    /// [`Tool::parameters`] as compact JSON text.
+    pub fn parameters_json(&self) -> &str {
+        &self.parameters_json
     }
 
     /// The tool as the model receives it.

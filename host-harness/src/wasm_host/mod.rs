@@ -357,8 +357,10 @@ impl PluginState {
         self.shell.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn shell_registry(&self) -> Vec<Tool> {
-        self.shell().tools().to_vec()
+    /// Every registered tool, converted by `convert` under the lock (no copy of the shell's
+    /// tools first: plugins fetch the whole registry after every change).
+    pub(crate) fn shell_registry<T>(&self, convert: impl Fn(&Tool) -> T) -> Vec<T> {
+        self.shell().tools().iter().map(convert).collect()
     }
 
     pub(crate) fn shell_allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {

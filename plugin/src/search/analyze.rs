@@ -167,22 +167,18 @@ impl Analyzer {
         let Scratch {
             word,
             may_split,
-            cjk,
             buf,
         } = scratch;
         // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are.
         if text.is_ascii() {
-            for word in text.split(|c: char| !c.is_ascii_alphanumeric()) {
-                if !word.is_empty() {
-                    ascii_word(word, buf, &mut f);
-                }
-            }
+            ascii_words(text, buf, &mut f);
             return;
         }
         word.clear();
-        cjk.clear();
         *may_split = false;
-        for c in text.chars() {
+        // Where the current run of CJK characters began.
+        let mut cjk_start = None;
+        for (i, c) in text.char_indices() {
             // ASCII first: its classes are cheap to test.
             let (is_word, is_cjk) = if c.is_ascii() {
                 (c.is_ascii_alphanumeric(), false)
@@ -193,9 +189,11 @@ impl Analyzer {
             };
             if is_cjk {
                 flush_word(word, may_split, buf, &mut f);
-                cjk.push(c);
+                cjk_start.get_or_insert(i);
             } else {
-                flush_cjk(cjk, buf, &mut f);
+                if let Some(start) = cjk_start.take() {
+                    cjk_grams(&text[start..i], &mut f);
+                }
                 if is_word {
                     let c = fold_width(c);
                     *may_split |= c.is_uppercase() || c.is_numeric();
@@ -206,7 +204,9 @@ impl Analyzer {
             }
         }
         flush_word(word, may_split, buf, &mut f);
-        flush_cjk(cjk, buf, &mut f);
+        if let Some(start) = cjk_start {
+            cjk_grams(&text[start..], &mut f);
+        }
     }
 }
 
@@ -216,7 +216,6 @@ pub struct Scratch {
     word: Vec<char>,
     /// The word has a capital or a digit, so it may split.
     may_split: bool,
-    cjk: Vec<char>,
     buf: String,
 }
 
@@ -259,19 +258,63 @@ fn flush_word(
     word.clear();
 }
 
-/// The pieces of an ASCII word, split as [`split_points`] splits a word of chars.
-fn ascii_word(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
-    let bytes = word.as_bytes();
-    if !bytes
-        .iter()
-        .any(|b| b.is_ascii_uppercase() || b.is_ascii_digit())
-    {
-        f(Piece::Word {
-            lower: word,
-            whole: false,
-        });
-        return;
+/// The pieces of ASCII text: its words of letters and digits, each split as
+/// [`split_points`] splits a word of chars.
+fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if ASCII_CLASS[bytes[i] as usize] == 0 {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        // The classes of the word's bytes: a word of lowercase letters only is one piece.
+        let mut classes = 0;
+        while let Some(&b) = bytes.get(i) {
+            let class = ASCII_CLASS[b as usize];
+            if class == 0 {
+                break;
+            }
+            classes |= class;
+            i += 1;
+        }
+        let word = &text[start..i];
+        if classes == LOWER {
+            f(Piece::Word {
+                lower: word,
+                whole: false,
+            });
+        } else {
+            ascii_word_pieces(word, buf, f);
+        }
     }
+}
+
+const LOWER: u8 = 1;
+const UPPER: u8 = 2;
+const DIGIT: u8 = 4;
+
+/// The class of each byte (0: not part of a word), looked up rather than tested: tokenising
+/// is a large part of an index build.
+static ASCII_CLASS: [u8; 256] = {
+    let mut classes = [0; 256];
+    let mut b = 0;
+    while b < 128 {
+        classes[b] = match b as u8 {
+            b'a'..=b'z' => LOWER,
+            b'A'..=b'Z' => UPPER,
+            b'0'..=b'9' => DIGIT,
+            _ => 0,
+        };
+        b += 1;
+    }
+    classes
+};
+
+/// The pieces of an ASCII word with a capital or a digit.
+fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+    let bytes = word.as_bytes();
     let boundary = |i: usize| {
         let (prev, cur) = (bytes[i - 1], bytes[i]);
         let next_lower = bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase);
@@ -307,23 +350,22 @@ fn ascii_word(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
     }
 }
 
-fn flush_cjk(run: &mut Vec<char>, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
-    for (i, &c) in run.iter().enumerate() {
-        buf.clear();
-        buf.push(c);
+/// The unigrams and bigrams of a run of CJK characters, in order.
+fn cjk_grams(run: &str, f: &mut impl FnMut(Piece<'_>)) {
+    let mut chars = run.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = i + c.len_utf8();
         f(Piece::Cjk {
-            gram: buf,
+            gram: &run[i..end],
             bigram: false,
         });
-        if let Some(&next) = run.get(i + 1) {
-            buf.push(next);
+        if let Some(&(_, next)) = chars.peek() {
             f(Piece::Cjk {
-                gram: buf,
+                gram: &run[i..end + next.len_utf8()],
                 bigram: true,
             });
         }
     }
-    run.clear();
 }
 
 fn lowercase_into(chars: &[char], buf: &mut String) {

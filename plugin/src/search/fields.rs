@@ -1,11 +1,6 @@
 //! The parts of a tool the search reads, and how much each counts.
 
-use std::borrow::Cow;
-use std::collections::BTreeMap;
-
-use serde::Deserialize;
-use serde_json::Value;
-
+use super::schema::Params;
 use crate::registry::{Registry, ToolDef};
 
 /// A weighted part of a tool's text (BM25F fields).
@@ -66,99 +61,42 @@ impl Field {
 /// The text of one tool, field by field.
 #[derive(Debug, Default)]
 pub struct ToolText<'a> {
-    /// The name's own segment and the namespace before it.
+    /// The name's own segment, and what comes before it (`server__`).
     pub own_name: &'a str,
-    pub namespace: Vec<&'a str>,
+    namespace: &'a str,
     /// The description's first sentence, and the rest.
     pub summary: &'a str,
     pub rest: &'a str,
-    pub param_names: Vec<Cow<'a, str>>,
-    pub param_descriptions: Vec<Cow<'a, str>>,
+    pub params: Params<'a>,
 }
 
-/// Nested schemas deeper than this add little and cost build time.
-const MAX_SCHEMA_DEPTH: usize = 3;
-
 impl<'a> ToolText<'a> {
-    pub fn of(tool: &'a ToolDef) -> Self {
+    /// Reads `tool`, reusing this text's buffers (an index build reads every tool).
+    pub fn read(&mut self, tool: &'a ToolDef) {
         let own_name = own_name(&tool.name);
         let description = tool.description.as_str();
         let indent = description.len() - description.trim_start().len();
         let summary_end = indent + crate::guards::sentence_end(&description[indent..]);
-        let namespace = tool.name[..tool.name.len() - own_name.len()]
-            .split("__")
-            .filter(|s| !s.is_empty())
-            .collect();
-        let mut text = Self {
-            own_name,
-            namespace,
-            summary: &tool.description[..summary_end],
-            rest: &tool.description[summary_end..],
-            ..Self::default()
-        };
-        // The typed reading skips what search does not use; a schema it cannot read (a
-        // description that is not text, a boolean subschema) is read as any JSON instead.
-        if let Ok(schema) = serde_json::from_str::<Schema<'a>>(&tool.parameters) {
-            text.add_schema(schema, 0);
-        } else if let Ok(schema) = serde_json::from_str::<Value>(&tool.parameters) {
-            text.add_properties(&schema, 0);
-        }
-        text
+        self.own_name = own_name;
+        self.namespace = &tool.name[..tool.name.len() - own_name.len()];
+        self.summary = &description[..summary_end];
+        self.rest = &description[summary_end..];
+        self.params.read(&tool.parameters);
     }
 
-    fn add_schema(&mut self, schema: Schema<'a>, depth: usize) {
-        if depth > MAX_SCHEMA_DEPTH {
-            return;
-        }
-        for (name, mut property) in schema.properties.into_iter().flatten() {
-            self.param_names.push(name);
-            if let Some(description) = property.description.take() {
-                self.param_descriptions.push(description);
-            }
-            self.add_schema(property, depth + 1);
-        }
-        if let Some(items) = schema.items {
-            self.add_schema(*items, depth + 1);
-        }
-    }
-
-    fn add_properties(&mut self, schema: &Value, depth: usize) {
-        if depth > MAX_SCHEMA_DEPTH {
-            return;
-        }
-        if let Some(properties) = schema.get("properties").and_then(Value::as_object) {
-            for (name, property) in properties {
-                self.param_names.push(Cow::Owned(name.clone()));
-                if let Some(description) = property.get("description").and_then(Value::as_str) {
-                    self.param_descriptions
-                        .push(Cow::Owned(description.to_string()));
-                }
-                self.add_properties(property, depth + 1);
-            }
-        }
-        if let Some(items) = schema.get("items") {
-            self.add_properties(items, depth + 1);
-        }
+    /// The segments of the name before its own (`a__b__tool` -> a, b).
+    pub fn namespace(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        self.namespace.split("__").filter(|s| !s.is_empty())
     }
 }
 
 /// The tool's own name: what follows the last `__` (`github__create_issue` -> `create_issue`).
 pub fn own_name(name: &str) -> &str {
-    match name.rsplit_once("__") {
-        Some((_, own)) if !own.is_empty() => own,
+    // A byte search: `rsplit_once` sets up a general substring searcher on every call.
+    match name.as_bytes().windows(2).rposition(|pair| pair == b"__") {
+        Some(at) if at + 2 < name.len() => &name[at + 2..],
         _ => name,
     }
-}
-
-/// The parts of a JSON Schema the search reads.
-#[derive(Debug, Deserialize)]
-struct Schema<'a> {
-    #[serde(default, borrow)]
-    properties: Option<BTreeMap<Cow<'a, str>, Schema<'a>>>,
-    #[serde(default, borrow)]
-    description: Option<Cow<'a, str>>,
-    #[serde(default, borrow)]
-    items: Option<Box<Schema<'a>>>,
 }
 
 /// The group (MCP server) of a tool: its name and description, if the host knows it.
@@ -166,4 +104,32 @@ pub fn group_of<'a>(registry: &'a Registry, tool: &ToolDef) -> Option<(&'a str, 
     registry
         .group_of(tool)
         .map(|g| (g.name.as_str(), g.description.as_str()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn own_name_follows_the_last_double_underscore() {
+        for (name, own) in [
+            ("github__create_issue", "create_issue"),
+            ("a__b__c", "c"),
+            ("a___b", "b"),
+            ("a____b", "b"),
+            ("plain_name", "plain_name"),
+            ("server__", "server__"),
+            ("__x", "x"),
+            ("__", "__"),
+            ("", ""),
+            ("天气__查询", "查询"),
+        ] {
+            assert_eq!(own_name(name), own, "{name}");
+            let by_split = match name.rsplit_once("__") {
+                Some((_, own)) if !own.is_empty() => own,
+                _ => name,
+            };
+            assert_eq!(own_name(name), by_split, "{name}");
+        }
+    }
 }

@@ -8,6 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::analyze::{Piece, Scratch, analyzer};
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::query;
+use super::rows::{Gather, Rows};
 use super::vocab::{self, Language};
 use crate::registry::{Registry, ToolDef};
 
@@ -26,26 +27,30 @@ pub struct SearchIndex {
     groups: Vec<u32>,
     terms: FxHashMap<Box<str>, u32>,
     /// Per term, the tools that hold it and its BM25F score in each.
-    postings: Vec<Vec<Posting>>,
+    postings: Postings,
     /// Per term, the groups whose name or description holds it, and its BM25F score in each
     /// (`Posting::doc` is a group): a group's text is stored once, not once per tool.
-    group_postings: Vec<Vec<Posting>>,
+    group_postings: Postings,
     group_count: usize,
     /// Terms of tool and group names, sorted, for prefix and typo matches.
     name_terms: Vec<(Box<str>, u32)>,
-    /// Tools by the hash of their normalised whole name and of their normalised own name
-    /// (hashes, not strings: ten thousand names need no copies; a match is checked).
-    exact: FxHashMap<u64, Vec<u32>>,
+    /// The hash of each tool's normalised whole name and of its normalised own name, with the
+    /// tool, sorted (hashes, not strings: ten thousand names need no copies; a match is
+    /// checked).
+    exact: Vec<(u64, u32)>,
     /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
     /// time), for names a query spells out.
-    name_words: Vec<Vec<u32>>,
+    name_words: Rows<u32>,
 }
 
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 struct Posting {
     doc: u32,
     score: f32,
 }
+
+/// Per term, the documents that hold it, in order, with its score in each.
+type Postings = Rows<Posting>;
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
@@ -58,75 +63,67 @@ impl SearchIndex {
             .collect();
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
 
-        let mut builder = Builder::default();
+        let mut builder = Builder::new();
         // A group's text is the same for all its tools: analysed and counted once, as a
         // document of its own. A tool of no group is a group of its own, without text.
         let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
-        let mut group_docs: Vec<DocTerms> = Vec::new();
+        let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
-        let mut docs: Vec<DocTerms> = Vec::with_capacity(tools.len());
+        let mut docs = Docs::default();
+        let mut text = ToolText::default();
         for tool in &tools {
-            let text = ToolText::of(tool);
+            text.read(tool);
             let registered = group_of(registry, tool);
             let key = match registered {
                 Some((name, _)) => name,
-                None if !text.namespace.is_empty() => {
+                None if text.namespace().next().is_some() => {
                     &tool.name[..tool.name.len() - text.own_name.len()]
                 }
                 None => tool.name.as_str(),
             };
             let next = group_ids.len() as u32;
             let group = *group_ids.entry(key).or_insert_with(|| {
-                let mut terms = DocTerms::default();
                 match registered {
                     Some((name, description)) => {
-                        builder.add(name, &[Field::GroupName], &mut terms);
-                        builder.add(description, &[Field::GroupDescription], &mut terms);
+                        builder.add(name, &[Field::GroupName]);
+                        builder.add(description, &[Field::GroupDescription]);
                     }
                     None => {
-                        for segment in &text.namespace {
-                            builder.add(segment, &[Field::GroupName], &mut terms);
+                        for segment in text.namespace() {
+                            builder.add(segment, &[Field::GroupName]);
                         }
                     }
                 }
-                terms.finish();
-                group_docs.push(terms);
+                builder.end_doc(&mut group_docs);
                 next
             });
             groups.push(group);
 
-            let mut doc = DocTerms::default();
-            builder.add(text.own_name, &[Field::Name], &mut doc);
-            builder.add(
-                text.summary,
-                &[Field::Summary, Field::Description],
-                &mut doc,
-            );
-            builder.add(text.rest, &[Field::Description], &mut doc);
-            for name in &text.param_names {
-                builder.add(name, &[Field::ParamNames], &mut doc);
+            builder.add(text.own_name, &[Field::Name]);
+            builder.add(text.summary, &[Field::Summary, Field::Description]);
+            builder.add(text.rest, &[Field::Description]);
+            for name in &text.params.names {
+                builder.add(name, &[Field::ParamNames]);
             }
-            for description in &text.param_descriptions {
-                builder.add(description, &[Field::ParamDescriptions], &mut doc);
+            for description in &text.params.descriptions {
+                builder.add(description, &[Field::ParamDescriptions]);
             }
-            doc.finish();
-            docs.push(doc);
+            builder.end_doc(&mut docs);
         }
 
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut exact: FxHashMap<u64, Vec<u32>> = FxHashMap::default();
+        let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
         let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
             let own = own_name(&tool.name);
             let names = [tool.name.as_str(), own];
             for name in &names[..if own.len() == tool.name.len() { 1 } else { 2 }] {
                 normalise_name_into(name, &mut buf);
-                let docs = exact.entry(hash(&buf)).or_default();
-                if docs.last() != Some(&(doc as u32)) {
-                    docs.push(doc as u32);
-                }
+                exact.push((hash(&buf), doc as u32));
             }
         }
+        exact.sort_unstable();
+        exact.dedup();
         builder.finish(names, groups, docs, group_docs, exact)
     }
 
@@ -167,12 +164,12 @@ impl SearchIndex {
             }
         }
         let wanted = normalise_name(query);
-        let exact: Vec<u32> = self
-            .exact
-            .get(&hash(&wanted))
-            .into_iter()
-            .flatten()
-            .copied()
+        let wanted_hash = hash(&wanted);
+        let first = self.exact.partition_point(|&(hash, _)| hash < wanted_hash);
+        let exact: Vec<u32> = self.exact[first..]
+            .iter()
+            .take_while(|&&(hash, _)| hash == wanted_hash)
+            .map(|&(_, doc)| doc)
             .filter(|&doc| {
                 let name = &self.names[doc as usize];
                 normalise_name(name) == wanted || normalise_name(own_name(name)) == wanted
@@ -307,7 +304,7 @@ impl SearchIndex {
 
 /// The score of each of `size` documents: per slot (a word of the query), the best of its
 /// forms, a form scoring the sum of its terms.
-fn accumulate(postings: &[Vec<Posting>], size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
+fn accumulate(postings: &Postings, size: usize, slots: &[Vec<query::Form>]) -> Vec<f32> {
     let mut scores = vec![0f32; size];
     let mut best = vec![0f32; size];
     let mut sum = vec![0f32; size];
@@ -428,48 +425,35 @@ fn hash(text: &str) -> u64 {
     rustc_hash::FxBuildHasher.hash_one(text)
 }
 
-/// One tool's terms while the index is built.
+/// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
-struct DocTerms {
-    /// The word terms of its own name, in order.
-    name_words: Vec<u32>,
-    /// Terms in each field, counted the way BM25 counts document length.
+struct Docs {
+    /// Per document, its terms in each field, counted the way BM25 counts document length.
+    lengths: Vec<[u32; FIELD_COUNT]>,
+    /// Per document, one entry per term with its count in each field.
+    counts: Rows<(u32, [u16; FIELD_COUNT])>,
+    /// Per document, the word terms of its own name, in order (tools only).
+    name_words: Rows<u32>,
+}
+
+impl Docs {
+    fn len(&self) -> usize {
+        self.lengths.len()
+    }
+}
+
+/// The document being analysed.
+#[derive(Debug, Default)]
+struct Doc {
+    /// Which document this is, for [`Builder::seen`]; ids start at 1.
+    id: u32,
     lengths: [u32; FIELD_COUNT],
-    /// Occurrences as `term << 3 | field`, so one integer sort groups them by term.
-    occurrences: Vec<u32>,
-    /// After `finish`: one entry per term, sorted, with its count in each field.
+    /// One entry per term, in order of first occurrence.
     counts: Vec<(u32, [u16; FIELD_COUNT])>,
+    name_words: Vec<u32>,
 }
 
-const FIELD_BITS: u32 = 3;
-
-impl DocTerms {
-    fn push(&mut self, term: u32, field: Field) {
-        self.occurrences
-            .push(term << FIELD_BITS | field.index() as u32);
-    }
-
-    /// Counts the occurrences per term and field.
-    fn finish(&mut self) {
-        self.occurrences.sort_unstable();
-        for &packed in &self.occurrences {
-            let (term, field) = (packed >> FIELD_BITS, (packed & 0b111) as usize);
-            match self.counts.last_mut() {
-                Some((last, counts)) if *last == term => {
-                    counts[field] = counts[field].saturating_add(1)
-                }
-                _ => {
-                    let mut counts = [0u16; FIELD_COUNT];
-                    counts[field] = 1;
-                    self.counts.push((term, counts));
-                }
-            }
-        }
-        self.occurrences = Vec::new();
-    }
-}
-
-/// Interns terms while tools are analysed.
+/// Interns terms while tools are analysed, and counts them in the document being analysed.
 #[derive(Debug, Default)]
 struct Builder {
     terms: FxHashMap<Box<str>, u32>,
@@ -478,9 +462,23 @@ struct Builder {
     /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
     /// stemmed and looked up once.
     words: FxHashMap<Box<str>, Option<u32>>,
+    /// Per term, the last document that holds it and the term's place in that document's
+    /// counts: an occurrence is counted in place, with no per-document map or sort.
+    seen: Vec<(u32, u32)>,
+    doc: Doc,
 }
 
 impl Builder {
+    fn new() -> Self {
+        Self {
+            doc: Doc {
+                id: 1,
+                ..Doc::default()
+            },
+            ..Self::default()
+        }
+    }
+
     fn intern(&mut self, term: &str) -> u32 {
         if let Some(&id) = self.terms.get(term) {
             return id;
@@ -488,11 +486,33 @@ impl Builder {
         let id = self.texts.len() as u32;
         self.terms.insert(term.into(), id);
         self.texts.push(term.into());
+        self.seen.push((0, 0));
         id
     }
 
-    /// Adds the terms of `text` to `doc`, counted in each of `fields`.
-    fn add(&mut self, text: &str, fields: &[Field], doc: &mut DocTerms) {
+    /// Counts one occurrence of `term` in `field` of the document being analysed.
+    fn count(&mut self, term: u32, field: Field) {
+        let doc = &mut self.doc;
+        let seen = &mut self.seen[term as usize];
+        if seen.0 != doc.id {
+            *seen = (doc.id, doc.counts.len() as u32);
+            doc.counts.push((term, [0; FIELD_COUNT]));
+        }
+        let count = &mut doc.counts[seen.1 as usize].1[field.index()];
+        *count = count.saturating_add(1);
+    }
+
+    /// Moves the document being analysed to `docs`; the next one starts empty.
+    fn end_doc(&mut self, docs: &mut Docs) {
+        let doc = &mut self.doc;
+        docs.lengths.push(std::mem::take(&mut doc.lengths));
+        docs.counts.push(doc.counts.drain(..));
+        docs.name_words.push(doc.name_words.drain(..));
+        doc.id += 1;
+    }
+
+    /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
+    fn add(&mut self, text: &str, fields: &[Field]) {
         let analyzer = analyzer();
         let mut scratch = std::mem::take(&mut self.scratch);
         analyzer.for_each_piece_in(&mut scratch, text, |piece| {
@@ -518,12 +538,12 @@ impl Builder {
             let Some(term) = term else { return };
             for &field in fields {
                 if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
-                    doc.name_words.push(term);
+                    self.doc.name_words.push(term);
                 }
-                doc.push(term, field);
+                self.count(term, field);
                 // A CJK unigram repeats what its bigrams say; it is not counted as length.
                 if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
-                    doc.lengths[field.index()] += 1;
+                    self.doc.lengths[field.index()] += 1;
                 }
             }
         });
@@ -535,15 +555,15 @@ impl Builder {
     /// translations: `获取` ("get") is rare in a mostly English catalog, but what it means is
     /// not, and it must not outweigh the rare words of a query.
     fn idf(&self, holders: &Holders<'_>) -> Vec<f32> {
-        let n = holders.groups.len() as f32;
+        let n = holders.tools() as f32;
         let idf = |df: usize| (1.0 + (n - df as f32 + 0.5) / (df as f32 + 0.5)).ln();
         let mut out: Vec<f32> = (0..self.texts.len() as u32)
             .map(|term| idf(holders.count(term)))
             .collect();
         for forms in vocab::built_in().concept_forms() {
             // The tools holding each form, by language.
-            let mut by_language: [Vec<u32>; 2] = [Vec::new(), Vec::new()];
-            let mut single_terms: Vec<(u32, Language)> = Vec::new();
+            let mut by_language = [ToolSet::new(holders.tools()), ToolSet::new(holders.tools())];
+            let mut single_terms: Vec<(u32, Language, ToolSet)> = Vec::new();
             for form in forms {
                 let Some(ids) = form
                     .terms
@@ -553,29 +573,19 @@ impl Builder {
                 else {
                     continue;
                 };
-                if let [single] = ids.as_slice() {
-                    single_terms.push((*single, form.language));
-                }
                 // Tools holding every term of the form.
-                let mut docs = holders.list(ids[0]);
+                let mut tools = holders.set(ids[0]);
                 for &id in &ids[1..] {
-                    let other = holders.list(id);
-                    docs.retain(|d| other.binary_search(d).is_ok());
+                    tools.intersect(&holders.set(id));
                 }
-                by_language[form.language as usize].extend(docs);
+                by_language[form.language as usize].unite(&tools);
+                if let [single] = ids.as_slice() {
+                    single_terms.push((*single, form.language, tools));
+                }
             }
-            for docs in &mut by_language {
-                docs.sort_unstable();
-                docs.dedup();
-            }
-            for (term, language) in single_terms {
+            for (term, language, own) in single_terms {
                 let translations = &by_language[1 - language as usize];
-                let own = holders.list(term);
-                let shared = own
-                    .iter()
-                    .filter(|d| translations.binary_search(d).is_ok())
-                    .count();
-                let df = own.len() + translations.len() - shared;
+                let df = own.union_len(translations);
                 out[term as usize] = out[term as usize].min(idf(df));
             }
         }
@@ -586,19 +596,24 @@ impl Builder {
         self,
         names: Vec<String>,
         groups: Vec<u32>,
-        docs: Vec<DocTerms>,
-        group_docs: Vec<DocTerms>,
-        exact: FxHashMap<u64, Vec<u32>>,
+        docs: Docs,
+        group_docs: Docs,
+        exact: Vec<(u64, u32)>,
     ) -> SearchIndex {
         let terms = self.texts.len();
         let mut in_names = vec![false; terms];
         let mut postings = weighted_frequencies(&docs, terms, Field::Name, &mut in_names);
         let mut group_postings =
             weighted_frequencies(&group_docs, terms, Field::GroupName, &mut in_names);
-        let mut members: Vec<Vec<u32>> = vec![Vec::new(); group_docs.len()];
-        for (doc, &group) in groups.iter().enumerate() {
-            members[group as usize].push(doc as u32);
+        let mut sizes = vec![0; group_docs.len()];
+        for &group in &groups {
+            sizes[group as usize] += 1;
         }
+        let mut members = Gather::new(&sizes);
+        for (doc, &group) in groups.iter().enumerate() {
+            members.push(group, doc as u32);
+        }
+        let members = members.finish();
         let idf = self.idf(&Holders {
             postings: &postings,
             group_postings: &group_postings,
@@ -622,12 +637,11 @@ impl Builder {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         name_terms.sort_unstable();
-        let name_words = docs.into_iter().map(|d| d.name_words).collect();
         SearchIndex {
             names,
             groups,
             group_count: group_docs.len(),
-            name_words,
+            name_words: docs.name_words,
             terms: self.terms,
             postings,
             group_postings,
@@ -641,64 +655,57 @@ impl Builder {
 /// comes once every term's document frequency is known. Terms found in `name_field` are
 /// marked in `in_names`.
 fn weighted_frequencies(
-    docs: &[DocTerms],
+    docs: &Docs,
     terms: usize,
     name_field: Field,
     in_names: &mut [bool],
-) -> Vec<Vec<Posting>> {
+) -> Postings {
     // Field lengths are averaged over the documents that have text at all.
-    let with_text = docs.iter().filter(|d| d.lengths.iter().any(|&l| l > 0));
+    let with_text = docs.lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
     let n = with_text.clone().count().max(1) as f32;
     let mut average = [0f32; FIELD_COUNT];
-    for doc in with_text {
-        for (sum, length) in average.iter_mut().zip(doc.lengths) {
+    for lengths in with_text {
+        for (sum, &length) in average.iter_mut().zip(lengths) {
             *sum += length as f32 / n;
         }
     }
     let mut frequency = vec![0u32; terms];
-    for doc in docs {
-        for &(term, _) in &doc.counts {
-            frequency[term as usize] += 1;
+    for &(term, counts) in docs.counts.iter().flatten() {
+        frequency[term as usize] += 1;
+        if counts[name_field.index()] > 0 {
+            in_names[term as usize] = true;
         }
     }
-    let mut postings: Vec<Vec<Posting>> = frequency
-        .iter()
-        .map(|&df| Vec::with_capacity(df as usize))
-        .collect();
-    for (id, doc) in docs.iter().enumerate() {
+    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
+    let mut postings = Gather::new(&frequency);
+    for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
         let mut norms = [0f32; FIELD_COUNT];
         for (i, field) in Field::ALL.iter().enumerate() {
             let b = field.length_normalisation();
             let relative = if average[i] > 0.0 {
-                doc.lengths[i] as f32 / average[i]
+                lengths[i] as f32 / average[i]
             } else {
                 1.0
             };
             norms[i] = field.weight() / (1.0 - b + b * relative);
         }
-        for &(term, counts) in &doc.counts {
-            let tf: f32 = counts
-                .iter()
-                .zip(norms)
-                .map(|(&count, norm)| count as f32 * norm)
-                .sum();
-            postings[term as usize].push(Posting {
-                doc: id as u32,
-                score: tf,
-            });
-            if counts[name_field.index()] > 0 {
-                in_names[term as usize] = true;
+        for &(term, counts) in counts {
+            let mut tf = 0.0;
+            for (count, norm) in counts.into_iter().zip(norms) {
+                tf += count as f32 * norm;
             }
+            let doc = doc as u32;
+            postings.push(term, Posting { doc, score: tf });
         }
     }
-    postings
+    postings.finish()
 }
 
 /// Which tools hold a term, in their own text or through their group's.
 struct Holders<'a> {
-    postings: &'a [Vec<Posting>],
-    group_postings: &'a [Vec<Posting>],
-    members: &'a [Vec<u32>],
+    postings: &'a Postings,
+    group_postings: &'a Postings,
+    members: &'a Rows<u32>,
     /// The group of each tool.
     groups: &'a [u32],
 }
@@ -726,14 +733,56 @@ impl Holders<'_> {
         own.len() + through_groups - both
     }
 
-    /// The tools that hold `term`, sorted.
-    fn list(&self, term: u32) -> Vec<u32> {
-        let mut docs: Vec<u32> = self.postings[term as usize].iter().map(|p| p.doc).collect();
-        for posting in &self.group_postings[term as usize] {
-            docs.extend(&self.members[posting.doc as usize]);
+    fn tools(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// The tools that hold `term`.
+    fn set(&self, term: u32) -> ToolSet {
+        let mut set = ToolSet::new(self.tools());
+        for posting in &self.postings[term as usize] {
+            set.insert(posting.doc);
         }
-        docs.sort_unstable();
-        docs.dedup();
-        docs
+        for posting in &self.group_postings[term as usize] {
+            for &tool in &self.members[posting.doc as usize] {
+                set.insert(tool);
+            }
+        }
+        set
+    }
+}
+
+/// A set of tools, a bit each: the vocabulary's document frequencies unite and intersect the
+/// sets of many common words.
+struct ToolSet(Vec<u64>);
+
+impl ToolSet {
+    fn new(tools: usize) -> Self {
+        Self(vec![0; tools.div_ceil(64)])
+    }
+
+    fn insert(&mut self, tool: u32) {
+        self.0[tool as usize / 64] |= 1 << (tool % 64);
+    }
+
+    fn intersect(&mut self, other: &Self) {
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word &= other;
+        }
+    }
+
+    fn unite(&mut self, other: &Self) {
+        for (word, other) in self.0.iter_mut().zip(&other.0) {
+            *word |= other;
+        }
+    }
+
+    /// How many tools are in this set or in `other`.
+    fn union_len(&self, other: &Self) -> usize {
+        self.0
+            .iter()
+            .zip(&other.0)
+            .map(|(a, b)| (a | b).count_ones() as usize)
+            .sum()
     }
 }

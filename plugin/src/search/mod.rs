@@ -10,6 +10,8 @@ mod analyze;
 mod fields;
 mod index;
 mod query;
+mod rows;
+mod schema;
 mod vocab;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};

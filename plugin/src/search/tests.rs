@@ -269,3 +269,36 @@ proptest! {
         prop_assert!(found.len() <= 5);
     }
 }
+
+/// Lowercase, runs of anything but letters and digits as one `_`, none at the ends: the
+/// definition `normalise_name` implements.
+fn normalised_by_definition(text: &str) -> String {
+    let lower: String = text.chars().flat_map(char::to_lowercase).collect();
+    lower
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join("_")
+}
+
+#[test]
+fn names_normalise_to_lowercase_words_joined_by_underscores() {
+    use super::index::normalise_name;
+    for (text, normal) in [
+        ("  Create  Issue ", "create_issue"),
+        ("gh__create_issue", "gh_create_issue"),
+        ("__x--y__", "x_y"),
+        ("", ""),
+        ("--", ""),
+        ("Ｇｅｔ 天气", "ｇｅｔ_天气"),
+    ] {
+        assert_eq!(normalise_name(text), normal, "{text:?}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn normalise_name_follows_its_definition(text in "\\PC{0,24}") {
+        prop_assert_eq!(super::index::normalise_name(&text), normalised_by_definition(&text));
+    }
+}

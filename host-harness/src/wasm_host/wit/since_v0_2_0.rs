@@ -25,7 +25,7 @@ impl wit::Host for PluginState {}
 
 impl dsh::tool_restriction::host::Host for PluginState {
     fn registry(&mut self) -> Vec<wit::ToolDef> {
-        self.shell_registry().iter().map(tool_to_wit).collect()
+        self.shell_registry(tool_to_wit)
     }
 
     fn allowed_tools(&mut self, agent: String) -> Result<Vec<String>, String> {
@@ -67,7 +67,7 @@ pub fn tool_to_wit(tool: &Tool) -> wit::ToolDef {
     wit::ToolDef {
         name: tool.name.clone(),
         description: tool.description.clone(),
-        parameters: tool.parameters.to_string(),
+        parameters: tool.parameters_json().to_string(),
         origin: match &tool.origin {
             Origin::Builtin => wit::ToolOrigin::Builtin,
             Origin::Mcp(server) => wit::ToolOrigin::Mcp(server.clone()),
@@ -85,11 +85,5 @@ pub fn tool_from_wit(tool: wit::ToolDef) -> Result<Tool> {
             tool.name
         )
     })?;
-    Ok(Tool {
-        name: tool.name,
-        description: tool.description,
-        parameters,
-        origin: Origin::Builtin,
-        owner: None,
-    })
+    Ok(Tool::new(tool.name, tool.description, Origin::Builtin).with_parameters(parameters))
 }

@@ -1,0 +1,121 @@
+//! Rows of values end to end in one vector: an index holds thousands of short lists (per term,
+//! its postings; per tool, its terms), and a vector each would be an allocation each.
+
+use std::ops::Index;
+
+#[derive(Debug, Clone)]
+pub struct Rows<T> {
+    /// Where each row starts in `items`, then where the last one ends.
+    starts: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T> Default for Rows<T> {
+    fn default() -> Self {
+        Self {
+            starts: vec![0],
+            items: Vec::new(),
+        }
+    }
+}
+
+impl<T> Rows<T> {
+    /// Appends a row.
+    pub fn push(&mut self, row: impl IntoIterator<Item = T>) {
+        self.items.extend(row);
+        self.starts.push(self.items.len() as u32);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[T]> {
+        self.starts
+            .windows(2)
+            .map(|w| &self.items[w[0] as usize..w[1] as usize])
+    }
+
+    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut [T]> {
+        let mut rest = self.items.as_mut_slice();
+        self.starts.windows(2).map(move |w| {
+            let (row, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) as usize);
+            rest = tail;
+            row
+        })
+    }
+}
+
+/// Fills rows whose lengths are known, rows in any order, each row's items in order.
+pub struct Gather<T> {
+    rows: Rows<T>,
+    /// Where each row's next item goes.
+    next: Vec<u32>,
+}
+
+impl<T: Copy + Default> Gather<T> {
+    pub fn new(lengths: &[u32]) -> Self {
+        let mut starts = Vec::with_capacity(lengths.len() + 1);
+        let mut total = 0;
+        starts.push(0);
+        for &length in lengths {
+            total += length;
+            starts.push(total);
+        }
+        Self {
+            next: starts[..lengths.len()].to_vec(),
+            rows: Rows {
+                starts,
+                items: vec![T::default(); total as usize],
+            },
+        }
+    }
+
+    /// Appends `item` to row `row`.
+    pub fn push(&mut self, row: u32, item: T) {
+        let next = &mut self.next[row as usize];
+        self.rows.items[*next as usize] = item;
+        *next += 1;
+    }
+
+    pub fn finish(self) -> Rows<T> {
+        self.rows
+    }
+}
+
+impl<T> Index<usize> for Rows<T> {
+    type Output = [T];
+
+    fn index(&self, row: usize) -> &[T] {
+        &self.items[self.starts[row] as usize..self.starts[row + 1] as usize]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_pushed_or_gathered_read_back() {
+        let mut rows = Rows::default();
+        rows.push([1, 2]);
+        rows.push([]);
+        rows.push([3]);
+        assert_eq!(rows.iter().count(), 3);
+        assert_eq!(
+            (&rows[0], &rows[1], &rows[2]),
+            (&[1, 2][..], &[][..], &[3][..])
+        );
+        for row in rows.iter_mut() {
+            row.iter_mut().for_each(|x| *x *= 10);
+        }
+        assert_eq!(rows.iter().collect::<Vec<_>>(), [&[10, 20][..], &[], &[30]]);
+
+        let mut gather = Gather::new(&[2, 0, 1]);
+        for (row, item) in [(0, 'a'), (2, 'c'), (0, 'b')] {
+            gather.push(row, item);
+        }
+        let gathered = gather.finish();
+        assert_eq!(
+            gathered.iter().collect::<Vec<_>>(),
+            [&['a', 'b'][..], &[], &['c']]
+        );
+        assert_eq!(Rows::<u8>::default().iter().count(), 0);
+    }
+}
