@@ -191,10 +191,16 @@ fn harness_in(home: &Path, args: &[&str], stdin: &str) -> (bool, String, String)
     )
 }
 
+/// `plugin add`, expected to succeed.
 fn add(profile: &str, source: &str) -> (String, String) {
-    let (ok, stdout, stderr) = harness(&["plugin", "--profile", profile, "add", source], "");
+    let (ok, stdout, stderr) = try_add(profile, source);
     assert!(ok, "add {source} failed:\n{stderr}");
     (stdout, stderr)
+}
+
+/// `plugin add`, whatever comes of it.
+fn try_add(profile: &str, source: &str) -> (bool, String, String) {
+    harness(&["plugin", "--profile", profile, "add", source], "")
 }
 
 fn sha256_of(path: &Path) -> String {
@@ -310,16 +316,7 @@ fn a_config_the_plugin_rejects_is_shown_in_the_bundle_and_changes_nothing() {
     let profile = "bad-bundle";
     add(profile, &format!("git:{}", w.url()));
     let before = std::fs::read(w.profile_dir(profile).join("cordis.yml")).unwrap();
-    let (ok, _, stderr) = harness(
-        &[
-            "plugin",
-            "--profile",
-            profile,
-            "add",
-            &format!("git:{}#bad-config", w.url()),
-        ],
-        "",
-    );
+    let (ok, _, stderr) = try_add(profile, &format!("git:{}#bad-config", w.url()));
     assert!(!ok);
     let expected = format!(
         "the plugin rejects the config the bundle gives it:\n{}/cordis.patch.yml:7:17: \
@@ -473,16 +470,7 @@ fn a_broken_profile_is_never_rewritten() {
     std::fs::create_dir_all(&dir).unwrap();
     let broken = "- id: lazy-tools\n  name: [lazy-tools\n";
     std::fs::write(dir.join("cordis.yml"), broken).unwrap();
-    let (ok, _, stderr) = harness(
-        &[
-            "plugin",
-            "--profile",
-            profile,
-            "add",
-            &format!("git:{}", w.url()),
-        ],
-        "",
-    );
+    let (ok, _, stderr) = try_add(profile, &format!("git:{}", w.url()));
     assert!(!ok);
     assert!(
         stderr.contains("profile `broken` is not valid:"),
@@ -497,10 +485,7 @@ fn a_broken_profile_is_never_rewritten() {
         broken
     );
 
-    let (ok, _, stderr) = harness(
-        &["plugin", "--profile", profile, "add", "https://x.test/p"],
-        "",
-    );
+    let (ok, _, stderr) = try_add(profile, "https://x.test/p");
     assert!(!ok);
     assert!(
         stderr.contains(
@@ -545,16 +530,7 @@ fn an_id_the_user_inserts_is_not_installed_twice() {
     std::fs::create_dir_all(&dir).unwrap();
     let patch = "- insert:\n    - {id: lazy-tools, name: lazy-tools, component: mine.wasm}\n";
     std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
-    let (ok, _, stderr) = harness(
-        &[
-            "plugin",
-            "--profile",
-            profile,
-            "add",
-            &format!("git:{}", w.url()),
-        ],
-        "",
-    );
+    let (ok, _, stderr) = try_add(profile, &format!("git:{}", w.url()));
     assert!(!ok);
     assert!(
         stderr.contains(&format!(
