@@ -294,6 +294,30 @@ mod tests {
     }
 
     #[test]
+    fn plugin_config_reads_the_profile_with_its_patch_or_a_bare_node() {
+        let dir = profile(
+            "- id: lazy-tools\n  name: lazy-tools\n  component: c.wasm\n  config: {catalog: names}\n",
+            "- id: lazy-tools\n  config: {catalog: groups}\n",
+        );
+        let config = plugin_config(Some(dir.path()), "lazy-tools").unwrap();
+        assert_eq!(config, serde_json::json!({"catalog": "groups"}));
+        let err = plugin_config(Some(dir.path()), "lazy-tool").unwrap_err();
+        assert!(
+            err.to_string().contains("did you mean `lazy-tools`"),
+            "{err}"
+        );
+
+        let bare = tempfile::tempdir().unwrap();
+        std::fs::write(bare.path().join("profile.yml"), "defer: [x]\n").unwrap();
+        let config = plugin_config(Some(bare.path()), "lazy-tools").unwrap();
+        assert_eq!(config, serde_json::json!({"defer": ["x"]}));
+        assert_eq!(
+            plugin_config(None, "lazy-tools").unwrap(),
+            serde_json::Value::Null
+        );
+    }
+
+    #[test]
     fn the_patch_replaces_config_and_disables() {
         let dir = profile(
             "- {id: a, name: a, component: a.wasm, config: {defer: [x]}}\n- {id: b, name: b, component: b.wasm}\n",
