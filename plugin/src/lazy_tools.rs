@@ -16,7 +16,7 @@ use crate::host::{Host, LogLevel};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{Registry, ToolDef};
 use crate::search::SearchIndex;
-use crate::state::AgentState;
+use crate::state::{AgentState, CatalogCache};
 use crate::tokens::{TokenCosts, estimate_tokens};
 
 /// Misuse by the host (mirrors the WIT `plugin-error`).
@@ -217,6 +217,12 @@ impl<H: Host> LazyTools<H> {
             return Ok(None);
         }
         let state = self.agent(agent)?;
+        if let Some(cache) = &state.catalog
+            && cache.generation == state.seen_generation
+            && cache.over_budget == state.budget.over
+        {
+            return Ok(cache.text.clone());
+        }
         // Every tool the policy hides from this agent, loaded or not, so that
         // loading a tool never changes the text.
         let mut entries: Vec<Entry> = state
@@ -233,18 +239,6 @@ impl<H: Host> LazyTools<H> {
             })
             .collect();
         entries.sort();
-        let key = {
-            use std::hash::{Hash, Hasher};
-            let mut hasher = std::collections::hash_map::DefaultHasher::new();
-            entries.hash(&mut hasher);
-            (mode as u8, chars, cap).hash(&mut hasher);
-            hasher.finish()
-        };
-        if let Some((cached, text)) = &state.catalog
-            && *cached == key
-        {
-            return Ok(text.clone());
-        }
         let host = &self.host;
         let text = catalog::render(mode, entries, chars, cap, |text| {
             host.count_tokens(&[text.to_string()])
@@ -252,7 +246,11 @@ impl<H: Host> LazyTools<H> {
                 .unwrap_or_else(|| estimate_tokens(text))
         });
         if let Some(state) = self.agents.get_mut(agent) {
-            state.catalog = Some((key, text.clone()));
+            state.catalog = Some(CatalogCache {
+                generation: state.seen_generation,
+                over_budget: state.budget.over,
+                text: text.clone(),
+            });
         }
         Ok(text)
     }

@@ -5,6 +5,16 @@ use std::collections::{BTreeSet, HashSet};
 
 use crate::policy::{BudgetStanding, Decision};
 
+/// A rendered catalog and the state it was rendered from: the host's tools
+/// generation and the budget latch. Loading a tool never changes the text,
+/// and a new config clears the cache, so nothing else can make it stale.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CatalogCache {
+    pub generation: Option<u64>,
+    pub over_budget: bool,
+    pub text: Option<String>,
+}
+
 #[derive(Debug, Default)]
 pub struct AgentState {
     pub parent: Option<String>,
@@ -23,8 +33,8 @@ pub struct AgentState {
     /// once over, it stays over, so tools that come and go never toggle
     /// the others back and forth.
     pub budget: BudgetStanding,
-    /// The last system-prompt catalog, with the fingerprint of its input.
-    pub catalog: Option<(u64, Option<String>)>,
+    /// The last system-prompt catalog, with what it was computed from.
+    pub catalog: Option<CatalogCache>,
     /// The host's tools generation at the last refresh (`None`: never).
     pub seen_generation: Option<u64>,
 }

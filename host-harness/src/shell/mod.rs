@@ -6,6 +6,7 @@ mod builtins;
 mod core;
 mod tools;
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Context as _, Result, anyhow, bail};
@@ -318,13 +319,14 @@ impl Shell {
                 .visible_tools(agent)
                 .with_context(|| format!("plugin `{}` trapped in visible-tools", plugin.id))?
                 .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
-            views.push(view);
+            // A set: with thousands of tools a list scan per tool is quadratic.
+            views.push(view.into_iter().collect::<HashSet<String>>());
         }
         let core = self.core();
         Ok(core
             .effective(agent, None)?
             .into_iter()
-            .filter(|t| views.iter().all(|view| view.iter().any(|n| n == &t.name)))
+            .filter(|t| views.iter().all(|view| view.contains(t.name.as_str())))
             .map(Tool::schema)
             .collect())
     }
