@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-pub use crate::wasm_host::wit::since_v0_2_0::wit::{
+pub use crate::wasm_host::wit::since_v0_3_0::wit::{
     ConfigError, Explanation, PluginError as PluginCallError, Rule, ToolResult, ToolState, Verdict,
 };
 

@@ -53,7 +53,7 @@ fn a_0_1_0_plugin_runs_with_its_own_semantics() {
 #[test]
 fn the_current_plugin_speaks_the_newest_version() {
     let mut shell = shell_with(&host_harness::wasm_host::lazy_tools_component_path());
-    assert_eq!(shell.plugin_mut("old").unwrap().contract_version(), "0.2.0");
+    assert_eq!(shell.plugin_mut("old").unwrap().contract_version(), "0.3.0");
 }
 
 #[test]
@@ -70,7 +70,7 @@ fn a_component_without_the_interface_is_refused_with_the_versions() {
         .unwrap_err();
     let err = format!("{:#}", anyhow::Error::from(err));
     assert!(
-        err.contains("does not export dsh:tool-restriction/restriction in a version this host supports (0.2.0, 0.1.0)"),
+        err.contains("does not export dsh:tool-restriction/restriction in a version this host supports (0.3.0, 0.2.0, 0.1.0)"),
         "{err}"
     );
 }

@@ -9,7 +9,7 @@ use crate::registry::{Origin, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, ToolResult, Verdict};
 
 wit_bindgen::generate!({
-    path: "../wit/since_v0.2.0",
+    path: "../wit/since_v0.3.0",
     world: "restriction-plugin",
 });
 

@@ -5,6 +5,7 @@
 
 pub mod since_v0_1_0;
 pub mod since_v0_2_0;
+pub mod since_v0_3_0;
 
 use anyhow::{Context as _, Result, bail};
 use wasmtime::Store;
@@ -13,12 +14,13 @@ use wasmtime::component::{Component, Linker};
 use super::{IntoAnyhow as _, PluginState};
 use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
 use crate::shell::Tool;
-use since_v0_2_0 as latest;
+use since_v0_3_0 as latest;
 
 /// Every contract version this host supports, newest first.
-pub const SUPPORTED: &[&str] = &["0.2.0", "0.1.0"];
+pub const SUPPORTED: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
 
 pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
+    since_v0_3_0::add_to_linker(linker).context("linking dsh:tool-restriction@0.3.0")?;
     since_v0_2_0::add_to_linker(linker).context("linking dsh:tool-restriction@0.2.0")?;
     since_v0_1_0::add_to_linker(linker).context("linking dsh:tool-restriction@0.1.0")?;
     Ok(())
@@ -28,6 +30,7 @@ pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
 pub enum PluginBindings {
     V0_1_0(since_v0_1_0::RestrictionPlugin),
     V0_2_0(since_v0_2_0::RestrictionPlugin),
+    V0_3_0(since_v0_3_0::RestrictionPlugin),
 }
 
 /// Runs `$body` with `$guest` bound to the plugin's exported interface,
@@ -40,6 +43,10 @@ macro_rules! with_guest {
                 $body
             }
             PluginBindings::V0_2_0(b) => {
+                let $guest = b.dsh_tool_restriction_restriction();
+                $body
+            }
+            PluginBindings::V0_3_0(b) => {
                 let $guest = b.dsh_tool_restriction_restriction();
                 $body
             }
@@ -58,6 +65,12 @@ impl PluginBindings {
                 .get_export_index(None, format!("dsh:tool-restriction/restriction@{version}"))
                 .is_some()
         };
+        if exports("0.3.0") {
+            let bindings = since_v0_3_0::RestrictionPlugin::instantiate(store, component, linker)
+                .into_anyhow()
+                .context("instantiating a dsh:tool-restriction@0.3.0 plugin")?;
+            return Ok(Self::V0_3_0(bindings));
+        }
         if exports("0.2.0") {
             let bindings = since_v0_2_0::RestrictionPlugin::instantiate(store, component, linker)
                 .into_anyhow()
@@ -81,6 +94,7 @@ impl PluginBindings {
         match self {
             Self::V0_1_0(_) => "0.1.0",
             Self::V0_2_0(_) => "0.2.0",
+            Self::V0_3_0(_) => "0.3.0",
         }
     }
 
@@ -161,6 +175,9 @@ impl PluginBindings {
             Self::V0_2_0(b) => Ok(b
                 .dsh_tool_restriction_restriction()
                 .call_system_prompt(store, &agent.to_owned())?),
+            Self::V0_3_0(b) => Ok(b
+                .dsh_tool_restriction_restriction()
+                .call_system_prompt(store, &agent.to_owned())?),
         }
     }
 
@@ -176,6 +193,11 @@ impl PluginBindings {
                 bail!("the plugin speaks dsh:tool-restriction@0.1.0, which has no explain")
             }
             Self::V0_2_0(b) => Ok(b.dsh_tool_restriction_restriction().call_explain(
+                store,
+                &agent.to_owned(),
+                tool,
+            )?),
+            Self::V0_3_0(b) => Ok(b.dsh_tool_restriction_restriction().call_explain(
                 store,
                 &agent.to_owned(),
                 tool,

@@ -167,7 +167,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             time(|| {
                 core.tools()
                     .iter()
-                    .map(crate::wasm_host::wit::since_v0_2_0::tool_to_wit)
+                    .map(crate::wasm_host::wit::since_v0_3_0::tool_to_wit)
                     .collect::<Vec<_>>()
             })
             .1

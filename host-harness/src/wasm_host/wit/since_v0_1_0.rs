@@ -6,7 +6,7 @@ use anyhow::Result;
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
-use super::since_v0_2_0::{self as latest, wit};
+use super::since_v0_3_0::{self as latest, wit};
 
 wasmtime::component::bindgen!({
     path: "../wit/since_v0.1.0",
