@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::shell::{Origin, Tool};
+use crate::tool::{Origin, Tool};
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {

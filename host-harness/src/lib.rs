@@ -5,6 +5,7 @@ pub mod atomic_write;
 pub mod catalog;
 pub mod commands;
 pub mod home;
+pub mod host_view;
 pub mod install;
 pub mod native_plugin;
 pub mod peers;
@@ -12,7 +13,12 @@ pub mod plugin_api;
 pub mod profile;
 pub mod script;
 pub mod shell;
+pub mod shell_core;
 pub mod suggest;
 pub mod tokens;
+pub mod tool;
 pub mod wasm_host;
 pub mod yaml;
+
+#[cfg(test)]
+mod module_graph;

@@ -6,7 +6,8 @@ use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::shell::ToolSchema;
+use crate::shell_core::TokenCounter;
+use crate::tool::ToolSchema;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -41,6 +42,12 @@ impl Tokenizer {
             .iter()
             .map(|t| u64::from(self.count(&serde_json::to_string(t).unwrap_or_default())))
             .sum()
+    }
+}
+
+impl TokenCounter for Tokenizer {
+    fn count(&self, text: &str) -> u32 {
+        Tokenizer::count(*self, text)
     }
 }
 

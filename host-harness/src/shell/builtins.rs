@@ -3,7 +3,7 @@
 
 use serde_json::json;
 
-use super::tools::{Origin, Tool};
+use crate::tool::{Origin, Tool};
 
 /// The core built-ins, in the order the shell registers them.
 pub fn core_builtins() -> Vec<Tool> {

@@ -3,8 +3,6 @@
 //! and restriction plugins running as WebAssembly components.
 
 mod builtins;
-mod core;
-mod tools;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -13,10 +11,12 @@ use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
 
 pub use self::builtins::core_builtins;
-pub use self::core::{ShellCore, ShellError};
-pub use self::tools::{AgentId, Origin, Tool, ToolSchema, names};
+// The core and the tool types live below the shell (plugins see the core
+// through `host_view`); they are re-exported where the shell's users look.
 use crate::catalog::Catalog;
 use crate::plugin_api::{ConfigError, Explanation, Verdict};
+pub use crate::shell_core::{ShellCore, ShellError};
+pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
 
 /// What became of a tool call.
@@ -56,8 +56,6 @@ pub enum InstallError {
     Other(#[from] anyhow::Error),
 }
 
-type Hook = Box<dyn Fn(&str, &str, &Value) -> Verdict + Send>;
-
 struct ShellPlugin {
     id: String,
     instance: PluginInstance,
@@ -69,7 +67,6 @@ struct ShellPlugin {
 pub struct Shell {
     core: Arc<Mutex<ShellCore>>,
     plugins: Vec<ShellPlugin>,
-    hooks: Vec<(String, Hook)>,
 }
 
 impl Shell {
@@ -156,15 +153,6 @@ impl Shell {
     ) -> Result<()> {
         self.core().restrict(agent, source, allow)?;
         Ok(())
-    }
-
-    /// A native pre-execute hook, run before the plugins' hooks.
-    pub fn add_pre_execute_hook(
-        &mut self,
-        name: &str,
-        hook: impl Fn(&str, &str, &Value) -> Verdict + Send + 'static,
-    ) {
-        self.hooks.push((name.to_string(), Box::new(hook)));
     }
 
     /// Instantiates and configures a plugin, registers its guard tools in
@@ -332,7 +320,7 @@ impl Shell {
     }
 
     /// Calls a tool as the model would: resolve it, run the pre-execute
-    /// waterfall (native hooks, then plugins; any deny wins), check the
+    /// waterfall (the plugins in install order; any deny wins), check the
     /// agent's restrictions, then run it.
     ///
     /// Pre-execute runs before the restriction check so that a hook can tell
@@ -342,14 +330,6 @@ impl Shell {
         let Some(resolved) = resolved else {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
         };
-        for (name, hook) in &self.hooks {
-            if let Verdict::Deny(reason) = hook(agent, tool, arguments) {
-                return Ok(CallOutcome::Denied {
-                    by: name.clone(),
-                    reason,
-                });
-            }
-        }
         let arguments_json = arguments.to_string();
         for plugin in &mut self.plugins {
             let verdict = plugin

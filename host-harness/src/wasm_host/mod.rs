@@ -15,10 +15,13 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
-use crate::shell::{ShellCore, Tool};
+use crate::host_view::HostView;
+use crate::shell_core::ShellCore;
+use crate::tool::Tool;
 use cache::{CompiledCache, EngineKey, Rejection};
+use lazy_tools::host::LogLevel;
 use wit::PluginBindings;
+use wit::since_v0_3_0::wit::{ConfigError, Explanation, PluginError, ToolResult, Verdict};
 
 /// The path of the lazy-tools component this crate was built with.
 pub fn lazy_tools_component_path() -> PathBuf {
@@ -288,9 +291,7 @@ impl WasmHost {
         let state = PluginState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
-            shell,
-            plugin_id: plugin_id.to_string(),
-            logs: Vec::new(),
+            host: HostView::new(shell, plugin_id),
             memory: MemoryWatch::default(),
         };
         let mut store = Store::new(&self.engine, state);
@@ -306,13 +307,12 @@ impl WasmHost {
     }
 }
 
-/// What a plugin's store holds: WASI state and a handle to the shell.
+/// What a plugin's store holds: WASI state and the plugin's view of the
+/// shell, which the WIT imports delegate to.
 pub struct PluginState {
     wasi: WasiCtx,
     table: ResourceTable,
-    shell: Arc<Mutex<ShellCore>>,
-    plugin_id: String,
-    logs: Vec<(tracing::Level, String)>,
+    host: HostView,
     memory: MemoryWatch,
 }
 
@@ -353,61 +353,8 @@ impl WasiView for PluginState {
 }
 
 impl PluginState {
-    fn shell(&self) -> MutexGuard<'_, ShellCore> {
-        self.shell.lock().unwrap_or_else(|e| e.into_inner())
-    }
-
-    /// Every registered tool, converted by `convert` under the lock (no copy of the shell's
-    /// tools first: plugins fetch the whole registry after every change).
-    pub(crate) fn shell_registry<T>(&self, convert: impl Fn(&Tool) -> T) -> Vec<T> {
-        self.shell().tools().iter().map(convert).collect()
-    }
-
-    pub(crate) fn shell_allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
-        let shell = self.shell();
-        let tools = shell
-            .effective(agent, Some(&self.plugin_id))
-            .map_err(|e| e.to_string())?;
-        Ok(tools.into_iter().map(|t| t.name.clone()).collect())
-    }
-
-    pub(crate) fn shell_restrict(
-        &self,
-        agent: &str,
-        allow: Option<Vec<String>>,
-    ) -> Result<(), String> {
-        self.shell()
-            .restrict(agent, &self.plugin_id, allow)
-            .map_err(|e| e.to_string())
-    }
-
-    /// The MCP servers that registered tools name, with their descriptions.
-    pub(crate) fn shell_groups(&self) -> Vec<(String, String)> {
-        self.shell()
-            .groups()
-            .map(|(n, d)| (n.to_string(), d.to_string()))
-            .collect()
-    }
-
-    pub(crate) fn shell_generation(&self) -> u64 {
-        self.shell().generation()
-    }
-
-    /// The shell's token counts for `texts`; `None` when it has no counter.
-    pub(crate) fn shell_count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
-        let counter = self.shell().token_counter()?;
-        Some(texts.iter().map(|t| counter.count(t)).collect())
-    }
-
-    pub(crate) fn record_log(&mut self, level: tracing::Level, message: String) {
-        match level {
-            tracing::Level::ERROR => tracing::error!(plugin = %self.plugin_id, "{message}"),
-            tracing::Level::WARN => tracing::warn!(plugin = %self.plugin_id, "{message}"),
-            tracing::Level::INFO => tracing::info!(plugin = %self.plugin_id, "{message}"),
-            tracing::Level::DEBUG => tracing::debug!(plugin = %self.plugin_id, "{message}"),
-            tracing::Level::TRACE => tracing::trace!(plugin = %self.plugin_id, "{message}"),
-        }
-        self.logs.push((level, message));
+    pub(crate) fn host(&self) -> &HostView {
+        &self.host
     }
 }
 
@@ -423,8 +370,9 @@ impl PluginInstance {
         self.bindings.version()
     }
 
-    pub fn logs(&self) -> &[(tracing::Level, String)] {
-        &self.store.data().logs
+    /// The plugin's last log lines, oldest first (a bounded number).
+    pub fn recent_logs(&self) -> Vec<(LogLevel, String)> {
+        self.store.data().host.recent_logs()
     }
 
     /// The bytes of linear memory the plugin holds: its high-water mark, since a WebAssembly
@@ -445,7 +393,7 @@ impl PluginInstance {
         &mut self,
         agent: &str,
         parent: Option<&str>,
-    ) -> Result<Result<(), PluginCallError>> {
+    ) -> Result<Result<(), PluginError>> {
         self.bindings.agent_created(&mut self.store, agent, parent)
     }
 
@@ -453,11 +401,11 @@ impl PluginInstance {
         self.bindings.agent_disposed(&mut self.store, agent)
     }
 
-    pub fn registry_changed(&mut self) -> Result<Result<(), PluginCallError>> {
+    pub fn registry_changed(&mut self) -> Result<Result<(), PluginError>> {
         self.bindings.registry_changed(&mut self.store)
     }
 
-    pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginCallError>> {
+    pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginError>> {
         self.bindings.visible_tools(&mut self.store, agent)
     }
 
@@ -471,23 +419,16 @@ impl PluginInstance {
         agent: &str,
         tool: &str,
         arguments: &str,
-    ) -> Result<Result<ToolResult, PluginCallError>> {
+    ) -> Result<Result<ToolResult, PluginError>> {
         self.bindings
             .execute(&mut self.store, agent, tool, arguments)
     }
 
-    pub fn system_prompt(
-        &mut self,
-        agent: &str,
-    ) -> Result<Result<Option<String>, PluginCallError>> {
+    pub fn system_prompt(&mut self, agent: &str) -> Result<Result<Option<String>, PluginError>> {
         self.bindings.system_prompt(&mut self.store, agent)
     }
 
-    pub fn explain(
-        &mut self,
-        agent: &str,
-        tool: &str,
-    ) -> Result<Result<Explanation, PluginCallError>> {
+    pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Result<Explanation, PluginError>> {
         self.bindings.explain(&mut self.store, agent, tool)
     }
 

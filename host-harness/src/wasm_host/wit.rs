@@ -12,9 +12,9 @@ use wasmtime::Store;
 use wasmtime::component::{Component, Linker};
 
 use super::{IntoAnyhow as _, PluginState};
-use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
-use crate::shell::Tool;
+use crate::tool::Tool;
 use since_v0_3_0 as latest;
+use since_v0_3_0::wit::{ConfigError, Explanation, PluginError, ToolResult, Verdict};
 
 /// Every contract version this host supports, newest first.
 pub const SUPPORTED: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
@@ -116,7 +116,7 @@ impl PluginBindings {
         store: &mut Store<PluginState>,
         agent: &str,
         parent: Option<&str>,
-    ) -> Result<Result<(), PluginCallError>> {
+    ) -> Result<Result<(), PluginError>> {
         let (agent, parent) = (agent.to_owned(), parent.map(str::to_owned));
         Ok(with_guest!(self, g => g.call_agent_created(&mut *store, &agent, parent.as_ref()))?)
     }
@@ -129,7 +129,7 @@ impl PluginBindings {
     pub fn registry_changed(
         &self,
         store: &mut Store<PluginState>,
-    ) -> Result<Result<(), PluginCallError>> {
+    ) -> Result<Result<(), PluginError>> {
         Ok(with_guest!(self, g => g.call_registry_changed(&mut *store))?)
     }
 
@@ -137,7 +137,7 @@ impl PluginBindings {
         &self,
         store: &mut Store<PluginState>,
         agent: &str,
-    ) -> Result<Result<Vec<String>, PluginCallError>> {
+    ) -> Result<Result<Vec<String>, PluginError>> {
         let agent = agent.to_owned();
         Ok(with_guest!(self, g => g.call_visible_tools(&mut *store, &agent))?)
     }
@@ -159,7 +159,7 @@ impl PluginBindings {
         agent: &str,
         tool: &str,
         arguments: &str,
-    ) -> Result<Result<ToolResult, PluginCallError>> {
+    ) -> Result<Result<ToolResult, PluginError>> {
         let agent = agent.to_owned();
         Ok(with_guest!(self, g => g.call_execute(&mut *store, &agent, tool, arguments))?)
     }
@@ -169,7 +169,7 @@ impl PluginBindings {
         &self,
         store: &mut Store<PluginState>,
         agent: &str,
-    ) -> Result<Result<Option<String>, PluginCallError>> {
+    ) -> Result<Result<Option<String>, PluginError>> {
         match self {
             Self::V0_1_0(_) => Ok(Ok(None)),
             Self::V0_2_0(b) => Ok(b
@@ -187,7 +187,7 @@ impl PluginBindings {
         store: &mut Store<PluginState>,
         agent: &str,
         tool: &str,
-    ) -> Result<Result<Explanation, PluginCallError>> {
+    ) -> Result<Result<Explanation, PluginError>> {
         match self {
             Self::V0_1_0(_) => {
                 bail!("the plugin speaks dsh:tool-restriction@0.1.0, which has no explain")

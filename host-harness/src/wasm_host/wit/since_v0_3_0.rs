@@ -1,11 +1,15 @@
 //! Bindings to `dsh:tool-restriction@0.3.0`, the newest contract, and the
-//! host side of its imports. Older versions reuse its types.
+//! host side of its imports: each delegates to the plugin's `HostView`, so
+//! this file only converts between WIT records and the plugin's types.
 
 use anyhow::Result;
+use lazy_tools::host::{Host as _, LogLevel};
+use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
-use crate::shell::{Origin, Tool};
+use crate::host_view::tool_def;
+use crate::tool::{Origin, Tool};
 
 wasmtime::component::bindgen!({
     path: "../wit/since_v0.3.0",
@@ -25,53 +29,60 @@ impl wit::Host for PluginState {}
 
 impl dsh::tool_restriction::host::Host for PluginState {
     fn registry(&mut self) -> Vec<wit::ToolDef> {
-        self.shell_registry(tool_to_wit)
+        self.host().registry().into_iter().map(def_to_wit).collect()
     }
 
     fn allowed_tools(&mut self, agent: String) -> Result<Vec<String>, String> {
-        self.shell_allowed_tools(&agent)
+        self.host().allowed_tools(&agent)
     }
 
     fn restrict(&mut self, agent: String, allow: Option<Vec<String>>) -> Result<(), String> {
-        self.shell_restrict(&agent, allow)
+        self.host().restrict_owned(&agent, allow)
     }
 
     fn log(&mut self, level: wit::LogLevel, message: String) {
         let level = match level {
-            wit::LogLevel::Trace => tracing::Level::TRACE,
-            wit::LogLevel::Debug => tracing::Level::DEBUG,
-            wit::LogLevel::Info => tracing::Level::INFO,
-            wit::LogLevel::Warn => tracing::Level::WARN,
-            wit::LogLevel::Error => tracing::Level::ERROR,
+            wit::LogLevel::Trace => LogLevel::Trace,
+            wit::LogLevel::Debug => LogLevel::Debug,
+            wit::LogLevel::Info => LogLevel::Info,
+            wit::LogLevel::Warn => LogLevel::Warn,
+            wit::LogLevel::Error => LogLevel::Error,
         };
-        self.record_log(level, message);
+        self.host().log(level, &message);
     }
 
     fn tool_groups(&mut self) -> Vec<wit::ToolGroup> {
-        self.shell_groups()
+        self.host()
+            .tool_groups()
             .into_iter()
-            .map(|(name, description)| wit::ToolGroup { name, description })
+            .map(|ToolGroup { name, description }| wit::ToolGroup { name, description })
             .collect()
     }
 
     fn tools_generation(&mut self) -> u64 {
-        self.shell_generation()
+        self.host().tools_generation()
     }
 
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
-        self.shell_count_tokens(&texts)
+        self.host().count_tokens(&texts)
     }
 }
 
+/// A shell tool as a WIT record: what the `registry` import sends for it.
 pub fn tool_to_wit(tool: &Tool) -> wit::ToolDef {
+    def_to_wit(tool_def(tool))
+}
+
+/// The plugin's view of a tool as a WIT record (a move, no copy).
+fn def_to_wit(tool: ToolDef) -> wit::ToolDef {
     wit::ToolDef {
-        name: tool.name.clone(),
-        description: tool.description.clone(),
-        parameters: tool.parameters_json().to_string(),
-        origin: match &tool.origin {
-            Origin::Builtin => wit::ToolOrigin::Builtin,
-            Origin::Mcp(server) => wit::ToolOrigin::Mcp(server.clone()),
-            Origin::Agent(agent) => wit::ToolOrigin::Agent(agent.clone()),
+        name: tool.name,
+        description: tool.description,
+        parameters: tool.parameters,
+        origin: match tool.origin {
+            PluginOrigin::Builtin => wit::ToolOrigin::Builtin,
+            PluginOrigin::Mcp(server) => wit::ToolOrigin::Mcp(server),
+            PluginOrigin::Agent(agent) => wit::ToolOrigin::Agent(agent),
         },
     }
 }

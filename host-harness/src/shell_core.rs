@@ -6,12 +6,13 @@
 //! never its own scope; layers intersect along the chain, so an agent never
 //! sees what its parent cannot.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::fmt;
+use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use super::tools::{AgentId, Tool};
-use crate::tokens::Tokenizer;
+use crate::tool::{AgentId, Tool};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShellError {
@@ -29,18 +30,70 @@ pub enum ShellError {
     UnknownToolsInRestriction { agent: String, names: Vec<String> },
 }
 
+/// Counts a text's tokens with the model's tokenizer. The core only keeps one
+/// for plugins to ask (`host.count-tokens`), so it takes any counter rather
+/// than depending on a tokenizer.
+pub trait TokenCounter: fmt::Debug + Send + Sync {
+    fn count(&self, text: &str) -> u32;
+}
+
 #[derive(Debug, Clone)]
 struct Agent {
     parent: Option<AgentId>,
 }
 
+/// Which scopes hold a tool of each name (`None`: the global scope), so that
+/// checking a name costs the same with fifty tools or fifty thousand.
+#[derive(Debug, Default)]
+struct NameIndex {
+    scopes: HashMap<String, Vec<Option<AgentId>>>,
+}
+
+impl NameIndex {
+    fn insert(&mut self, tool: &Tool) {
+        self.scopes
+            .entry(tool.name.clone())
+            .or_default()
+            .push(tool.origin.scope().map(str::to_string));
+    }
+
+    fn remove(&mut self, tool: &Tool) {
+        let Some(scopes) = self.scopes.get_mut(&tool.name) else {
+            return;
+        };
+        if let Some(at) = scopes
+            .iter()
+            .position(|s| s.as_deref() == tool.origin.scope())
+        {
+            scopes.swap_remove(at);
+        }
+        if scopes.is_empty() {
+            self.scopes.remove(&tool.name);
+        }
+    }
+
+    /// Whether some scope holds a tool named `name`.
+    fn contains(&self, name: &str) -> bool {
+        self.scopes.contains_key(name)
+    }
+
+    /// Whether `scope` holds a tool named `name`.
+    fn contains_in(&self, name: &str, scope: Option<&str>) -> bool {
+        self.scopes
+            .get(name)
+            .is_some_and(|scopes| scopes.iter().any(|s| s.as_deref() == scope))
+    }
+}
+
 #[derive(Debug, Default)]
 pub struct ShellCore {
     tools: Vec<Tool>,
+    /// Kept in step with `tools` by every method that adds or removes one.
+    names: NameIndex,
     /// MCP servers (and other groups) by name, with their descriptions.
     groups: BTreeMap<String, String>,
     /// The model's tokenizer, when the shell counts tokens.
-    tokenizer: Option<Tokenizer>,
+    tokenizer: Option<Arc<dyn TokenCounter>>,
     /// Bumped on every change to what some agent may call (see
     /// `host.tools-generation`).
     generation: u64,
@@ -64,12 +117,13 @@ impl ShellCore {
         self.groups.iter().map(|(n, d)| (n.as_str(), d.as_str()))
     }
 
-    pub fn set_tokenizer(&mut self, tokenizer: Option<Tokenizer>) {
-        self.tokenizer = tokenizer;
+    pub fn set_tokenizer<C: TokenCounter + 'static>(&mut self, tokenizer: Option<C>) {
+        self.tokenizer = tokenizer.map(|t| Arc::new(t) as Arc<dyn TokenCounter>);
     }
 
-    pub fn token_counter(&self) -> Option<Tokenizer> {
-        self.tokenizer
+    /// The model's tokenizer, as a handle that outlives a lock on the core.
+    pub fn token_counter(&self) -> Option<Arc<dyn TokenCounter>> {
+        self.tokenizer.clone()
     }
 
     /// Changes whenever a tool, an agent or a restriction changes.
@@ -81,16 +135,13 @@ impl ShellCore {
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
         }
-        if self
-            .tools
-            .iter()
-            .any(|t| t.name == tool.name && t.origin.scope() == tool.origin.scope())
-        {
+        if self.names.contains_in(&tool.name, tool.origin.scope()) {
             return Err(ShellError::DuplicateTool {
                 name: tool.name,
                 scope: scope_name(tool.origin.scope()),
             });
         }
+        self.names.insert(&tool);
         self.tools.push(tool);
         self.generation += 1;
         Ok(())
@@ -107,13 +158,22 @@ impl ShellCore {
                 scope: scope_name(scope),
             })?;
         self.generation += 1;
-        Ok(self.tools.remove(index))
+        let tool = self.tools.remove(index);
+        self.names.remove(&tool);
+        Ok(tool)
     }
 
     /// Removes every tool a plugin owns; returns how many.
     pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
         let before = self.tools.len();
-        self.tools.retain(|t| t.owner.as_deref() != Some(owner));
+        let names = &mut self.names;
+        self.tools.retain(|t| {
+            let keep = t.owner.as_deref() != Some(owner);
+            if !keep {
+                names.remove(t);
+            }
+            keep
+        });
         self.generation += 1;
         before - self.tools.len()
     }
@@ -158,8 +218,14 @@ impl ShellCore {
             self.agents.remove(agent);
             self.generation += 1;
             self.restrictions.remove(agent);
-            self.tools
-                .retain(|t| t.origin.scope() != Some(agent.as_str()));
+            let names = &mut self.names;
+            self.tools.retain(|t| {
+                let keep = t.origin.scope() != Some(agent.as_str());
+                if !keep {
+                    names.remove(t);
+                }
+                keep
+            });
         }
         Ok(removed)
     }
@@ -172,10 +238,6 @@ impl ShellCore {
 
     pub fn has_agent(&self, id: &str) -> bool {
         self.agents.contains_key(id)
-    }
-
-    pub fn parent(&self, id: &str) -> Result<Option<&str>, ShellError> {
-        Ok(self.agent(id)?.parent.as_deref())
     }
 
     /// The agents from the root down to `id`.
@@ -214,7 +276,7 @@ impl ShellCore {
         };
         let unknown: Vec<String> = allow
             .iter()
-            .filter(|name| !self.tools.iter().any(|t| &t.name == *name))
+            .filter(|name| !self.names.contains(name))
             .cloned()
             .collect();
         if !unknown.is_empty() {
@@ -323,7 +385,7 @@ fn scope_name(scope: Option<&str>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shell::Origin;
+    use crate::tool::Origin;
 
     fn names(tools: Vec<&Tool>) -> Vec<&str> {
         tools.iter().map(|t| t.name.as_str()).collect()
@@ -399,5 +461,94 @@ mod tests {
         let removed = core.dispose_agent("main").unwrap();
         assert_eq!(removed, ["main/worker", "main"]);
         assert!(!core.tools().iter().any(|t| t.name == "w"));
+    }
+
+    /// One change to the registry, over a few names, scopes and owners so
+    /// that names collide often.
+    #[derive(Debug, Clone)]
+    enum Change {
+        Register {
+            name: u8,
+            scope: Option<u8>,
+            owner: Option<u8>,
+        },
+        Unregister {
+            name: u8,
+            scope: Option<u8>,
+        },
+        UnregisterOwnedBy(u8),
+        Dispose(u8),
+        Create(u8),
+    }
+
+    fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+        use proptest::prelude::*;
+        let name = 0u8..5;
+        let scope = proptest::option::of(0u8..2);
+        prop_oneof![
+            4 => (name.clone(), scope.clone(), proptest::option::of(0u8..2))
+                .prop_map(|(name, scope, owner)| Change::Register { name, scope, owner }),
+            2 => (name, scope).prop_map(|(name, scope)| Change::Unregister { name, scope }),
+            1 => (0u8..2).prop_map(Change::UnregisterOwnedBy),
+            1 => (0u8..2).prop_map(Change::Dispose),
+            1 => (0u8..2).prop_map(Change::Create),
+        ]
+    }
+
+    proptest::proptest! {
+        /// The name index answers what a scan of the registry would, after
+        /// any sequence of registrations and removals.
+        #[test]
+        fn the_name_index_agrees_with_a_scan(changes in proptest::collection::vec(change(), 1..40)) {
+            let agent = |i: u8| format!("root/a{i}");
+            let tool_name = |i: u8| format!("t{i}");
+            let mut core = ShellCore::default();
+            core.create_agent("root", None).unwrap();
+            for i in 0..2 {
+                core.create_agent(&agent(i), Some("root")).unwrap();
+            }
+            for change in changes {
+                match change {
+                    Change::Register { name, scope, owner } => {
+                        let scope = scope.map(agent);
+                        let duplicate = core.tools().iter().any(|t| {
+                            t.name == tool_name(name) && t.origin.scope() == scope.as_deref()
+                        });
+                        let origin = scope.clone().map_or(Origin::Builtin, Origin::Agent);
+                        let mut tool = Tool::new(tool_name(name), "", origin);
+                        tool.owner = owner.map(|o| format!("plugin{o}"));
+                        let result = core.register(tool);
+                        let known_scope = scope.as_deref().is_none_or(|s| core.has_agent(s));
+                        proptest::prop_assert_eq!(
+                            result.is_err(),
+                            duplicate || !known_scope,
+                            "{:?}", result
+                        );
+                    }
+                    Change::Unregister { name, scope } => {
+                        let scope = scope.map(agent);
+                        let present = core.tools().iter().any(|t| {
+                            t.name == tool_name(name) && t.origin.scope() == scope.as_deref()
+                        });
+                        let result = core.unregister(&tool_name(name), scope.as_deref());
+                        proptest::prop_assert_eq!(result.is_ok(), present);
+                    }
+                    Change::UnregisterOwnedBy(owner) => {
+                        core.unregister_owned_by(&format!("plugin{owner}"));
+                    }
+                    Change::Dispose(i) => {
+                        let _ = core.dispose_agent(&agent(i));
+                    }
+                    Change::Create(i) => {
+                        let _ = core.create_agent(&agent(i), Some("root"));
+                    }
+                }
+                for name in (0..5).map(tool_name) {
+                    let registered = core.tools().iter().any(|t| t.name == name);
+                    let accepted = core.restrict("root", "p", Some(vec![name.clone()])).is_ok();
+                    proptest::prop_assert_eq!(accepted, registered, "restricting to {}", name);
+                }
+            }
+        }
     }
 }

@@ -1,0 +1,175 @@
+//! What one plugin sees of the shell: the plugin's `Host` trait over a shell
+//! core, under the plugin's restriction source. The native baseline uses it
+//! as is; a component's WIT imports delegate to it, so the six host
+//! operations are written once for both.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use lazy_tools::host::{Host, LogLevel};
+use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
+
+use crate::shell_core::ShellCore;
+use crate::tool::{Origin, Tool};
+
+/// How many of a plugin's log lines are kept (they also go to `tracing`).
+pub const KEPT_LOG_LINES: usize = 256;
+
+/// The shell core as plugin `plugin_id` sees it.
+pub struct HostView {
+    core: Arc<Mutex<ShellCore>>,
+    plugin_id: String,
+    logs: Mutex<LogRing>,
+}
+
+impl HostView {
+    pub fn new(core: Arc<Mutex<ShellCore>>, plugin_id: &str) -> Self {
+        Self {
+            core,
+            plugin_id: plugin_id.to_string(),
+            logs: Mutex::new(LogRing::new(KEPT_LOG_LINES)),
+        }
+    }
+
+    pub fn plugin_id(&self) -> &str {
+        &self.plugin_id
+    }
+
+    /// The plugin's last log lines, oldest first (at most [`KEPT_LOG_LINES`]).
+    pub fn recent_logs(&self) -> Vec<(LogLevel, String)> {
+        lock(&self.logs).lines().cloned().collect()
+    }
+
+    /// [`Host::restrict`] with an allow set the caller already owns (what
+    /// the WIT import receives), so it is not copied again.
+    pub fn restrict_owned(&self, agent: &str, allow: Option<Vec<String>>) -> Result<(), String> {
+        lock(&self.core)
+            .restrict(agent, &self.plugin_id, allow)
+            .map_err(|e| e.to_string())
+    }
+
+    fn core(&self) -> MutexGuard<'_, ShellCore> {
+        lock(&self.core)
+    }
+}
+
+impl Host for HostView {
+    fn registry(&self) -> Vec<ToolDef> {
+        // Converted under the lock, without copying the shell's tools first:
+        // plugins fetch the whole registry after every change.
+        self.core().tools().iter().map(tool_def).collect()
+    }
+
+    fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
+        let core = self.core();
+        let tools = core
+            .effective(agent, Some(&self.plugin_id))
+            .map_err(|e| e.to_string())?;
+        Ok(tools.into_iter().map(|t| t.name.clone()).collect())
+    }
+
+    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String> {
+        self.restrict_owned(agent, allow.map(<[String]>::to_vec))
+    }
+
+    fn log(&self, level: LogLevel, message: &str) {
+        let plugin = &self.plugin_id;
+        match level {
+            LogLevel::Error => tracing::error!(plugin = %plugin, "{message}"),
+            LogLevel::Warn => tracing::warn!(plugin = %plugin, "{message}"),
+            LogLevel::Info => tracing::info!(plugin = %plugin, "{message}"),
+            LogLevel::Debug => tracing::debug!(plugin = %plugin, "{message}"),
+            LogLevel::Trace => tracing::trace!(plugin = %plugin, "{message}"),
+        }
+        lock(&self.logs).push(level, message.to_string());
+    }
+
+    fn tool_groups(&self) -> Vec<ToolGroup> {
+        self.core()
+            .groups()
+            .map(|(name, description)| ToolGroup {
+                name: name.to_string(),
+                description: description.to_string(),
+            })
+            .collect()
+    }
+
+    fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
+        // The handle outlives the lock: counting does not hold the shell.
+        let counter = self.core().token_counter()?;
+        Some(texts.iter().map(|t| counter.count(t)).collect())
+    }
+
+    fn tools_generation(&self) -> u64 {
+        self.core().generation()
+    }
+}
+
+/// A shell tool as the plugin receives it.
+pub fn tool_def(tool: &Tool) -> ToolDef {
+    ToolDef {
+        name: tool.name.clone(),
+        description: tool.description.clone(),
+        parameters: tool.parameters_json().to_string(),
+        origin: match &tool.origin {
+            Origin::Builtin => PluginOrigin::Builtin,
+            Origin::Mcp(server) => PluginOrigin::Mcp(server.clone()),
+            Origin::Agent(agent) => PluginOrigin::Agent(agent.clone()),
+        },
+    }
+}
+
+/// A panic while a lock is held leaves the data consistent (every change is
+/// one call), so a poisoned lock is used as is.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The last `capacity` log lines: a plugin that logs on every call must not
+/// grow the shell's memory for ever.
+#[derive(Debug)]
+struct LogRing {
+    lines: VecDeque<(LogLevel, String)>,
+    capacity: usize,
+}
+
+impl LogRing {
+    fn new(capacity: usize) -> Self {
+        Self {
+            lines: VecDeque::with_capacity(capacity),
+            capacity,
+        }
+    }
+
+    fn push(&mut self, level: LogLevel, message: String) {
+        if self.capacity == 0 {
+            return;
+        }
+        if self.lines.len() == self.capacity {
+            self.lines.pop_front();
+        }
+        self.lines.push_back((level, message));
+    }
+
+    fn lines(&self) -> impl Iterator<Item = &(LogLevel, String)> {
+        self.lines.iter()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_keeps_only_the_last_lines_in_order() {
+        let view = HostView::new(Arc::default(), "p");
+        let total = KEPT_LOG_LINES + 10;
+        for i in 0..total {
+            view.log(LogLevel::Info, &format!("line {i}"));
+        }
+        let kept = view.recent_logs();
+        let expected: Vec<String> = (10..total).map(|i| format!("line {i}")).collect();
+        let messages: Vec<String> = kept.into_iter().map(|(_, m)| m).collect();
+        assert_eq!(messages, expected);
+    }
+}
