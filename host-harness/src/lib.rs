@@ -12,7 +12,6 @@ pub mod plugin_api;
 pub mod profile;
 pub mod script;
 pub mod shell;
-pub mod suggest;
 pub mod tokens;
 pub mod wasm_host;
 pub mod yaml;

@@ -9,7 +9,7 @@ use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
 
 use crate::shell::{Origin, ShellCore};
 
-/// The plugin's `Host` over a shell core, under restriction source `id`.
+/// The plugin's `Host` over a shell core, under layer source `id`.
 pub struct NativeHost {
     core: Arc<Mutex<ShellCore>>,
     id: String,
@@ -54,9 +54,9 @@ impl Host for NativeHost {
         Ok(tools.into_iter().map(|t| t.name.clone()).collect())
     }
 
-    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String> {
+    fn expose(&self, agent: &str, visible: Option<&[String]>) -> Result<(), String> {
         self.core()
-            .restrict(agent, &self.id, allow.map(<[String]>::to_vec))
+            .expose(agent, &self.id, visible.map(<[String]>::to_vec))
             .map_err(|e| e.to_string())
     }
 

@@ -210,11 +210,13 @@ fn never_defer_and_always_defer_hold_under_auto() {
         "Click.",
         Origin::Mcp("pw".into()),
     ));
-    // Far under the budget: only the always-deferred family is hidden.
+    // Far under the budget: only the always-deferred family is hidden. The
+    // lists are written: the shipped ones belong to the zero-config preset.
     let mut shell = shell(
         Some(Tokenizer::O200k),
-        tools,
-        json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]}),
+        tools.clone(),
+        json!({"deferToolLoading": "auto", "defer": ["Defer(*)"],
+               "neverDefer": ["web_search"], "alwaysDefer": ["*browser_*"]}),
     );
     let seen = visible(&mut shell);
     assert!(
@@ -225,6 +227,12 @@ fn never_defer_and_always_defer_hold_under_auto() {
         .explain("lazy-tools", "main", "pw__browser_click")
         .unwrap();
     assert_eq!(why.rule, Rule::AlwaysDefer);
+    // The zero-config preset (auto by default) does the same with its
+    // shipped lists.
+    let mut preset = shell(Some(Tokenizer::O200k), tools, Value::Null);
+    let seen = visible(&mut preset);
+    assert!(seen.contains(&"gh__create_issue".to_string()), "{seen:?}");
+    assert!(!seen.contains(&"pw__browser_click".to_string()), "{seen:?}");
 }
 
 #[test]

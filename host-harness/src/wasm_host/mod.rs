@@ -15,7 +15,9 @@ use wasmtime::component::{Component, Linker, ResourceTable};
 use wasmtime::{Config, Engine, Store};
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
-use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
+use crate::plugin_api::{
+    ConfigError, Explanation, LocatedExplanation, PluginCallError, ToolResult, Verdict,
+};
 use crate::shell::{ShellCore, Tool};
 use cache::{CompiledCache, EngineKey, Rejection};
 use wit::PluginBindings;
@@ -381,6 +383,16 @@ impl PluginState {
             .map_err(|e| e.to_string())
     }
 
+    pub(crate) fn shell_expose(
+        &self,
+        agent: &str,
+        visible: Option<Vec<String>>,
+    ) -> Result<(), String> {
+        self.shell()
+            .expose(agent, &self.plugin_id, visible)
+            .map_err(|e| e.to_string())
+    }
+
     /// The MCP servers that registered tools name, with their descriptions.
     pub(crate) fn shell_groups(&self) -> Vec<(String, String)> {
         self.shell()
@@ -449,6 +461,18 @@ impl PluginInstance {
         self.bindings.agent_created(&mut self.store, agent, parent)
     }
 
+    /// `agent` was created as a fork of `source`; a plugin older than 0.3.0
+    /// hears of a new agent.
+    pub fn agent_forked(
+        &mut self,
+        agent: &str,
+        parent: Option<&str>,
+        source: &str,
+    ) -> Result<Result<(), PluginCallError>> {
+        self.bindings
+            .agent_forked(&mut self.store, agent, parent, source)
+    }
+
     pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
         self.bindings.agent_disposed(&mut self.store, agent)
     }
@@ -489,6 +513,15 @@ impl PluginInstance {
         tool: &str,
     ) -> Result<Result<Explanation, PluginCallError>> {
         self.bindings.explain(&mut self.store, agent, tool)
+    }
+
+    /// `explain` with the JSON pointer of the config entry that decided.
+    pub fn explain_located(
+        &mut self,
+        agent: &str,
+        tool: &str,
+    ) -> Result<Result<LocatedExplanation, PluginCallError>> {
+        self.bindings.explain_located(&mut self.store, agent, tool)
     }
 
     pub fn dispose(&mut self) -> Result<()> {

@@ -36,6 +36,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
         self.shell_restrict(&agent, allow)
     }
 
+    fn expose(&mut self, agent: String, visible: Option<Vec<String>>) -> Result<(), String> {
+        self.shell_expose(&agent, visible)
+    }
+
     fn log(&mut self, level: wit::LogLevel, message: String) {
         let level = match level {
             wit::LogLevel::Trace => tracing::Level::TRACE,
