@@ -11,6 +11,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::catalog::Catalog;
+use crate::plugin_api::ToolState;
 use crate::shell::{CallOutcome, Origin, Shell, Tool};
 
 /// A session script.
@@ -400,8 +401,12 @@ pub fn run_step(shell: &mut Shell, plugin: &str, step: &Step) -> Result<String> 
             let located = shell.explain_located(plugin, &e.agent, &e.tool)?;
             let summary = &located.explanation.summary;
             if let Some(state) = &e.state {
-                let actual = format!("{:?}", located.explanation.state).to_lowercase();
-                if &actual != state {
+                let actual = match located.explanation.state {
+                    ToolState::Visible => "visible",
+                    ToolState::Deferred => "deferred",
+                    ToolState::Unavailable => "unavailable",
+                };
+                if actual != state {
                     bail!("explain says {actual}, expected {state}: {summary}");
                 }
             }
