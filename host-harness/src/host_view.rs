@@ -40,11 +40,18 @@ impl HostView {
         lock(&self.logs).lines().cloned().collect()
     }
 
-    /// [`Host::restrict`] with an allow set the caller already owns (what
-    /// the WIT import receives), so it is not copied again.
+    /// Installs an inherited allow set (the `restrict` import of contracts
+    /// 0.1.0 and 0.2.0), from a set the WIT import already owns.
     pub fn restrict_owned(&self, agent: &str, allow: Option<Vec<String>>) -> Result<(), String> {
         lock(&self.core)
             .restrict(agent, &self.plugin_id, allow)
+            .map_err(|e| e.to_string())
+    }
+
+    /// [`Host::expose`] with a set the caller already owns.
+    pub fn expose_owned(&self, agent: &str, visible: Option<Vec<String>>) -> Result<(), String> {
+        lock(&self.core)
+            .expose(agent, &self.plugin_id, visible)
             .map_err(|e| e.to_string())
     }
 
@@ -68,8 +75,8 @@ impl Host for HostView {
         Ok(tools.into_iter().map(|t| t.name.clone()).collect())
     }
 
-    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String> {
-        self.restrict_owned(agent, allow.map(<[String]>::to_vec))
+    fn expose(&self, agent: &str, visible: Option<&[String]>) -> Result<(), String> {
+        self.expose_owned(agent, visible.map(<[String]>::to_vec))
     }
 
     fn log(&self, level: LogLevel, message: &str) {

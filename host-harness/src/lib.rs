@@ -14,7 +14,6 @@ pub mod profile;
 pub mod script;
 pub mod shell;
 pub mod shell_core;
-pub mod suggest;
 pub mod tokens;
 pub mod tool;
 pub mod wasm_host;

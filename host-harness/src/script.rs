@@ -11,6 +11,7 @@ use serde_json::Value;
 use serde_saphyr::Spanned;
 
 use crate::catalog::Catalog;
+use crate::plugin_api::ToolState;
 use crate::shell::{CallOutcome, Origin, Shell, Tool};
 
 /// A session script.
@@ -124,6 +125,9 @@ pub enum Step {
     /// Tools removed from the global scope.
     Unregister(Vec<String>),
     CreateAgent(AgentSpec),
+    /// An agent created as a fork of `source`: it starts with what `source`
+    /// loaded.
+    ForkAgent(ForkStep),
     DisposeAgent(String),
     /// A restriction layer from another source.
     Restrict(RestrictStep),
@@ -133,6 +137,23 @@ pub enum Step {
     Resend(Resend),
     /// The plugin is removed.
     DisposePlugin,
+    /// What the plugin's `explain` says of a tool for an agent.
+    Explain(ExplainStep),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExplainStep {
+    pub agent: String,
+    pub tool: String,
+    /// `visible`, `deferred` or `unavailable`.
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub summary_contains: Vec<String>,
+    /// The JSON pointer of the config entry that decided (`none`: none did).
+    #[serde(default)]
+    pub pointer: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,6 +207,15 @@ pub enum OutcomeKind {
     Ok,
     /// Ran and returned an error result.
     Error,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForkStep {
+    /// The new agent's id (`main/fork`).
+    pub id: String,
+    /// The agent it forks.
+    pub source: String,
 }
 
 #[derive(Debug, Deserialize)]
@@ -327,6 +357,14 @@ pub fn run_step(shell: &mut Shell, plugin: &str, step: &Step) -> Result<String> 
             create_agent(shell, spec)?;
             Ok(format!("created {}", spec.id))
         }
+        Step::ForkAgent(fork) => {
+            let (parent, name) = match fork.id.rsplit_once('/') {
+                Some((parent, name)) => (Some(parent), name),
+                None => (None, fork.id.as_str()),
+            };
+            shell.fork_agent(name, parent, &fork.source)?;
+            Ok(format!("forked {} from {}", fork.id, fork.source))
+        }
         Step::DisposeAgent(id) => {
             shell.dispose_agent(id)?;
             Ok(format!("disposed {id}"))
@@ -358,6 +396,32 @@ pub fn run_step(shell: &mut Shell, plugin: &str, step: &Step) -> Result<String> 
                 }
             }
             Ok(format!("resent {event:?}"))
+        }
+        Step::Explain(e) => {
+            let located = shell.explain_located(plugin, &e.agent, &e.tool)?;
+            let summary = &located.explanation.summary;
+            if let Some(state) = &e.state {
+                let actual = match located.explanation.state {
+                    ToolState::Visible => "visible",
+                    ToolState::Deferred => "deferred",
+                    ToolState::Unavailable => "unavailable",
+                };
+                if actual != state {
+                    bail!("explain says {actual}, expected {state}: {summary}");
+                }
+            }
+            for needle in &e.summary_contains {
+                if !summary.contains(needle.as_str()) {
+                    bail!("the explanation does not contain `{needle}`: {summary}");
+                }
+            }
+            if let Some(pointer) = &e.pointer {
+                let actual = located.pointer.as_deref().unwrap_or("none");
+                if actual != pointer {
+                    bail!("the deciding entry is at `{actual}`, expected `{pointer}`: {summary}");
+                }
+            }
+            Ok(summary.clone())
         }
         Step::DisposePlugin => {
             shell.dispose_plugin(plugin)?;

@@ -99,7 +99,12 @@ pub struct ShellCore {
     generation: u64,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
+    /// Inherited: it masks what the agent and its descendants may call.
     restrictions: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
+    /// Per agent, per plugin: the exposure layer (WIT 0.3.0 `host.expose`).
+    /// It masks what that agent alone sees and may call; descendants do not
+    /// inherit it, so a child may load what its chain authorizes.
+    exposures: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
 }
 
 impl ShellCore {
@@ -218,6 +223,7 @@ impl ShellCore {
             self.agents.remove(agent);
             self.generation += 1;
             self.restrictions.remove(agent);
+            self.exposures.remove(agent);
             let names = &mut self.names;
             self.tools.retain(|t| {
                 let keep = t.origin.scope() != Some(agent.as_str());
@@ -266,9 +272,34 @@ impl ShellCore {
         source: &str,
         allow: Option<Vec<String>>,
     ) -> Result<(), ShellError> {
+        self.install_layer(Layer::Restriction, agent, source, allow)
+    }
+
+    /// Installs (`Some`) or lifts (`None`) the exposure layer of `source` on
+    /// `agent`: like a restriction on `agent`, but not inherited.
+    pub fn expose(
+        &mut self,
+        agent: &str,
+        source: &str,
+        visible: Option<Vec<String>>,
+    ) -> Result<(), ShellError> {
+        self.install_layer(Layer::Exposure, agent, source, visible)
+    }
+
+    fn install_layer(
+        &mut self,
+        kind: Layer,
+        agent: &str,
+        source: &str,
+        allow: Option<Vec<String>>,
+    ) -> Result<(), ShellError> {
         self.require_agent(agent)?;
+        let layers = match kind {
+            Layer::Restriction => &mut self.restrictions,
+            Layer::Exposure => &mut self.exposures,
+        };
         let Some(allow) = allow else {
-            if let Some(layers) = self.restrictions.get_mut(agent) {
+            if let Some(layers) = layers.get_mut(agent) {
                 layers.remove(source);
             }
             self.generation += 1;
@@ -285,7 +316,11 @@ impl ShellCore {
                 names: unknown,
             });
         }
-        self.restrictions
+        let layers = match kind {
+            Layer::Restriction => &mut self.restrictions,
+            Layer::Exposure => &mut self.exposures,
+        };
+        layers
             .entry(agent.to_string())
             .or_default()
             .insert(source.to_string(), allow.into_iter().collect());
@@ -295,7 +330,11 @@ impl ShellCore {
 
     /// Lifts every layer `source` installed, on every agent.
     pub fn lift_all(&mut self, source: &str) {
-        for layers in self.restrictions.values_mut() {
+        for layers in self
+            .restrictions
+            .values_mut()
+            .chain(self.exposures.values_mut())
+        {
             layers.remove(source);
         }
         self.generation += 1;
@@ -305,10 +344,15 @@ impl ShellCore {
         self.restrictions.get(agent)?.get(source)
     }
 
+    pub fn exposure(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {
+        self.exposures.get(agent)?.get(source)
+    }
+
     /// The tools `agent` may see and call, in prompt order: global tools in
-    /// registration order, then each scope from the root down. `ignore` names
-    /// one layer on `agent` itself to leave out (a plugin asking what the
-    /// agent could have without its own allow set).
+    /// registration order, then each scope from the root down. Restrictions
+    /// apply along the chain; exposure layers only on `agent` itself.
+    /// `ignore` names one source whose layers on `agent` itself are left out
+    /// (a plugin asking what the agent could have without its own layer).
     pub fn effective(&self, agent: &str, ignore: Option<&str>) -> Result<Vec<&Tool>, ShellError> {
         let chain = self.chain(agent)?;
         let mut visible: IndexMap<&str, &Tool> = self
@@ -318,8 +362,14 @@ impl ShellCore {
             .map(|t| (t.name.as_str(), t))
             .collect();
         for scope in chain {
-            if let Some(layers) = self.restrictions.get(scope) {
-                for (source, allow) in layers {
+            let restrictions = self.restrictions.get(scope).into_iter().flatten();
+            let exposures = (scope == agent)
+                .then(|| self.exposures.get(scope))
+                .flatten()
+                .into_iter()
+                .flatten();
+            {
+                for (source, allow) in restrictions.chain(exposures) {
                     if scope == agent && ignore == Some(source.as_str()) {
                         continue;
                     }
@@ -373,6 +423,15 @@ impl ShellCore {
             .map(|chain| chain.contains(&ancestor))
             .unwrap_or(false)
     }
+}
+
+/// The two kinds of layer a source installs on an agent.
+#[derive(Debug, Clone, Copy)]
+enum Layer {
+    /// Inherited by the agent's descendants.
+    Restriction,
+    /// The agent's alone.
+    Exposure,
 }
 
 fn scope_name(scope: Option<&str>) -> String {
@@ -438,6 +497,31 @@ mod tests {
             names(core.effective("main/worker", Some("p")).unwrap()),
             ["read", "bash"]
         );
+    }
+
+    #[test]
+    fn exposure_layers_are_not_inherited() {
+        let mut core = core();
+        core.expose("main", "p", Some(vec!["read".into()])).unwrap();
+        assert_eq!(names(core.effective("main", None).unwrap()), ["read"]);
+        assert_eq!(
+            names(core.effective("main", Some("p")).unwrap()),
+            ["read", "bash", "gh_issue"]
+        );
+        // The child sees what its chain authorizes, not what main exposes.
+        assert_eq!(
+            names(core.effective("main/worker", None).unwrap()),
+            ["read", "bash", "gh_issue"]
+        );
+        // A restriction on main is still inherited.
+        core.restrict("main", "q", Some(vec!["read".into(), "bash".into()]))
+            .unwrap();
+        assert_eq!(
+            names(core.effective("main/worker", None).unwrap()),
+            ["read", "bash"]
+        );
+        core.lift_all("p");
+        assert!(core.exposure("main", "p").is_none());
     }
 
     #[test]

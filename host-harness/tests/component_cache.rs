@@ -43,7 +43,8 @@ fn runs(component: &host_harness::wasm_host::PluginComponent) {
         .unwrap();
     shell.create_agent("main", None).unwrap();
     shell
-        .install_plugin("lazy-tools", component, &json!(null))
+        // The preset defers whatever the budget: two tools fit in any budget.
+        .install_plugin("lazy-tools", component, &json!({"deferToolLoading": true}))
         .unwrap();
     let names: Vec<String> = shell
         .next_request("main")

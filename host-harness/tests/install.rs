@@ -405,31 +405,39 @@ fn session_and_explain_run_the_installed_plugin() {
         .unwrap_or_else(|| panic!("{stdout}"));
     assert!(request.contains("github__create_issue"), "{request}");
 
+    // Each answer, then the precedence list.
     let explain = |args: &[&str]| {
         let mut all = vec!["explain", "--profile", profile, "--catalog", catalog];
         all.extend(args);
         let (ok, stdout, stderr) = harness(&all, "");
         assert!(ok, "{stderr}");
-        stdout
+        let (answer, precedence) = stdout
+            .split_once("\n\n")
+            .unwrap_or_else(|| panic!("{stdout}"));
+        assert!(
+            precedence.starts_with("Precedence, first match wins: 1."),
+            "{stdout}"
+        );
+        format!("{answer}\n")
     };
     let patch = dir.join("cordis.patch.yml");
-    assert_eq!(
-        explain(&["github__create_issue"]),
-        format!(
-            "github__create_issue: deferred: it matches the Defer entry defer[0] `Defer(*)` (config at {}:3:3)\n",
-            patch.display()
-        )
+    let deferred = format!(
+        "github__create_issue: deferred: it matches the Defer entry defer[0] `Defer(*)` (at /defer/0) (written at {}:4:13)\n",
+        patch.display()
     );
+    assert_eq!(explain(&["github__create_issue"]), deferred);
     assert_eq!(
         explain(&["memory__create_entities"]),
         format!(
-            "memory__create_entities: visible: it matches the NoDefer entry noDefer[2] `memory__*` (config at {}:3:3)\n",
+            "memory__create_entities: visible: it matches the NoDefer entry noDefer[2] `memory__*` (at /noDefer/2) (written at {}:5:27)\n",
             patch.display()
         )
     );
+    // The child's real reason: main loaded nothing, and no restriction was
+    // configured, so the worker has the tool deferred by the same entry.
     assert_eq!(
         explain(&["--agent", "main/worker", "github__create_issue"]),
-        "github__create_issue: unavailable: a restriction of the agent's parent chain or of another plugin hides it\n"
+        deferred
     );
     assert_eq!(
         explain(&["tool_search"]),

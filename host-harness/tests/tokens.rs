@@ -210,21 +210,29 @@ fn never_defer_and_always_defer_hold_under_auto() {
         "Click.",
         Origin::Mcp("pw".into()),
     ));
-    // Far under the budget: only the always-deferred family is hidden.
-    let mut shell = shell(
+    // Far under the budget: only the always-deferred family is hidden. The
+    // lists are written: the shipped ones belong to the zero-config preset.
+    let mut written = shell(
         Some(Tokenizer::O200k),
-        tools,
-        json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]}),
+        tools.clone(),
+        json!({"deferToolLoading": "auto", "defer": ["Defer(*)"],
+               "neverDefer": ["web_search"], "alwaysDefer": ["*browser_*"]}),
     );
-    let seen = visible(&mut shell);
+    let seen = visible(&mut written);
     assert!(
         seen.contains(&"web_search".to_string()) && seen.contains(&"gh__create_issue".to_string())
     );
     assert!(!seen.contains(&"pw__browser_click".to_string()), "{seen:?}");
-    let why = shell
+    let why = written
         .explain("lazy-tools", "main", "pw__browser_click")
         .unwrap();
     assert_eq!(why.rule, Rule::AlwaysDefer);
+    // The zero-config preset (auto by default) does the same with its
+    // shipped lists.
+    let mut preset = shell(Some(Tokenizer::O200k), tools, Value::Null);
+    let seen = visible(&mut preset);
+    assert!(seen.contains(&"gh__create_issue".to_string()), "{seen:?}");
+    assert!(!seen.contains(&"pw__browser_click".to_string()), "{seen:?}");
 }
 
 #[test]

@@ -31,8 +31,8 @@ impl Host for WitHost {
         wit_host::allowed_tools(agent)
     }
 
-    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String> {
-        wit_host::restrict(agent, allow)
+    fn expose(&self, agent: &str, visible: Option<&[String]>) -> Result<(), String> {
+        wit_host::expose(agent, visible)
     }
 
     fn log(&self, level: LogLevel, message: &str) {
@@ -102,6 +102,14 @@ impl Guest for Component {
         with(|p| p.agent_created(&agent, parent.as_deref())).map_err(error_to_wit)
     }
 
+    fn agent_forked(
+        agent: String,
+        parent: Option<String>,
+        source: String,
+    ) -> Result<(), wit::PluginError> {
+        with(|p| p.agent_forked(&agent, parent.as_deref(), &source)).map_err(error_to_wit)
+    }
+
     fn agent_disposed(agent: String) {
         with(|p| p.agent_disposed(&agent));
     }
@@ -147,7 +155,22 @@ impl Guest for Component {
 
     fn explain(agent: String, tool: String) -> Result<wit::Explanation, wit::PluginError> {
         with(|p| p.explain(&agent, &tool))
-            .map(explanation_to_wit)
+            .map(|e| explanation_to_wit(e).0)
+            .map_err(error_to_wit)
+    }
+
+    fn explain_located(
+        agent: String,
+        tool: String,
+    ) -> Result<wit::LocatedExplanation, wit::PluginError> {
+        with(|p| p.explain(&agent, &tool))
+            .map(|e| {
+                let (explanation, pointer) = explanation_to_wit(e);
+                wit::LocatedExplanation {
+                    explanation,
+                    pointer,
+                }
+            })
             .map_err(error_to_wit)
     }
 
@@ -193,8 +216,9 @@ fn error_to_wit(e: PluginError) -> wit::PluginError {
     }
 }
 
-fn explanation_to_wit(e: Explanation) -> wit::Explanation {
-    wit::Explanation {
+/// The WIT explanation, and the pointer of the entry that decided.
+fn explanation_to_wit(e: Explanation) -> (wit::Explanation, Option<String>) {
+    let explanation = wit::Explanation {
         state: match e.state {
             ToolState::Visible => wit::ToolState::Visible,
             ToolState::Deferred => wit::ToolState::Deferred,
@@ -216,5 +240,6 @@ fn explanation_to_wit(e: Explanation) -> wit::Explanation {
             Rule::UnknownTool => wit::Rule::UnknownTool,
         },
         summary: e.summary,
-    }
+    };
+    (explanation, e.pointer)
 }

@@ -19,11 +19,14 @@ pub const PRESET_NO_DEFER: &[&str] = &[
     "skill",
 ];
 
-/// Tools that open a session (a first reply often needs them): deferring
-/// them would cost a search round trip on most first turns.
+/// The zero-config preset's tools that open a session (a first reply often
+/// needs them): deferring them would cost a search round trip on most first
+/// turns. Shipped with the preset only: a user who writes `defer` or
+/// `noDefer` gets what they wrote.
 pub const DEFAULT_NEVER_DEFER: &[&str] = &["web_search", "web_fetch"];
 
-/// Families that few sessions use, hidden even under the token budget.
+/// The zero-config preset's families that few sessions use, hidden even
+/// under the token budget.
 pub const DEFAULT_ALWAYS_DEFER: &[&str] = &["*browser_*"];
 
 pub const DEFAULT_TOKEN_BUDGET: u32 = 8000;
@@ -87,6 +90,17 @@ pub enum RuleSource {
     },
 }
 
+impl RuleSource {
+    /// The JSON pointer of the entry in the user's config (`/defer/2`);
+    /// `None` for the preset, which the user did not write.
+    pub fn pointer(&self) -> Option<String> {
+        match self {
+            Self::Preset => None,
+            Self::Entry { list, index, .. } => Some(pointer(&[list, &index.to_string()])),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Rule {
     pub action: Action,
@@ -114,17 +128,15 @@ pub enum CatalogMode {
     Groups,
 }
 
-/// A named pattern list (`neverDefer`, `alwaysDefer`, a family's members).
-#[derive(Debug, Clone)]
+/// A pattern list (`neverDefer`, `alwaysDefer`, a family's members).
+#[derive(Debug, Clone, Default)]
 pub struct PatternList {
-    pub key: &'static str,
     pub patterns: Vec<(String, Pattern)>,
 }
 
 impl PatternList {
-    fn defaults(key: &'static str, names: &[&str]) -> Self {
+    fn defaults(names: &[&str]) -> Self {
         Self {
-            key,
             patterns: names
                 .iter()
                 .map(|n| {
@@ -155,18 +167,45 @@ pub struct Family {
     pub core: PatternList,
 }
 
+/// The `neverDefer` / `alwaysDefer` lists: the user's, when they wrote the
+/// key, decide before anything shipped; otherwise the zero-config preset's
+/// defaults, which decide after the user's entries and only with the preset.
+#[derive(Debug, Clone, Default)]
+pub struct ListSetting {
+    pub list: PatternList,
+    /// True when the user wrote the key (an empty list included).
+    pub written: bool,
+}
+
+impl ListSetting {
+    /// The first entry matching `name`, with where it came from.
+    pub fn first_match(&self, key: &'static str, name: &str) -> Option<RuleSource> {
+        let (index, text) = self.list.first_match(name)?;
+        Some(if self.written {
+            RuleSource::Entry {
+                list: key,
+                index,
+                text: text.to_string(),
+            }
+        } else {
+            RuleSource::Preset
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Config {
     pub switch: DeferSwitch,
     /// All Defer/NoDefer rules, in the order written; precedence is decided
     /// by the policy.
     pub rules: Vec<Rule>,
-    /// True when neither `defer` nor `noDefer` was given.
+    /// True when neither `defer` nor `noDefer` was given: the rules are the
+    /// zero-config preset's.
     pub preset: bool,
     /// Schema tokens an agent may see before `auto` starts deferring.
     pub token_budget: u32,
-    pub never_defer: PatternList,
-    pub always_defer: PatternList,
+    pub never_defer: ListSetting,
+    pub always_defer: ListSetting,
     pub families: Vec<Family>,
     pub catalog: CatalogMode,
     /// The most tokens the catalog text may take.
@@ -177,22 +216,37 @@ pub struct Config {
 
 impl Default for Config {
     fn default() -> Self {
-        Self::with_rules(DeferSwitch::On, None)
+        Self::with_rules(None, None)
     }
 }
 
 impl Config {
     /// A config with the given rules (`None`: the preset) and defaults for
-    /// everything else.
-    fn with_rules(switch: DeferSwitch, rules: Option<Vec<Rule>>) -> Self {
+    /// everything else. `switch` is `None` when the user did not write
+    /// `deferToolLoading`: the preset then decides by budget (`auto`), and
+    /// rules the user wrote apply as written (`true`).
+    fn with_rules(switch: Option<DeferSwitch>, rules: Option<Vec<Rule>>) -> Self {
         let preset = rules.is_none();
+        // The shipped lists belong to the preset.
+        let shipped = |names: &[&str]| ListSetting {
+            list: if preset {
+                PatternList::defaults(names)
+            } else {
+                PatternList::default()
+            },
+            written: false,
+        };
         Self {
-            switch,
+            switch: switch.unwrap_or(if preset {
+                DeferSwitch::Auto
+            } else {
+                DeferSwitch::On
+            }),
             rules: rules.unwrap_or_else(preset_rules),
             preset,
             token_budget: DEFAULT_TOKEN_BUDGET,
-            never_defer: PatternList::defaults("neverDefer", DEFAULT_NEVER_DEFER),
-            always_defer: PatternList::defaults("alwaysDefer", DEFAULT_ALWAYS_DEFER),
+            never_defer: shipped(DEFAULT_NEVER_DEFER),
+            always_defer: shipped(DEFAULT_ALWAYS_DEFER),
             families: Vec::new(),
             catalog: CatalogMode::None,
             catalog_tokens: DEFAULT_CATALOG_TOKENS,
@@ -268,10 +322,16 @@ impl Config {
             config.token_budget = budget;
         }
         if let Some(list) = parse_pattern_list(map, "neverDefer", &mut errors) {
-            config.never_defer = list;
+            config.never_defer = ListSetting {
+                list,
+                written: true,
+            };
         }
         if let Some(list) = parse_pattern_list(map, "alwaysDefer", &mut errors) {
-            config.always_defer = list;
+            config.always_defer = ListSetting {
+                list,
+                written: true,
+            };
         }
         config.families = parse_families(map, &mut errors);
         if let Some(mode) = parse_catalog_mode(map, &mut errors) {
@@ -291,12 +351,13 @@ impl Config {
     }
 }
 
-fn parse_switch(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> DeferSwitch {
-    match map.get("deferToolLoading") {
-        None | Some(Value::Bool(true)) => DeferSwitch::On,
-        Some(Value::Bool(false)) => DeferSwitch::Off,
-        Some(Value::String(s)) if s == "auto" => DeferSwitch::Auto,
-        Some(other) => {
+/// `deferToolLoading`, or `None` when the user did not write it.
+fn parse_switch(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Option<DeferSwitch> {
+    Some(match map.get("deferToolLoading")? {
+        Value::Bool(true) => DeferSwitch::On,
+        Value::Bool(false) => DeferSwitch::Off,
+        Value::String(s) if s == "auto" => DeferSwitch::Auto,
+        other => {
             errors.push(ConfigError::new(
                 "/deferToolLoading",
                 format!(
@@ -306,7 +367,7 @@ fn parse_switch(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Defe
             ));
             DeferSwitch::On
         }
-    }
+    })
 }
 
 /// A whole number of at least `min`, or `None` when the key is absent.
@@ -358,10 +419,7 @@ fn parse_patterns(
     key: &'static str,
     errors: &mut Vec<ConfigError>,
 ) -> PatternList {
-    let mut list = PatternList {
-        key,
-        patterns: Vec::new(),
-    };
+    let mut list = PatternList::default();
     let Value::Array(items) = value else {
         errors.push(ConfigError::new(
             pointer(at),
@@ -452,10 +510,7 @@ fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Ve
                     pointer(&["families", name]),
                     format!("family `{name}` needs `{key}`"),
                 ));
-                PatternList {
-                    key,
-                    patterns: Vec::new(),
-                }
+                PatternList::default()
             }
         };
         let members = list("members");
@@ -569,18 +624,8 @@ pub fn parse_entry(text: &str, list_action: Action) -> Result<(Action, String), 
 }
 
 fn unknown_key_message(key: &str) -> String {
-    let suggestion = KEYS
-        .iter()
-        .map(|known| {
-            (
-                strsim::jaro_winkler(&key.to_lowercase(), &known.to_lowercase()),
-                known,
-            )
-        })
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0));
-    match suggestion {
-        Some((_, known)) => format!("unknown key `{key}`; did you mean `{known}`?"),
+    match crate::suggest::closest(key, KEYS.iter().copied()) {
+        Some(known) => format!("unknown key `{key}`; did you mean `{known}`?"),
         None => format!("unknown key `{key}`; expected one of: {}", KEYS.join(", ")),
     }
 }

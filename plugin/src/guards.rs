@@ -205,6 +205,18 @@ pub fn deferred_hint(tool: &str) -> String {
     )
 }
 
+/// The reason a pre-execute hook gives for refusing a tool that was loaded
+/// but whose definition (description or parameters) changed since: the
+/// model has not seen the new schema.
+pub fn changed_hint(tool: &str) -> String {
+    format!(
+        "Tool \"{tool}\" was loaded, but its definition has changed since (a new description \
+         or parameters), so it is deferred again. Call {DEFER_EXECUTE_TOOL} with toolName: \
+         \"{tool}\" (or {TOOL_SEARCH} with tool_names: [\"{tool}\"]) to load the new \
+         definition, then call it again."
+    )
+}
+
 /// Where the first sentence of `text` ends, as a byte offset: after `.`, `!` or `?` followed
 /// by whitespace or the end, after `。`, `！` or `？`, or before a line break.
 pub fn sentence_end(text: &str) -> usize {

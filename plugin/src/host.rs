@@ -15,10 +15,13 @@ pub enum LogLevel {
 pub trait Host {
     /// Every registered tool.
     fn registry(&self) -> Vec<ToolDef>;
-    /// What `agent` may call under every restriction but this plugin's own.
+    /// What `agent` may call under every restriction but this plugin's own
+    /// layer on it: what its chain and other plugins authorize.
     fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String>;
-    /// Install (`Some`) or lift (`None`) this plugin's allow set for `agent`.
-    fn restrict(&self, agent: &str, allow: Option<&[String]>) -> Result<(), String>;
+    /// Install (`Some`) or lift (`None`) this plugin's exposure layer for
+    /// `agent`: what its model sees and may call, never inherited by its
+    /// descendants (WIT 0.3.0 `host.expose`).
+    fn expose(&self, agent: &str, visible: Option<&[String]>) -> Result<(), String>;
     fn log(&self, level: LogLevel, message: &str);
     /// The groups (MCP servers) that tools' origins name.
     fn tool_groups(&self) -> Vec<ToolGroup>;

@@ -1,5 +1,5 @@
 //! The plugin itself, independent of WIT: lifecycle, pre-execute, the guard
-//! tools and the allow sets it installs through the [`Host`].
+//! tools and the exposure layers it installs through the [`Host`].
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -17,6 +17,7 @@ use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::{AgentState, CatalogCache};
+use crate::suggest;
 use crate::tokens::{TokenCosts, estimate_tokens};
 
 /// Misuse by the host (mirrors the WIT `plugin-error`).
@@ -128,13 +129,27 @@ impl<H: Host> LazyTools<H> {
         guards::definitions()
     }
 
-    pub fn agent_created(&mut self, agent: &str, parent: Option<&str>) -> Result<(), PluginError> {
+    /// A fresh agent starts with nothing loaded, whatever its parent loaded:
+    /// exposure is per agent, only authorization is inherited (the host's
+    /// `allowed-tools` carries it). The parent is the host's business.
+    pub fn agent_created(&mut self, agent: &str, _parent: Option<&str>) -> Result<(), PluginError> {
+        self.policy()?;
+        self.agents.entry(agent.to_string()).or_default();
+        self.refresh(agent)
+    }
+
+    /// A fork continues `source`'s conversation: it starts with what
+    /// `source` loaded, as far as its own chain authorizes.
+    pub fn agent_forked(
+        &mut self,
+        agent: &str,
+        _parent: Option<&str>,
+        source: &str,
+    ) -> Result<(), PluginError> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
-            self.agents.insert(
-                agent.to_string(),
-                AgentState::new(parent.map(str::to_string)),
-            );
+            let state = AgentState::fork_of(self.agent(source)?);
+            self.agents.insert(agent.to_string(), state);
         }
         self.refresh(agent)
     }
@@ -167,6 +182,7 @@ impl<H: Host> LazyTools<H> {
             );
         }
         match self.agents.get(agent) {
+            Some(state) if state.is_lapsed(tool) => Verdict::Deny(guards::changed_hint(tool)),
             Some(state) if state.is_pending(tool) => Verdict::Deny(guards::deferred_hint(tool)),
             _ => Verdict::Pass,
         }
@@ -187,14 +203,14 @@ impl<H: Host> LazyTools<H> {
         }
     }
 
-    /// Lifts every allow set this plugin installed.
+    /// Lifts every exposure layer this plugin installed.
     pub fn dispose(&mut self) {
         for (agent, state) in &mut self.agents {
             if state.installed().is_some() {
-                if let Err(e) = self.host.restrict(agent, None) {
+                if let Err(e) = self.host.expose(agent, None) {
                     self.host.log(
                         LogLevel::Warn,
-                        &format!("lazy-tools: could not lift the allow set of `{agent}`: {e}"),
+                        &format!("lazy-tools: could not lift the exposure layer of `{agent}`: {e}"),
                     );
                 }
                 state.set_installed(None);
@@ -274,12 +290,14 @@ impl<H: Host> LazyTools<H> {
             ));
         }
         let decision = self.decide(agent, tool);
-        Ok(Explanation::of(
-            tool,
-            &decision,
-            state.activated.contains(tool),
-            state.budget,
-        ))
+        let mut explanation =
+            Explanation::of(tool, &decision, state.is_activated(tool), state.budget);
+        if state.is_lapsed(tool) {
+            explanation.summary.push_str(
+                "; it was loaded, but its definition has changed since, so it must be loaded again",
+            );
+        }
+        Ok(explanation)
     }
 
     fn tool_search(&mut self, agent: &str, arguments: &str) -> Result<ToolResult, PluginError> {
@@ -307,7 +325,9 @@ impl<H: Host> LazyTools<H> {
         for name in &args.tool_names {
             let name = name.trim();
             if seen.insert(name.to_string()) {
-                self.activate_into(agent, name, &mut matches, &mut seen);
+                let (first, core) = self.activate_with_family(agent, name, &mut seen);
+                matches.push(first);
+                matches.extend(core);
             }
         }
         for query in &args.queries {
@@ -322,7 +342,9 @@ impl<H: Host> LazyTools<H> {
                 .collect();
             for name in hits {
                 if seen.insert(name.clone()) {
-                    self.activate_into(agent, &name, &mut matches, &mut seen);
+                    let (first, core) = self.activate_with_family(agent, &name, &mut seen);
+                    matches.push(first);
+                    matches.extend(core);
                 }
             }
         }
@@ -345,41 +367,34 @@ impl<H: Host> LazyTools<H> {
             Err(result) => return Ok(result),
         };
         self.ensure_fresh(agent)?;
-        let mut matches = Vec::new();
         let mut seen = HashSet::new();
-        self.activate_into(agent, args.tool_name.trim(), &mut matches, &mut seen);
+        let (m, core) = self.activate_with_family(agent, args.tool_name.trim(), &mut seen);
         self.install(agent)?;
-        let mut matches = matches.into_iter();
-        let Some(m) = matches.next() else {
-            return Err(PluginError::UnknownAgent(agent.to_string()));
-        };
         let output = ActivateOutput {
             tool_name: m.name,
             status: m.status,
             reason: m.reason,
-            also_loaded: matches.map(|m| m.name).collect(),
+            also_loaded: core.into_iter().map(|m| m.name).collect(),
         };
         let text = output.text();
         Ok(ToolResult::ok(&output, text))
     }
 
-    /// Activates `name` into `matches` and, when it loads, the core tools
-    /// of every family it belongs to.
-    fn activate_into(
+    /// Activates `name` and, when it loads, the core tools of every family
+    /// it belongs to: the match for `name`, and those of the core tools.
+    fn activate_with_family(
         &mut self,
         agent: &str,
         name: &str,
-        matches: &mut Vec<Match>,
         seen: &mut HashSet<String>,
-    ) {
+    ) -> (Match, Vec<Match>) {
         let first = self.activate(agent, name);
-        let loaded = first.status == Status::Loaded;
-        matches.push(first);
-        if !loaded {
-            return;
+        let mut matches = Vec::new();
+        if first.status != Status::Loaded {
+            return (first, matches);
         }
         let (Some(policy), Some(state)) = (&self.policy, self.agents.get(agent)) else {
-            return;
+            return (first, matches);
         };
         let mut core: Vec<(String, String)> = Vec::new();
         for family in policy.config().families.iter() {
@@ -400,40 +415,36 @@ impl<H: Host> LazyTools<H> {
                 matches.push(m);
             }
         }
+        (first, matches)
     }
 
     /// Activates one tool for `agent` by exact name, never beyond what the
-    /// agent may call.
+    /// agent may call. A hint names only tools the agent may call.
     fn activate(&mut self, agent: &str, name: &str) -> Match {
-        let description = self
-            .registry
-            .lookup(name, agent)
+        let definition = self.registry.lookup(name, agent);
+        let description = definition
             .map(|t| guards::first_sentence(&t.description, 200))
             .unwrap_or_default();
+        let fingerprint = definition.map(ToolDef::fingerprint);
         let Some(state) = self.agents.get_mut(agent) else {
             return unavailable(name, "unknown agent".into());
         };
-        let status = if state.activate(name) {
+        let status = if let Some(fingerprint) = fingerprint
+            && state.activate(name, fingerprint)
+        {
             Status::Loaded
         } else if state.visible().iter().any(|v| v == name) {
             Status::AlreadyLoaded
         } else if self.registry.contains(name) {
             return unavailable(
                 name,
-                "this agent may not call it: a restriction of its parent chain or of another plugin hides it".into(),
+                "this agent may not call it: a restriction of its chain or of another plugin hides it".into(),
             );
         } else {
-            let reason = match closest_name(
-                name,
-                state
-                    .visible()
-                    .iter()
-                    .map(String::as_str)
-                    .chain(self.registry.names()),
-            ) {
-                Some(near) => format!("no tool of that name; did you mean `{near}`?"),
-                None => "no tool of that name".into(),
-            };
+            let reason = format!(
+                "no tool of that name{}",
+                suggest::did_you_mean(name, state.allowed_names())
+            );
             return unavailable(name, reason);
         };
         Match {
@@ -516,8 +527,7 @@ impl<H: Host> LazyTools<H> {
     /// refresh: per request this costs one host call, not the whole list of
     /// what the agent may call.
     fn ensure_fresh(&mut self, agent: &str) -> Result<(), PluginError> {
-        let generation = self.host.tools_generation();
-        if self.agent(agent)?.seen_generation == Some(generation) {
+        if self.agent(agent)?.is_fresh(self.host.tools_generation()) {
             return Ok(());
         }
         self.refresh(agent)
@@ -533,6 +543,7 @@ impl<H: Host> LazyTools<H> {
             .map(|name| self.decide(agent, name))
             .collect();
         let budget = self.weigh_budget(agent, &allowed);
+        let registry = &self.registry;
         let state = self
             .agents
             .get_mut(agent)
@@ -542,7 +553,9 @@ impl<H: Host> LazyTools<H> {
             let over = state.budget.over || standing.over;
             state.budget = BudgetStanding { over, ..standing };
         }
-        state.update(allowed, &decisions);
+        state.update(allowed, &decisions, |name| {
+            registry.lookup(name, agent).map(ToolDef::fingerprint)
+        });
         state.seen_generation = Some(self.host.tools_generation());
         self.install(agent)
     }
@@ -572,18 +585,18 @@ impl<H: Host> LazyTools<H> {
             .agents
             .get_mut(agent)
             .ok_or_else(|| PluginError::UnknownAgent(agent.to_string()))?;
-        let wanted = state.wanted_allow_set();
+        let wanted = state.wanted_exposure();
         if wanted.as_deref() == state.installed() {
             return Ok(());
         }
-        let was_fresh = state.seen_generation == Some(self.host.tools_generation());
+        let was_fresh = state.is_fresh(self.host.tools_generation());
         self.host
-            .restrict(agent, wanted.as_deref())
+            .expose(agent, wanted.as_deref())
             .map_err(PluginError::Host)?;
         state.set_installed(wanted);
-        // Our own allow set never changes what `allowed-tools` says for this
-        // agent (it leaves our set out); its descendants see the new
-        // generation and refresh.
+        // Our own exposure layer never changes what `allowed-tools` says for
+        // this agent (it leaves our layer out), nor for its descendants
+        // (they do not inherit it).
         if was_fresh {
             state.seen_generation = Some(self.host.tools_generation());
         }
@@ -642,16 +655,6 @@ fn unavailable(name: &str, reason: String) -> Match {
         reason: Some(reason),
         via: None,
     }
-}
-
-/// The most similar name, for "did you mean" hints; ties go to the smaller
-/// name so the hint is deterministic.
-fn closest_name<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
-    candidates
-        .map(|c| (strsim::jaro_winkler(name, c), c))
-        .filter(|(score, _)| *score >= 0.85)
-        .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
-        .map(|(_, c)| c)
 }
 
 #[cfg(test)]

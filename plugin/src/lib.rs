@@ -3,20 +3,29 @@
 //! The logic lives in plain modules that compile and test natively; the
 //! `component` module is the thin glue from the WIT contract to them and is
 //! only built for `wasm32`.
+//!
+//! The public API is what a host linking the plugin natively needs (the
+//! harness's baseline and benchmarks): [`LazyTools`] over a [`host::Host`],
+//! the registry types, the search index, the guard tools' limits, token
+//! estimates and the one "did you mean". Everything else is the crate's
+//! own, so the compiler finds what nothing uses.
 
-pub mod catalog;
-pub mod config;
+mod catalog;
+mod config;
 pub mod guards;
 pub mod host;
-pub mod lazy_tools;
-pub mod pattern;
-pub mod policy;
+mod lazy_tools;
+mod pattern;
+mod policy;
 pub mod registry;
 pub mod search;
-pub mod state;
+mod state;
+pub mod suggest;
 pub mod tokens;
 
 #[cfg(target_arch = "wasm32")]
 mod component;
 
+pub use config::ConfigError;
 pub use lazy_tools::{LazyTools, PluginError, ToolResult, Verdict};
+pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};

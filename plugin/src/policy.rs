@@ -1,13 +1,18 @@
 //! Which tools are deferred, and which rule decided it.
 //!
-//! Precedence, first match wins:
-//! 1. a guard tool, 2. a tool of the agent's own scope: visible;
-//! 3. `deferToolLoading: false`: visible;
-//! 4. a `neverDefer` entry, 5. a NoDefer rule: visible;
-//! 6. an `alwaysDefer` entry: deferred, even under the token budget;
-//! 7. a Defer rule: deferred (with `auto`, only once the agent's schemas
-//!    exceed the token budget);
-//! 8. no rule: visible.
+//! Precedence, first match wins (the README and `explain` state the same
+//! list): what the user wrote decides before anything the plugin ships.
+//! 1. a guard tool, or a tool of the agent's own scope: visible;
+//! 2. `deferToolLoading: false`: visible;
+//! 3. the user's `neverDefer` entries, then their NoDefer entries: visible;
+//! 4. the user's `alwaysDefer` entries: deferred, even under the budget;
+//! 5. the user's Defer entries: deferred (with `auto`, only once the agent's
+//!    schemas exceed the token budget);
+//! 6. only when the user wrote neither `defer` nor `noDefer`, the
+//!    zero-config preset: the shipped `neverDefer` and core built-ins
+//!    visible, the shipped `alwaysDefer` deferred, then `Defer(*)`, by budget
+//!    (the preset's switch is `auto` unless the user wrote one);
+//! 7. no rule: visible.
 
 use crate::config::{Action, Config, DeferSwitch, RuleSource};
 use crate::guards;
@@ -19,11 +24,9 @@ pub enum Reason {
     Guard,
     OwnScope,
     SwitchOff,
-    /// A `neverDefer` entry: its index and text.
-    NeverDefer(usize, String),
+    NeverDefer(RuleSource),
     NoDefer(RuleSource),
-    /// An `alwaysDefer` entry: its index and text.
-    AlwaysDefer(usize, String),
+    AlwaysDefer(RuleSource),
     Defer(RuleSource),
     NoRule,
 }
@@ -79,15 +82,29 @@ impl Decision {
                 "it is registered in the agent's own scope, which is never deferred".into()
             }
             Reason::SwitchOff => "deferToolLoading is false, so nothing is deferred".into(),
-            Reason::NeverDefer(index, text) => format!(
-                "it matches the neverDefer entry neverDefer[{index}] `{text}` (tools that open a session stay visible)"
+            Reason::NeverDefer(source) => format!(
+                "it matches {} (tools that open a session stay visible)",
+                describe_source(source, "neverDefer")
             ),
-            Reason::AlwaysDefer(index, text) => format!(
-                "it matches the alwaysDefer entry alwaysDefer[{index}] `{text}`, deferred whatever the budget"
+            Reason::AlwaysDefer(source) => format!(
+                "it matches {}, deferred whatever the budget",
+                describe_source(source, "alwaysDefer")
             ),
             Reason::NoDefer(source) => format!("it matches {}", describe_source(source, "NoDefer")),
             Reason::Defer(source) => format!("it matches {}", describe_source(source, "Defer")),
             Reason::NoRule => "no Defer rule matches it".into(),
+        }
+    }
+
+    /// The JSON pointer of the config entry that decided, when the user
+    /// wrote it.
+    pub fn pointer(&self) -> Option<String> {
+        match &self.reason {
+            Reason::NeverDefer(source)
+            | Reason::NoDefer(source)
+            | Reason::AlwaysDefer(source)
+            | Reason::Defer(source) => source.pointer(),
+            Reason::Guard | Reason::OwnScope | Reason::SwitchOff | Reason::NoRule => None,
         }
     }
 }
@@ -96,10 +113,23 @@ fn describe_source(source: &RuleSource, action: &str) -> String {
     match source {
         RuleSource::Preset => format!("the zero-config preset's {action} rule"),
         RuleSource::Entry { list, index, text } => {
-            format!("the {action} entry {list}[{index}] `{text}`")
+            format!(
+                "the {action} entry {list}[{index}] `{text}` (at {})",
+                source.pointer().unwrap_or_default()
+            )
         }
     }
 }
+
+/// The precedence, as `explain` states it after its answer.
+pub const PRECEDENCE: &str = "Precedence, first match wins: 1. lazy-tools' own tools and the \
+agent's own-scope tools: visible; 2. deferToolLoading: false: visible; 3. your neverDefer entries, \
+then your NoDefer entries: visible; 4. your alwaysDefer entries: deferred; 5. your Defer entries: \
+deferred (auto: only over the token budget); 6. with neither defer nor noDefer written, the \
+zero-config preset (auto by default): shipped neverDefer and core built-ins visible, shipped \
+alwaysDefer deferred, Defer(*) by budget; 7. no rule: visible. A tool the agent's chain does not \
+authorize is unavailable whatever the config; a sub-agent loads for itself, whatever its parent \
+loaded.";
 
 /// Where a tool stands for one agent (mirrors the WIT `tool-state`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -127,12 +157,15 @@ pub enum Rule {
     UnknownTool,
 }
 
-/// Why a tool is in its state, for a person (mirrors the WIT `explanation`).
+/// Why a tool is in its state, for a person (mirrors the WIT
+/// `located-explanation`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Explanation {
     pub state: ToolState,
     pub rule: Rule,
     pub summary: String,
+    /// JSON pointer of the config entry that decided, when the user wrote it.
+    pub pointer: Option<String>,
 }
 
 impl Explanation {
@@ -141,6 +174,7 @@ impl Explanation {
             state: ToolState::Unavailable,
             rule,
             summary: format!("{tool}: unavailable: {why}"),
+            pointer: None,
         }
     }
 
@@ -158,15 +192,19 @@ impl Explanation {
                     budget.budget,
                     decision.why()
                 ),
+                pointer: decision.pointer(),
             };
         }
         let rule = match &decision.reason {
             Reason::Guard => Rule::Guard,
             Reason::OwnScope => Rule::AgentScope,
             Reason::SwitchOff => Rule::SwitchOff,
-            Reason::NeverDefer(..) => Rule::NeverDefer,
-            Reason::AlwaysDefer(..) => Rule::AlwaysDefer,
-            Reason::NoDefer(RuleSource::Preset) | Reason::Defer(RuleSource::Preset) => Rule::Preset,
+            Reason::NeverDefer(RuleSource::Preset)
+            | Reason::AlwaysDefer(RuleSource::Preset)
+            | Reason::NoDefer(RuleSource::Preset)
+            | Reason::Defer(RuleSource::Preset) => Rule::Preset,
+            Reason::NeverDefer(_) => Rule::NeverDefer,
+            Reason::AlwaysDefer(_) => Rule::AlwaysDefer,
             Reason::NoDefer(RuleSource::Entry { .. }) => Rule::NoDeferEntry,
             Reason::Defer(RuleSource::Entry { .. }) => Rule::DeferEntry,
             Reason::NoRule => Rule::NoRule,
@@ -179,6 +217,7 @@ impl Explanation {
                     "{tool}: visible: loaded on demand; it was deferred because {}",
                     decision.why()
                 ),
+                pointer: decision.pointer(),
             };
         }
         Self {
@@ -189,6 +228,7 @@ impl Explanation {
             },
             rule,
             summary: decision.describe(tool),
+            pointer: decision.pointer(),
         }
     }
 }
@@ -259,18 +299,49 @@ impl Policy {
         if self.config.switch == DeferSwitch::Off {
             return Decision::visible(Reason::SwitchOff);
         }
-        if let Some((index, text)) = self.config.never_defer.first_match(name) {
-            return Decision::visible(Reason::NeverDefer(index, text.to_string()));
+        let config = &self.config;
+        let budgeted = config.switch == DeferSwitch::Auto;
+        // What the user wrote first: with the preset there are no Defer or
+        // NoDefer entries of theirs, and the preset's rules come last.
+        let user = !config.preset;
+        let decision = config
+            .never_defer
+            .first_match("neverDefer", name)
+            .filter(|s| *s != RuleSource::Preset)
+            .map(|s| Decision::visible(Reason::NeverDefer(s)))
+            .or_else(|| {
+                user.then(|| self.no_defer.first_match(config, name))
+                    .flatten()
+                    .map(|s| Decision::visible(Reason::NoDefer(s.clone())))
+            })
+            .or_else(|| {
+                config
+                    .always_defer
+                    .first_match("alwaysDefer", name)
+                    .filter(|s| *s != RuleSource::Preset)
+                    .map(|s| Decision::deferred(Reason::AlwaysDefer(s), false))
+            })
+            .or_else(|| {
+                user.then(|| self.defer.first_match(config, name))
+                    .flatten()
+                    .map(|s| Decision::deferred(Reason::Defer(s.clone()), budgeted))
+            });
+        if let Some(decision) = decision {
+            return decision;
         }
-        if let Some(source) = self.no_defer.first_match(&self.config, name) {
-            return Decision::visible(Reason::NoDefer(source.clone()));
-        }
-        if let Some((index, text)) = self.config.always_defer.first_match(name) {
-            return Decision::deferred(Reason::AlwaysDefer(index, text.to_string()), false);
-        }
-        if let Some(source) = self.defer.first_match(&self.config, name) {
-            let budgeted = self.config.switch == DeferSwitch::Auto;
-            return Decision::deferred(Reason::Defer(source.clone()), budgeted);
+        if config.preset {
+            if config.never_defer.first_match("neverDefer", name) == Some(RuleSource::Preset) {
+                return Decision::visible(Reason::NeverDefer(RuleSource::Preset));
+            }
+            if self.no_defer.first_match(config, name).is_some() {
+                return Decision::visible(Reason::NoDefer(RuleSource::Preset));
+            }
+            if config.always_defer.first_match("alwaysDefer", name) == Some(RuleSource::Preset) {
+                return Decision::deferred(Reason::AlwaysDefer(RuleSource::Preset), false);
+            }
+            if self.defer.first_match(config, name).is_some() {
+                return Decision::deferred(Reason::Defer(RuleSource::Preset), budgeted);
+            }
         }
         Decision::visible(Reason::NoRule)
     }
@@ -326,16 +397,18 @@ mod tests {
     }
 
     #[test]
-    fn never_defer_beats_defer_star_and_always_defer_beats_defer() {
+    fn what_the_user_wrote_beats_what_the_plugin_ships() {
+        // `Defer(*)` defers web_search: the shipped neverDefer is the preset's.
         let p = policy(json!({"defer": ["Defer(*)"]}));
-        assert!(!p.classify("web_search", false).deferred);
-        assert_eq!(
-            p.classify("web_fetch", false).reason,
-            Reason::NeverDefer(1, "web_fetch".into())
-        );
-        let p = policy(
-            json!({"deferToolLoading": "auto", "defer": ["*"], "noDefer": ["pw__browser_type"]}),
-        );
+        assert!(p.classify("web_search", false).deferred);
+        // `defer: []` defers nothing, browser tools included.
+        let p = policy(json!({"defer": []}));
+        assert!(!p.classify("pw__browser_click", false).deferred);
+        // Keys the user wrote keep their precedence among themselves.
+        let p = policy(json!({
+            "deferToolLoading": "auto", "defer": ["*"], "noDefer": ["pw__browser_type"],
+            "alwaysDefer": ["*browser_*"], "neverDefer": ["web_fetch"],
+        }));
         let click = p.classify("pw__browser_click", false);
         assert!(
             click.deferred && !click.budgeted,
@@ -344,10 +417,29 @@ mod tests {
         assert!(click.hides(false));
         let other = p.classify("gh__x", false);
         assert!(other.budgeted && !other.hides(false) && other.hides(true));
-        // The user's NoDefer entry beats the alwaysDefer default.
         assert!(!p.classify("pw__browser_type", false).deferred);
-        let p = policy(json!({"defer": ["*"], "neverDefer": []}));
-        assert!(p.classify("web_search", false).deferred);
+        assert_eq!(
+            p.classify("web_fetch", false).pointer().as_deref(),
+            Some("/neverDefer/0")
+        );
+    }
+
+    #[test]
+    fn the_preset_decides_by_budget_after_the_users_entries() {
+        let p = policy(json!(null));
+        assert_eq!(p.config().switch, DeferSwitch::Auto);
+        let gh = p.classify("gh__x", false);
+        assert!(gh.budgeted && gh.reason == Reason::Defer(RuleSource::Preset));
+        assert_eq!(gh.pointer(), None);
+        let web = p.classify("web_search", false);
+        assert_eq!(web.reason, Reason::NeverDefer(RuleSource::Preset));
+        // A user's alwaysDefer decides before the preset's core built-ins.
+        let p = policy(json!({"alwaysDefer": ["bash"]}));
+        assert!(p.classify("bash", false).hides(false));
+        assert!(p.classify("read", false).reason == Reason::NoDefer(RuleSource::Preset));
+        // Writing the switch keeps it.
+        let p = policy(json!({"deferToolLoading": true}));
+        assert!(!p.classify("gh__x", false).budgeted);
     }
 
     #[test]
@@ -356,7 +448,7 @@ mod tests {
         let line = p.classify("git_log", false).describe("git_log");
         assert_eq!(
             line,
-            "git_log: visible: it matches the NoDefer entry noDefer[1] `git_*`"
+            "git_log: visible: it matches the NoDefer entry noDefer[1] `git_*` (at /noDefer/1)"
         );
     }
 }

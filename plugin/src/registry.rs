@@ -21,6 +21,19 @@ pub struct ToolDef {
     pub origin: Origin,
 }
 
+impl ToolDef {
+    /// A fingerprint of what the model is shown: name, description and
+    /// parameters. An activation holds it, so a tool whose definition
+    /// changes is not shown again without being loaded again. (In-memory
+    /// only: the std hasher is stable within one build.)
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (&self.name, &self.description, &self.parameters).hash(&mut hasher);
+        hasher.finish()
+    }
+}
+
 /// A group of tools (mirrors the WIT `tool-group`): an MCP server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolGroup {

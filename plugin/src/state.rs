@@ -1,7 +1,7 @@
-//! Per-agent state: what the agent may call, what it has activated, and the
-//! allow set this plugin installed for it.
+//! Per-agent state: what the agent may call, what it has loaded, and the
+//! exposure layer this plugin installed for it.
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use crate::policy::{BudgetStanding, Decision};
 
@@ -17,17 +17,21 @@ pub struct CatalogCache {
 
 #[derive(Debug, Default)]
 pub struct AgentState {
-    pub parent: Option<String>,
-    /// Tools loaded on demand. Kept across registry changes and
-    /// reconfiguration: a tool that leaves and comes back is still loaded.
-    pub activated: BTreeSet<String>,
+    /// Tools loaded on demand, by name, with the fingerprint of the
+    /// definition that was loaded (name, description, parameters). Kept
+    /// across registry changes and reconfiguration: a tool that leaves and
+    /// comes back unchanged is still loaded; one that comes back changed is
+    /// deferred again until loaded again.
+    activated: BTreeMap<String, u64>,
+    /// Loaded tools whose definition has changed since: deferred again.
+    lapsed: HashSet<String>,
     /// The host's answer to "what may this agent call", as of the last refresh.
     allowed: HashSet<String>,
     /// Allowed tools the model sees: not deferred, or activated.
     visible: Vec<String>,
     /// Allowed tools that are deferred and not activated.
     pending: HashSet<String>,
-    /// The allow set this plugin has installed (`None`: none installed).
+    /// The exposure layer this plugin has installed (`None`: none installed).
     installed: Option<Vec<String>>,
     /// Auto mode: how the agent stands against its token budget. Latched:
     /// once over, it stays over, so tools that come and go never toggle
@@ -40,23 +44,50 @@ pub struct AgentState {
 }
 
 impl AgentState {
-    pub fn new(parent: Option<String>) -> Self {
+    /// A fork starts with what `source` loaded and how it stood against its
+    /// budget; a fresh agent (`Default`) starts cold.
+    pub fn fork_of(source: &AgentState) -> Self {
         Self {
-            parent,
+            activated: source.activated.clone(),
+            budget: source.budget,
             ..Self::default()
         }
     }
 
+    /// Whether the view was computed at the host's current `generation`:
+    /// nothing the agent may call can have changed since.
+    pub fn is_fresh(&self, generation: u64) -> bool {
+        self.seen_generation == Some(generation)
+    }
+
     /// Recomputes the view from the host's allowed list (in the host's
-    /// order) and each name's decision, in the same order.
-    pub fn update(&mut self, allowed: Vec<String>, decisions: &[Decision]) {
+    /// order) and each name's decision, in the same order. `fingerprint`
+    /// gives the fingerprint of the definition the agent sees under a name.
+    pub fn update(
+        &mut self,
+        allowed: Vec<String>,
+        decisions: &[Decision],
+        fingerprint: impl Fn(&str) -> Option<u64>,
+    ) {
         self.visible.clear();
         self.pending.clear();
+        self.lapsed.clear();
         for (name, decision) in allowed.iter().zip(decisions) {
-            if !decision.hides(self.budget.over) || self.activated.contains(name) {
+            if !decision.hides(self.budget.over) {
                 self.visible.push(name.clone());
-            } else {
-                self.pending.insert(name.clone());
+                continue;
+            }
+            match self.activated.get(name) {
+                Some(loaded) if fingerprint(name) == Some(*loaded) => {
+                    self.visible.push(name.clone())
+                }
+                Some(_) => {
+                    self.lapsed.insert(name.clone());
+                    self.pending.insert(name.clone());
+                }
+                None => {
+                    self.pending.insert(name.clone());
+                }
             }
         }
         self.allowed = allowed.into_iter().collect();
@@ -75,6 +106,16 @@ impl AgentState {
         self.allowed.contains(name)
     }
 
+    /// Loaded on demand, with the definition the agent sees now.
+    pub fn is_activated(&self, name: &str) -> bool {
+        self.activated.contains_key(name) && !self.lapsed.contains(name)
+    }
+
+    /// Loaded once, but its definition changed since: deferred again.
+    pub fn is_lapsed(&self, name: &str) -> bool {
+        self.lapsed.contains(name)
+    }
+
     /// Deferred, allowed and not activated: what a search may load.
     pub fn is_pending(&self, name: &str) -> bool {
         self.pending.contains(name)
@@ -88,19 +129,21 @@ impl AgentState {
         self.pending.len()
     }
 
-    /// Marks a pending tool activated. Returns false when it was not pending.
-    pub fn activate(&mut self, name: &str) -> bool {
+    /// Marks a pending tool activated with the fingerprint of the definition
+    /// being loaded. Returns false when it was not pending.
+    pub fn activate(&mut self, name: &str, fingerprint: u64) -> bool {
         if !self.pending.remove(name) {
             return false;
         }
-        self.activated.insert(name.to_string());
+        self.lapsed.remove(name);
+        self.activated.insert(name.to_string(), fingerprint);
         self.visible.push(name.to_string());
         true
     }
 
-    /// The allow set this agent should have: none when nothing is hidden,
-    /// so a plugin with nothing to defer leaves the agent untouched.
-    pub fn wanted_allow_set(&self) -> Option<Vec<String>> {
+    /// The exposure layer this agent should have: none when nothing is
+    /// hidden, so a plugin with nothing to defer leaves the agent untouched.
+    pub fn wanted_exposure(&self) -> Option<Vec<String>> {
         if self.pending.is_empty() {
             return None;
         }
@@ -115,5 +158,52 @@ impl AgentState {
 
     pub fn set_installed(&mut self, allow: Option<Vec<String>>) {
         self.installed = allow;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Reason;
+
+    fn deferred() -> Decision {
+        Decision {
+            deferred: true,
+            budgeted: false,
+            reason: Reason::NoRule,
+        }
+    }
+
+    #[test]
+    fn an_activation_holds_for_its_definition_only() {
+        let mut state = AgentState::default();
+        let names = || vec!["a".to_string()];
+        state.update(names(), &[deferred()], |_| Some(1));
+        assert!(state.activate("a", 1));
+        state.update(names(), &[deferred()], |_| Some(1));
+        assert_eq!(state.visible(), ["a"]);
+        state.update(names(), &[deferred()], |_| Some(2));
+        assert!(state.is_pending("a") && state.is_lapsed("a") && !state.is_activated("a"));
+        assert!(state.activate("a", 2));
+        assert!(!state.is_lapsed("a") && state.is_activated("a"));
+    }
+
+    #[test]
+    fn a_fork_starts_with_the_sources_activations() {
+        let mut source = AgentState::default();
+        source.update(
+            vec!["a".into(), "b".into()],
+            &[deferred(), deferred()],
+            |_| Some(1),
+        );
+        source.activate("a", 1);
+        let mut fork = AgentState::fork_of(&source);
+        fork.update(
+            vec!["a".into(), "b".into()],
+            &[deferred(), deferred()],
+            |_| Some(1),
+        );
+        assert_eq!(fork.visible(), ["a"]);
+        assert!(fork.is_pending("b"));
     }
 }

@@ -2,7 +2,6 @@
 //! or, when the host has none, estimated on the safe side.
 
 use std::collections::HashMap;
-use std::hash::{Hash, Hasher};
 
 use crate::host::Host;
 use crate::registry::ToolDef;
@@ -41,13 +40,12 @@ pub fn estimate_tokens(text: &str) -> u32 {
     u32::try_from(tokens).unwrap_or(u32::MAX)
 }
 
-/// Token costs of tool schemas, keyed by a fingerprint of the schema text,
-/// so a registry change only counts the schemas that are new.
+/// Token costs of tool schemas, keyed by a fingerprint of the tool's
+/// definition (what the schema text is made of), so a registry change only
+/// counts the schemas that are new.
 #[derive(Debug, Default)]
 pub struct TokenCosts {
     by_fingerprint: HashMap<u64, u32>,
-    /// Whether the last count came from the host (false: estimated).
-    exact: bool,
 }
 
 impl TokenCosts {
@@ -55,10 +53,9 @@ impl TokenCosts {
     pub fn ensure(&mut self, tools: &[ToolDef], host: &impl Host) {
         let mut missing: Vec<(u64, String)> = Vec::new();
         for tool in tools {
-            let text = schema_text(tool);
-            let key = fingerprint(&text);
+            let key = tool.fingerprint();
             if !self.by_fingerprint.contains_key(&key) && !missing.iter().any(|(k, _)| *k == key) {
-                missing.push((key, text));
+                missing.push((key, schema_text(tool)));
             }
         }
         if missing.is_empty() {
@@ -68,7 +65,6 @@ impl TokenCosts {
         let counts = host
             .count_tokens(&texts)
             .filter(|counts| counts.len() == texts.len());
-        self.exact = counts.is_some();
         let counts = counts.unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect());
         for ((key, _), count) in missing.into_iter().zip(counts) {
             self.by_fingerprint.insert(key, count);
@@ -77,22 +73,11 @@ impl TokenCosts {
 
     /// The cost of `tool`, once counted; an estimate otherwise.
     pub fn cost(&self, tool: &ToolDef) -> u32 {
-        let text = schema_text(tool);
         self.by_fingerprint
-            .get(&fingerprint(&text))
+            .get(&tool.fingerprint())
             .copied()
-            .unwrap_or_else(|| estimate_tokens(&text))
+            .unwrap_or_else(|| estimate_tokens(&schema_text(tool)))
     }
-
-    pub fn is_exact(&self) -> bool {
-        self.exact
-    }
-}
-
-fn fingerprint(text: &str) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    text.hash(&mut hasher);
-    hasher.finish()
 }
 
 #[cfg(test)]

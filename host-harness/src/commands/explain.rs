@@ -31,21 +31,28 @@ pub fn run(
     let agent = agent.unwrap_or(MAIN_AGENT);
     create_chain(&mut session.shell, agent)?;
     for plugin in &session.running {
-        let explanation = session.shell.explain(&plugin.row.id, agent, tool)?;
+        let located = session.shell.explain_located(&plugin.row.id, agent, tool)?;
+        let explanation = located.explanation;
         let prefix = if session.running.len() > 1 {
             format!("{}: ", plugin.row.id)
         } else {
             String::new()
         };
-        // Entries are named as the plugin sees them (`defer[0]`); the
-        // profile knows which file and line that config is written at.
-        let written_at = match (&explanation.rule, &plugin.row.config) {
-            (Rule::DeferEntry | Rule::NoDeferEntry, Some(config)) => {
+        // The plugin names the deciding entry by JSON pointer; the profile
+        // knows the file, line and column it is written at.
+        let written_at = match (&located.pointer, &plugin.row.config) {
+            (Some(pointer), Some(config)) => format!(" (written at {})", config.place(pointer)),
+            (None, Some(config))
+                if matches!(explanation.rule, Rule::DeferEntry | Rule::NoDeferEntry) =>
+            {
                 format!(" (config at {})", config.place(""))
             }
             _ => String::new(),
         };
         writeln!(out, "{prefix}{}{written_at}", explanation.summary)?;
+    }
+    if session.running.iter().any(|p| p.row.id == "lazy-tools") {
+        writeln!(out, "\n{}", lazy_tools::PRECEDENCE)?;
     }
     Ok(())
 }

@@ -22,9 +22,9 @@ use crate::profile::{
     PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
 };
 use crate::shell::{InstallError, Shell};
-use crate::suggest::did_you_mean;
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{LoadedFrom, WasmHost, hex};
+use lazy_tools::suggest::did_you_mean;
 use source::Source;
 
 /// What `add` did to one plugin row.

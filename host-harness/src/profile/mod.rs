@@ -20,8 +20,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::plugin_api::ConfigError;
-use crate::suggest::did_you_mean;
 use crate::yaml::{LocatedValue, Place};
+use lazy_tools::suggest::did_you_mean;
 use rows::{Layer, PatchLayer, PluginRow};
 
 /// The installed plugins.

@@ -8,8 +8,8 @@ use serde_json::{Map, Value};
 
 use super::Problem;
 use crate::home::check_name;
-use crate::suggest::did_you_mean;
 use crate::yaml::{LocatedValue, Place};
+use lazy_tools::suggest::did_you_mean;
 
 /// A plugin row: a row of `cordis.yml`, or one that a patch layer inserts.
 #[derive(Debug, Clone)]

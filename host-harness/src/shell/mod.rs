@@ -14,7 +14,7 @@ pub use self::builtins::core_builtins;
 // The core and the tool types live below the shell (plugins see the core
 // through `host_view`); they are re-exported where the shell's users look.
 use crate::catalog::Catalog;
-use crate::plugin_api::{ConfigError, Explanation, Verdict};
+use crate::plugin_api::{ConfigError, Explanation, LocatedExplanation, Verdict};
 pub use crate::shell_core::{ShellCore, ShellError};
 pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
@@ -126,6 +126,33 @@ impl Shell {
         self.core().create_agent(&id, parent)?;
         for index in 0..self.plugins.len() {
             self.attach(index, &id, parent)?;
+        }
+        Ok(id)
+    }
+
+    /// Creates `name` under `parent` as a fork of `source` (it continues
+    /// `source`'s conversation) and returns its id. Plugins that know forks
+    /// start it with what `source` loaded; a fresh child starts cold.
+    pub fn fork_agent(
+        &mut self,
+        name: &str,
+        parent: Option<&str>,
+        source: &str,
+    ) -> Result<AgentId> {
+        self.require_agent(source)?;
+        let id = match parent {
+            Some(parent) => format!("{parent}/{name}"),
+            None => name.to_string(),
+        };
+        self.core().create_agent(&id, parent)?;
+        for index in 0..self.plugins.len() {
+            self.register_guards(index, &id)?;
+            let plugin = &mut self.plugins[index];
+            plugin
+                .instance
+                .agent_forked(&id, parent, source)
+                .with_context(|| format!("plugin `{}` trapped in agent-forked", plugin.id))?
+                .map_err(|e| anyhow!("plugin `{}` refused fork `{id}`: {e}", plugin.id))?;
         }
         Ok(id)
     }
@@ -256,9 +283,20 @@ impl Shell {
 
     /// Why plugin `id` shows, defers or hides `tool` for `agent`.
     pub fn explain(&mut self, id: &str, agent: &str, tool: &str) -> Result<Explanation> {
+        Ok(self.explain_located(id, agent, tool)?.explanation)
+    }
+
+    /// [`explain`](Self::explain), with the JSON pointer of the plugin's
+    /// config entry that decided, when one did.
+    pub fn explain_located(
+        &mut self,
+        id: &str,
+        agent: &str,
+        tool: &str,
+    ) -> Result<LocatedExplanation> {
         self.require_agent(agent)?;
         self.plugin_mut(id)?
-            .explain(agent, tool)
+            .explain_located(agent, tool)
             .with_context(|| format!("plugin `{id}` trapped in explain"))?
             .map_err(|e| anyhow!("plugin `{id}`: {e}"))
     }
@@ -379,22 +417,27 @@ impl Shell {
     /// Registers plugin `index`'s guard tools in `agent`'s scope and tells
     /// the plugin about the agent.
     fn attach(&mut self, index: usize, agent: &str, parent: Option<&str>) -> Result<()> {
+        self.register_guards(index, agent)?;
         let plugin = &mut self.plugins[index];
-        {
-            let mut core = self.core.lock().unwrap_or_else(|e| e.into_inner());
-            for guard in &plugin.guards {
-                let mut tool = guard.clone();
-                tool.origin = Origin::Agent(agent.to_string());
-                tool.owner = Some(plugin.id.clone());
-                core.register(tool)
-                    .with_context(|| format!("registering plugin `{}`'s tools", plugin.id))?;
-            }
-        }
         plugin
             .instance
             .agent_created(agent, parent)
             .with_context(|| format!("plugin `{}` trapped in agent-created", plugin.id))?
             .map_err(|e| anyhow!("plugin `{}` refused agent `{agent}`: {e}", plugin.id))
+    }
+
+    /// Registers plugin `index`'s guard tools in `agent`'s own scope.
+    fn register_guards(&mut self, index: usize, agent: &str) -> Result<()> {
+        let plugin = &self.plugins[index];
+        let mut core = self.core.lock().unwrap_or_else(|e| e.into_inner());
+        for guard in &plugin.guards {
+            let mut tool = guard.clone();
+            tool.origin = Origin::Agent(agent.to_string());
+            tool.owner = Some(plugin.id.clone());
+            core.register(tool)
+                .with_context(|| format!("registering plugin `{}`'s tools", plugin.id))?;
+        }
+        Ok(())
     }
 
     fn notify_registry_changed(&mut self) -> Result<()> {

@@ -21,7 +21,10 @@ use crate::tool::Tool;
 use cache::{CompiledCache, EngineKey, Rejection};
 use lazy_tools::host::LogLevel;
 use wit::PluginBindings;
-use wit::since_v0_3_0::wit::{ConfigError, Explanation, PluginError, ToolResult, Verdict};
+use wit::since_v0_3_0::wit::{
+    ConfigError, Explanation, LocatedExplanation, PluginError, PluginError as PluginCallError,
+    ToolResult, Verdict,
+};
 
 /// The path of the lazy-tools component this crate was built with.
 pub fn lazy_tools_component_path() -> PathBuf {
@@ -397,6 +400,18 @@ impl PluginInstance {
         self.bindings.agent_created(&mut self.store, agent, parent)
     }
 
+    /// `agent` was created as a fork of `source`; a plugin older than 0.3.0
+    /// hears of a new agent.
+    pub fn agent_forked(
+        &mut self,
+        agent: &str,
+        parent: Option<&str>,
+        source: &str,
+    ) -> Result<Result<(), PluginCallError>> {
+        self.bindings
+            .agent_forked(&mut self.store, agent, parent, source)
+    }
+
     pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
         self.bindings.agent_disposed(&mut self.store, agent)
     }
@@ -430,6 +445,15 @@ impl PluginInstance {
 
     pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Result<Explanation, PluginError>> {
         self.bindings.explain(&mut self.store, agent, tool)
+    }
+
+    /// `explain` with the JSON pointer of the config entry that decided.
+    pub fn explain_located(
+        &mut self,
+        agent: &str,
+        tool: &str,
+    ) -> Result<Result<LocatedExplanation, PluginCallError>> {
+        self.bindings.explain_located(&mut self.store, agent, tool)
     }
 
     pub fn dispose(&mut self) -> Result<()> {

@@ -14,7 +14,10 @@ use wasmtime::component::{Component, Linker};
 use super::{IntoAnyhow as _, PluginState};
 use crate::tool::Tool;
 use since_v0_3_0 as latest;
-use since_v0_3_0::wit::{ConfigError, Explanation, PluginError, ToolResult, Verdict};
+use since_v0_3_0::wit::{
+    ConfigError, Explanation, LocatedExplanation, PluginError, PluginError as PluginCallError,
+    ToolResult, Verdict,
+};
 
 /// Every contract version this host supports, newest first.
 pub const SUPPORTED: &[&str] = &["0.3.0", "0.2.0", "0.1.0"];
@@ -121,6 +124,26 @@ impl PluginBindings {
         Ok(with_guest!(self, g => g.call_agent_created(&mut *store, &agent, parent.as_ref()))?)
     }
 
+    /// A fork: 0.3.0 plugins start it with `source`'s loaded tools; older
+    /// ones hear of a new agent (they know no forks).
+    pub fn agent_forked(
+        &self,
+        store: &mut Store<PluginState>,
+        agent: &str,
+        parent: Option<&str>,
+        source: &str,
+    ) -> Result<Result<(), PluginCallError>> {
+        match self {
+            Self::V0_3_0(b) => Ok(b.dsh_tool_restriction_restriction().call_agent_forked(
+                store,
+                &agent.to_owned(),
+                parent.map(str::to_owned).as_ref(),
+                &source.to_owned(),
+            )?),
+            Self::V0_1_0(_) | Self::V0_2_0(_) => self.agent_created(store, agent, parent),
+        }
+    }
+
     pub fn agent_disposed(&self, store: &mut Store<PluginState>, agent: &str) -> Result<()> {
         let agent = agent.to_owned();
         Ok(with_guest!(self, g => g.call_agent_disposed(&mut *store, &agent))?)
@@ -202,6 +225,31 @@ impl PluginBindings {
                 &agent.to_owned(),
                 tool,
             )?),
+        }
+    }
+
+    /// `explain` with the pointer of the deciding config entry; before
+    /// 0.3.0 a plugin cannot say which entry, so the pointer is `None`.
+    pub fn explain_located(
+        &self,
+        store: &mut Store<PluginState>,
+        agent: &str,
+        tool: &str,
+    ) -> Result<Result<LocatedExplanation, PluginCallError>> {
+        match self {
+            Self::V0_3_0(b) => Ok(b.dsh_tool_restriction_restriction().call_explain_located(
+                store,
+                &agent.to_owned(),
+                tool,
+            )?),
+            Self::V0_1_0(_) | Self::V0_2_0(_) => {
+                Ok(self
+                    .explain(store, agent, tool)?
+                    .map(|explanation| LocatedExplanation {
+                        explanation,
+                        pointer: None,
+                    }))
+            }
         }
     }
 

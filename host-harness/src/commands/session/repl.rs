@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use super::{MAIN_AGENT, ProfileShell};
 use crate::shell::{CallOutcome, names};
-use crate::suggest::did_you_mean;
 use crate::tokens::Tokenizer;
+use lazy_tools::suggest::did_you_mean;
 
 const COMMANDS: &[&str] = &[
     "tools", "call", "spawn", "agent", "next", "explain", "help", "quit", "exit",

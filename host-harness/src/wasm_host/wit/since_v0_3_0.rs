@@ -40,6 +40,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
         self.host().restrict_owned(&agent, allow)
     }
 
+    fn expose(&mut self, agent: String, visible: Option<Vec<String>>) -> Result<(), String> {
+        self.host().expose_owned(&agent, visible)
+    }
+
     fn log(&mut self, level: wit::LogLevel, message: String) {
         let level = match level {
             wit::LogLevel::Trace => LogLevel::Trace,
