@@ -23,6 +23,8 @@ pub enum ShellError {
     InvalidAgentName(String),
     #[error("a tool named `{name}` is already registered in {scope}")]
     DuplicateTool { name: String, scope: String },
+    #[error("the name `{name}` is taken by {by}: a tool cannot take another's name")]
+    NameTaken { name: String, by: String },
     #[error("no tool named `{name}` is registered in {scope}")]
     NoSuchTool { name: String, scope: String },
     #[error("cannot restrict `{agent}`: unknown tool {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))]
@@ -80,6 +82,22 @@ impl ShellCore {
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
+        }
+        // A name has one owner (the shell, or one plugin) in every scope: a
+        // plugin's guard tool could otherwise stand in for a tool the agent's
+        // chain denies, since no restriction masks an agent's own scope.
+        if let Some(taken) = self
+            .tools
+            .iter()
+            .find(|t| t.name == tool.name && t.owner != tool.owner)
+        {
+            return Err(ShellError::NameTaken {
+                name: tool.name,
+                by: match &taken.owner {
+                    Some(owner) => format!("plugin `{owner}`"),
+                    None => format!("a {} tool", taken.origin),
+                },
+            });
         }
         if self
             .tools

@@ -3,6 +3,7 @@
 //! plugin instance.
 
 pub mod cache;
+pub mod limits;
 pub mod wit;
 
 use std::collections::HashMap;
@@ -18,6 +19,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use crate::plugin_api::{ConfigError, Explanation, PluginCallError, ToolResult, Verdict};
 use crate::shell::{ShellCore, Tool};
 use cache::{CompiledCache, EngineKey, Rejection};
+use limits::{AsClock, CallClock, MemoryWatch};
+pub use limits::{CallKind, LimitExceeded, Limits};
 use wit::PluginBindings;
 
 /// The path of the lazy-tools component this crate was built with.
@@ -30,6 +33,9 @@ pub struct WasmHost {
     engine_key: EngineKey,
     linker: Linker<PluginState>,
     compiled: Mutex<HashMap<String, PluginComponent>>,
+    /// Whether calls run under an epoch deadline (always, but for the
+    /// benchmark that measures what the deadline costs).
+    epochs: bool,
 }
 
 /// Where a loaded component came from.
@@ -79,7 +85,7 @@ impl std::fmt::Debug for PluginComponent {
 }
 
 static WASM_HOST: LazyLock<WasmHost> =
-    LazyLock::new(|| WasmHost::new().expect("the wasmtime engine and linker can be set up"));
+    LazyLock::new(|| WasmHost::new(true).expect("the wasmtime engine and linker can be set up"));
 
 impl WasmHost {
     /// The process-wide host: compiling a component is costly, so every
@@ -88,12 +94,20 @@ impl WasmHost {
         &WASM_HOST
     }
 
-    fn new() -> Result<Self> {
+    /// A host of its own (not the process-wide one). `epochs: false` runs
+    /// calls without a deadline: only for measuring what the deadline costs.
+    pub fn new(epochs: bool) -> Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
+        // Every loop header and function entry checks the epoch: a plugin
+        // that loops is stopped at its call's deadline.
+        config.epoch_interruption(epochs);
         let engine = Engine::new(&config)
             .into_anyhow()
             .context("creating the wasmtime engine")?;
+        if epochs {
+            limits::start_ticker(&engine);
+        }
         let mut linker = Linker::new(&engine);
         // The plugin's std imports WASI p2 (stdio, environment, clocks,
         // random); it gets an empty context: nothing inherited or preopened.
@@ -106,6 +120,7 @@ impl WasmHost {
             engine,
             linker,
             compiled: Mutex::new(HashMap::new()),
+            epochs,
         })
     }
 
@@ -284,6 +299,7 @@ impl WasmHost {
         component: &PluginComponent,
         plugin_id: &str,
         shell: Arc<Mutex<ShellCore>>,
+        limits: Limits,
     ) -> Result<PluginInstance> {
         let state = PluginState {
             wasi: WasiCtx::builder().build(),
@@ -291,13 +307,27 @@ impl WasmHost {
             shell,
             plugin_id: plugin_id.to_string(),
             logs: Vec::new(),
-            memory: MemoryWatch::default(),
+            memory: MemoryWatch {
+                bytes: 0,
+                limit: limits.memory_bytes,
+            },
+            clock: CallClock::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.memory);
+        if self.epochs {
+            store.epoch_deadline_callback(limits::deadline_callback);
+            store.data_mut().clock.start(limits.long_call);
+            store.set_epoch_deadline(limits::ticks(limits.long_call));
+        }
         let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
             .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
-        Ok(PluginInstance { store, bindings })
+        Ok(PluginInstance {
+            store,
+            bindings,
+            limits,
+            epochs: self.epochs,
+        })
     }
 
     fn lock_compiled(&self) -> MutexGuard<'_, HashMap<String, PluginComponent>> {
@@ -314,32 +344,12 @@ pub struct PluginState {
     plugin_id: String,
     logs: Vec<(tracing::Level, String)>,
     memory: MemoryWatch,
+    clock: CallClock,
 }
 
-/// Watches the plugin's linear memory grow (it never shrinks): the bytes it holds now.
-#[derive(Debug, Default)]
-struct MemoryWatch {
-    bytes: usize,
-}
-
-impl wasmtime::ResourceLimiter for MemoryWatch {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        self.bytes += desired.saturating_sub(current);
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        _desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(true)
+impl AsClock for PluginState {
+    fn clock(&self) -> &CallClock {
+        &self.clock
     }
 }
 
@@ -399,6 +409,15 @@ impl PluginState {
         Some(texts.iter().map(|t| counter.count(t)).collect())
     }
 
+    /// Runs one of the shell's imports: its time is the shell's, not
+    /// charged against the plugin's deadline.
+    pub(crate) fn host_call<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = f(self);
+        self.clock.charge_host(started.elapsed());
+        out
+    }
+
     pub(crate) fn record_log(&mut self, level: tracing::Level, message: String) {
         match level {
             tracing::Level::ERROR => tracing::error!(plugin = %self.plugin_id, "{message}"),
@@ -416,6 +435,8 @@ impl PluginState {
 pub struct PluginInstance {
     store: Store<PluginState>,
     bindings: PluginBindings,
+    limits: Limits,
+    epochs: bool,
 }
 
 impl PluginInstance {
@@ -433,12 +454,24 @@ impl PluginInstance {
         self.store.data().memory.bytes
     }
 
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     pub fn configure(&mut self, config: &str) -> Result<Result<(), Vec<ConfigError>>> {
-        self.bindings.configure(&mut self.store, config)
+        self.bindings.configure(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            config,
+        )
     }
 
     pub fn guard_tools(&mut self) -> Result<Vec<Tool>> {
-        self.bindings.guard_tools(&mut self.store)
+        self.bindings.guard_tools(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Short,
+        ))
     }
 
     pub fn agent_created(
@@ -446,24 +479,43 @@ impl PluginInstance {
         agent: &str,
         parent: Option<&str>,
     ) -> Result<Result<(), PluginCallError>> {
-        self.bindings.agent_created(&mut self.store, agent, parent)
+        self.bindings.agent_created(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            agent,
+            parent,
+        )
     }
 
     pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
-        self.bindings.agent_disposed(&mut self.store, agent)
+        self.bindings.agent_disposed(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
     pub fn registry_changed(&mut self) -> Result<Result<(), PluginCallError>> {
-        self.bindings.registry_changed(&mut self.store)
+        self.bindings.registry_changed(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Long,
+        ))
     }
 
     pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginCallError>> {
-        self.bindings.visible_tools(&mut self.store, agent)
+        self.bindings.visible_tools(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
     pub fn pre_execute(&mut self, agent: &str, tool: &str, arguments: &str) -> Result<Verdict> {
-        self.bindings
-            .pre_execute(&mut self.store, agent, tool, arguments)
+        self.bindings.pre_execute(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+            arguments,
+        )
     }
 
     pub fn execute(
@@ -472,15 +524,22 @@ impl PluginInstance {
         tool: &str,
         arguments: &str,
     ) -> Result<Result<ToolResult, PluginCallError>> {
-        self.bindings
-            .execute(&mut self.store, agent, tool, arguments)
+        self.bindings.execute(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+            arguments,
+        )
     }
 
     pub fn system_prompt(
         &mut self,
         agent: &str,
     ) -> Result<Result<Option<String>, PluginCallError>> {
-        self.bindings.system_prompt(&mut self.store, agent)
+        self.bindings.system_prompt(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
     pub fn explain(
@@ -488,12 +547,39 @@ impl PluginInstance {
         agent: &str,
         tool: &str,
     ) -> Result<Result<Explanation, PluginCallError>> {
-        self.bindings.explain(&mut self.store, agent, tool)
+        self.bindings.explain(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+        )
     }
 
     pub fn dispose(&mut self) -> Result<()> {
-        self.bindings.dispose(&mut self.store)
+        self.bindings.dispose(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Short,
+        ))
     }
+}
+
+/// Starts the clock of one call: its deadline, in epoch ticks.
+fn begin<'a>(
+    store: &'a mut Store<PluginState>,
+    limits: &Limits,
+    epochs: bool,
+    kind: CallKind,
+) -> &'a mut Store<PluginState> {
+    if epochs {
+        let limit = match kind {
+            CallKind::Short => limits.call,
+            CallKind::Long => limits.long_call,
+        };
+        store.data_mut().clock.start(limit);
+        store.set_epoch_deadline(limits::ticks(limit));
+    }
+    store
 }
 
 /// wasmtime 48 has its own error type; this brings it into anyhow so that

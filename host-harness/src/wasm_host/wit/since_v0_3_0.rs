@@ -23,17 +23,18 @@ pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
 
 impl wit::Host for PluginState {}
 
+// The costly imports run under `host_call`: their time is the shell's.
 impl dsh::tool_restriction::host::Host for PluginState {
     fn registry(&mut self) -> Vec<wit::ToolDef> {
-        self.shell_registry(tool_to_wit)
+        self.host_call(|s| s.shell_registry(tool_to_wit))
     }
 
     fn allowed_tools(&mut self, agent: String) -> Result<Vec<String>, String> {
-        self.shell_allowed_tools(&agent)
+        self.host_call(|s| s.shell_allowed_tools(&agent))
     }
 
     fn restrict(&mut self, agent: String, allow: Option<Vec<String>>) -> Result<(), String> {
-        self.shell_restrict(&agent, allow)
+        self.host_call(|s| s.shell_restrict(&agent, allow))
     }
 
     fn log(&mut self, level: wit::LogLevel, message: String) {
@@ -59,7 +60,7 @@ impl dsh::tool_restriction::host::Host for PluginState {
     }
 
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
-        self.shell_count_tokens(&texts)
+        self.host_call(|s| s.shell_count_tokens(&texts))
     }
 }
 
