@@ -56,6 +56,15 @@ fn main() {
         "cargo:rustc-env=RESTRICTION_V0_1_0_COMPONENT={}",
         old.display()
     );
+
+    // A plugin that loops, traps or grows its memory where its config says:
+    // the containment tests' subject.
+    let hostile = build_guest(
+        &root.join("tests/guests/hostile"),
+        &root.join("target").join("test-guests"),
+        "hostile",
+    );
+    println!("cargo:rustc-env=HOSTILE_COMPONENT={}", hostile.display());
 }
 
 /// Builds the crate at `dir` for wasm32-wasip2 in release, into

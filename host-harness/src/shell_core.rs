@@ -24,6 +24,8 @@ pub enum ShellError {
     InvalidAgentName(String),
     #[error("a tool named `{name}` is already registered in {scope}")]
     DuplicateTool { name: String, scope: String },
+    #[error("the name `{name}` is taken by {by}: a tool cannot take another's name")]
+    NameTaken { name: String, by: String },
     #[error("no tool named `{name}` is registered in {scope}")]
     NoSuchTool { name: String, scope: String },
     #[error("cannot restrict `{agent}`: unknown tool {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))]
@@ -139,6 +141,26 @@ impl ShellCore {
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
+        }
+        // A name has one owner (the shell, or one plugin) in every scope: a
+        // plugin's guard tool could otherwise stand in for a tool the agent's
+        // chain denies, since no restriction masks an agent's own scope.
+        // Only a name already registered somewhere needs the scan.
+        let taken = if self.names.scopes.contains_key(&tool.name) {
+            self.tools
+                .iter()
+                .find(|t| t.name == tool.name && t.owner != tool.owner)
+        } else {
+            None
+        };
+        if let Some(taken) = taken {
+            return Err(ShellError::NameTaken {
+                name: tool.name,
+                by: match &taken.owner {
+                    Some(owner) => format!("plugin `{owner}`"),
+                    None => format!("a {} tool", taken.origin),
+                },
+            });
         }
         if self.names.contains_in(&tool.name, tool.origin.scope()) {
             return Err(ShellError::DuplicateTool {

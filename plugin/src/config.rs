@@ -46,6 +46,20 @@ const KEYS: &[&str] = &[
     "catalogDescriptionChars",
 ];
 
+/// The largest config accepted, in bytes of JSON.
+pub const MAX_CONFIG_BYTES: usize = 1 << 20;
+/// The most entries one list (`defer`, `neverDefer`, a family's `members`, ...) may hold.
+pub const MAX_LIST_ENTRIES: usize = 2_000;
+/// The most families a config may declare.
+pub const MAX_FAMILIES: usize = 500;
+/// How much of an entry an error quotes back.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// What is wrong with a list of `len` entries at `at`, if it is too long.
+fn too_many(at: &[&str], len: usize, max: usize) -> Option<ConfigError> {
+    (len > max).then(|| ConfigError::new(pointer(at), format!("{len} entries; at most {max}")))
+}
+
 /// One problem in the configuration, located by a JSON pointer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {message}", if pointer.is_empty() { "config" } else { pointer.as_str() })]
@@ -65,7 +79,11 @@ impl ConfigError {
     }
 
     fn with_entry(mut self, entry: &str) -> Self {
-        self.entry = Some(entry.to_string());
+        // A huge entry is quoted by its start: the pointer locates it.
+        self.entry = Some(match entry.char_indices().nth(MAX_QUOTED_CHARS) {
+            Some((end, _)) => format!("{}…", &entry[..end]),
+            None => entry.to_string(),
+        });
         self
     }
 }
@@ -275,6 +293,12 @@ impl Config {
     /// empty text means "no config": the zero-config preset. Every problem is
     /// reported, not just the first.
     pub fn from_json(text: &str) -> Result<Self, Vec<ConfigError>> {
+        if text.len() > MAX_CONFIG_BYTES {
+            return Err(vec![ConfigError::new(
+                "",
+                format!("config of {} bytes; at most {MAX_CONFIG_BYTES}", text.len()),
+            )]);
+        }
         if text.trim().is_empty() {
             return Ok(Self::default());
         }
@@ -430,6 +454,10 @@ fn parse_patterns(
         ));
         return list;
     };
+    if let Some(error) = too_many(at, items.len(), MAX_LIST_ENTRIES) {
+        errors.push(error);
+        return list;
+    }
     for (index, item) in items.iter().enumerate() {
         let index = index.to_string();
         let mut here = at.to_vec();
@@ -483,6 +511,10 @@ fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Ve
         ));
         return Vec::new();
     };
+    if let Some(error) = too_many(&["families"], families.len(), MAX_FAMILIES) {
+        errors.push(error);
+        return Vec::new();
+    }
     let mut parsed = Vec::new();
     for (name, family) in families {
         let Value::Object(fields) = family else {
@@ -543,6 +575,10 @@ fn parse_list(
         ));
         return Some(Vec::new());
     };
+    if let Some(error) = too_many(&[key], items.len(), MAX_LIST_ENTRIES) {
+        errors.push(error);
+        return Some(Vec::new());
+    }
     let mut rules = Vec::with_capacity(items.len());
     for (index, item) in items.iter().enumerate() {
         let at = pointer(&[key, &index.to_string()]);
@@ -765,6 +801,34 @@ mod tests {
                 proptest::prop_assert!(!errors.is_empty());
             }
         }
+    }
+
+    #[test]
+    fn sizes_are_bounded_with_located_errors() {
+        let huge = "x".repeat(700_000);
+        let errors = Config::from_json(&format!(r#"{{"defer": ["ok", "{huge}"]}}"#)).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].pointer, "/defer/1");
+        assert_eq!(
+            errors[0].message,
+            "pattern of 700000 characters; at most 1000"
+        );
+        assert_eq!(
+            errors[0].entry.as_ref().map(|e| e.chars().count()),
+            Some(MAX_QUOTED_CHARS + 1)
+        );
+
+        let many: Vec<String> = (0..=MAX_LIST_ENTRIES).map(|i| format!("t{i}")).collect();
+        let config = serde_json::json!({"families": {"f": {"members": many, "core": []}}});
+        let errors = Config::from_json(&config.to_string()).unwrap_err();
+        assert_eq!(errors[0].pointer, "/families/f/members");
+        assert_eq!(errors[0].message, "2001 entries; at most 2000");
+
+        let errors = Config::from_json(&" ".repeat(MAX_CONFIG_BYTES + 1)).unwrap_err();
+        assert_eq!(
+            errors[0].message,
+            "config of 1048577 bytes; at most 1048576"
+        );
     }
 
     #[test]

@@ -16,6 +16,10 @@ pub const MAX_TOP_K: u32 = 50;
 /// Limits that keep one call cheap: a query is a few words, not a document.
 pub const MAX_QUERY_CHARS: usize = 500;
 pub const MAX_QUERIES: usize = 10;
+/// Tool names are bounded like queries: a name is compared with every
+/// registered name for "did you mean", so a huge one costs seconds.
+pub const MAX_TOOL_NAME_CHARS: usize = 256;
+pub const MAX_TOOL_NAMES: usize = 50;
 
 pub fn is_guard(name: &str) -> bool {
     GUARD_NAMES.contains(&name)

@@ -319,6 +319,9 @@ impl<H: Host> LazyTools<H> {
         if let Some(problem) = query_problem(&args.queries) {
             return Ok(ToolResult::error(format!("tool_search: {problem}")));
         }
+        if let Some(problem) = names_problem(&args.tool_names) {
+            return Ok(ToolResult::error(format!("tool_search: {problem}")));
+        }
         self.ensure_fresh(agent)?;
         let mut matches: Vec<Match> = Vec::new();
         let mut seen = HashSet::new();
@@ -366,6 +369,12 @@ impl<H: Host> LazyTools<H> {
             Ok(args) => args,
             Err(result) => return Ok(result),
         };
+        if let Some(problem) = names_problem(std::slice::from_ref(&args.tool_name)) {
+            return Ok(ToolResult::error(format!(
+                "{}: {problem}",
+                guards::DEFER_EXECUTE_TOOL
+            )));
+        }
         self.ensure_fresh(agent)?;
         let mut seen = HashSet::new();
         let (m, core) = self.activate_with_family(agent, args.tool_name.trim(), &mut seen);
@@ -647,6 +656,27 @@ fn query_problem(queries: &[String]) -> Option<String> {
     })
 }
 
+/// What is wrong with the tool names of a guard-tool call, if anything.
+fn names_problem(names: &[String]) -> Option<String> {
+    if names.len() > guards::MAX_TOOL_NAMES {
+        return Some(format!(
+            "at most {} tool names per call, got {}",
+            guards::MAX_TOOL_NAMES,
+            names.len()
+        ));
+    }
+    names.iter().enumerate().find_map(|(i, name)| {
+        let chars = name.chars().count();
+        (chars > guards::MAX_TOOL_NAME_CHARS).then(|| {
+            format!(
+                "tool name {} has {chars} characters; at most {}",
+                i + 1,
+                guards::MAX_TOOL_NAME_CHARS
+            )
+        })
+    })
+}
+
 fn unavailable(name: &str, reason: String) -> Match {
     Match {
         name: name.to_string(),
@@ -672,6 +702,22 @@ mod tests {
         let longest = "字".repeat(MAX_QUERY_CHARS);
         assert_eq!(query_problem(&[longest]), None);
         assert_eq!(query_problem(&queries(&["q"; MAX_QUERIES])), None);
+    }
+
+    #[test]
+    fn tool_names_are_bounded_like_queries() {
+        let longest = "n".repeat(guards::MAX_TOOL_NAME_CHARS);
+        assert_eq!(names_problem(&[longest]), None);
+        // A 1 MB name cost 45 s of "did you mean" against every registered name.
+        let huge = "n".repeat(1 << 20);
+        assert_eq!(
+            names_problem(&[String::new(), huge]).as_deref(),
+            Some("tool name 2 has 1048576 characters; at most 256")
+        );
+        assert_eq!(
+            names_problem(&queries(&["t"; guards::MAX_TOOL_NAMES + 1])).as_deref(),
+            Some("at most 50 tool names per call, got 51")
+        );
     }
 
     #[test]

@@ -2,23 +2,33 @@
 //! literal (`?`, `[`, `{` and `\` included), and a pattern matches the whole
 //! name.
 
-use globset::{Glob, GlobBuilder, GlobMatcher, GlobSet, GlobSetBuilder};
+use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
+
+/// The longest pattern accepted, in characters: tool names are short, and a
+/// pattern's compiled size grows with its length.
+pub const MAX_PATTERN_CHARS: usize = 1_000;
 
 /// One compiled pattern, with the text the user wrote.
 #[derive(Debug, Clone)]
 pub struct Pattern {
     text: String,
-    matcher: GlobMatcher,
+    /// A set of one: building a set reports a regex that cannot be built,
+    /// where `Glob::compile_matcher` panics (and the plugin would trap).
+    matcher: GlobSet,
 }
 
 impl Pattern {
-    /// Compiles `text`. Fails only on an internal globset error, which the
-    /// escaping below rules out; callers still report it rather than trap.
+    /// Compiles `text`; a pattern too long or that globset cannot build is
+    /// an error, never a panic.
     pub fn new(text: &str) -> Result<Self, String> {
         let glob = to_glob(text)?;
+        let matcher = GlobSetBuilder::new()
+            .add(glob)
+            .build()
+            .map_err(|e| format!("pattern cannot be compiled: {e}"))?;
         Ok(Self {
             text: text.to_string(),
-            matcher: glob.compile_matcher(),
+            matcher,
         })
     }
 
@@ -61,6 +71,12 @@ impl PatternSet {
 }
 
 fn to_glob(text: &str) -> Result<Glob, String> {
+    let chars = text.chars().count();
+    if chars > MAX_PATTERN_CHARS {
+        return Err(format!(
+            "pattern of {chars} characters; at most {MAX_PATTERN_CHARS}"
+        ));
+    }
     // Escape each literal run, keep `*` as the wildcard. Runs of `*` collapse
     // to one: globset gives `**` a path meaning that tool names do not have.
     let mut glob = String::with_capacity(text.len() + 8);
@@ -131,6 +147,18 @@ mod tests {
             let name = format!("{prefix}{suffix}");
             proptest::prop_assert!(pattern.is_match(&name));
         }
+    }
+
+    #[test]
+    fn a_huge_pattern_is_an_error_not_a_panic() {
+        // 700,000 characters made globset's regex build fail, and
+        // `compile_matcher` panicked: the plugin trapped on its config.
+        let huge = "a*".repeat(350_000);
+        let err = Pattern::new(&huge).unwrap_err();
+        assert_eq!(err, "pattern of 700000 characters; at most 1000");
+        let longest = "b".repeat(MAX_PATTERN_CHARS);
+        assert!(Pattern::new(&longest).unwrap().is_match(&longest));
+        assert!(PatternSet::new(&[Pattern::new("x").unwrap()]).is_ok());
     }
 
     #[test]

@@ -11,7 +11,7 @@ use serde_json::Value;
 use crate::catalog::Catalog;
 use crate::native_plugin::native_lazy_tools;
 use crate::shell::{Shell, core_builtins};
-use crate::wasm_host::WasmHost;
+use crate::wasm_host::{Limits, WasmHost};
 
 /// Per-call medians in nanoseconds, over `samples` batches of `batch` calls.
 pub fn median_ns(samples: usize, batch: usize, mut f: impl FnMut()) -> f64 {
@@ -90,6 +90,49 @@ pub fn run(catalog: &Path) -> Result<()> {
         println!(
             "{label:<28} {wasm:>12.0} {native_ns:>12.1} {:>7.0}x",
             wasm / native_ns
+        );
+    }
+    // The same component on an engine without epoch interruption: what the
+    // per-call deadline (the epoch checks in the code, setting the deadline)
+    // costs the verdict.
+    let bare_host = WasmHost::new(false)?;
+    let bare_component = bare_host.load(&component.path)?;
+    let mut bare = bare_host.instantiate(
+        &bare_component,
+        "lazy-tools-bare",
+        shell.shared_core(),
+        Limits::default(),
+    )?;
+    if bare.configure("null")?.is_err() {
+        bail!("the component rejects a null config");
+    }
+    bare.agent_created("main", None)?
+        .map_err(|e| anyhow::anyhow!("agent-created: {e}"))?;
+    println!(
+        "{:<28} {:>12} {:>12} {:>8}",
+        "epoch deadline", "with (ns)", "without (ns)", "cost"
+    );
+    for (label, tool) in [
+        ("deny (deferred tool)", deferred.as_str()),
+        ("pass (visible tool)", visible),
+    ] {
+        // Alternate the two, so that machine noise hits both alike.
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            let plugin = shell.plugin_mut("lazy-tools")?;
+            with.push(median_ns(SAMPLES, BATCH, || {
+                black_box(plugin.pre_execute("main", tool, args).expect("no trap"));
+            }));
+            without.push(median_ns(SAMPLES, BATCH, || {
+                black_box(bare.pre_execute("main", tool, args).expect("no trap"));
+            }));
+        }
+        with.sort_by(f64::total_cmp);
+        without.sort_by(f64::total_cmp);
+        let (with, without) = (with[2], without[2]);
+        println!(
+            "{label:<28} {with:>12.0} {without:>12.0} {:>+7.1}%",
+            (with / without - 1.0) * 100.0
         );
     }
     let call = median_ns(SAMPLES, 200, || {

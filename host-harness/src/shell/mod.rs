@@ -17,7 +17,7 @@ use crate::catalog::Catalog;
 use crate::plugin_api::{ConfigError, Explanation, LocatedExplanation, Verdict};
 pub use crate::shell_core::{ShellCore, ShellError};
 pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
-use crate::wasm_host::{PluginComponent, PluginInstance, WasmHost};
+use crate::wasm_host::{LimitExceeded, Limits, PluginComponent, PluginInstance, WasmHost};
 
 /// What became of a tool call.
 #[derive(Debug, Clone, PartialEq)]
@@ -61,12 +61,53 @@ struct ShellPlugin {
     instance: PluginInstance,
     /// The plugin's own tools, registered in every agent's scope.
     guards: Vec<Tool>,
+    /// Set when the plugin trapped or ran out of time or memory: it is no
+    /// longer called, and nothing it installed is in force.
+    quarantined: Option<Quarantine>,
+}
+
+/// Why the shell stopped calling a plugin.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Quarantine {
+    pub plugin: String,
+    /// The export that failed (`visible-tools`, ...).
+    pub during: String,
+    /// What went wrong: out of time, out of memory, or the trap's message.
+    pub reason: String,
+}
+
+impl std::fmt::Display for Quarantine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "plugin `{}` is disabled: it failed in {} ({}); its restrictions and tools are lifted",
+            self.plugin, self.during, self.reason
+        )
+    }
+}
+
+/// What a plugin call's failure was, for people: a limit it hit, or its trap.
+fn failure_reason(error: &anyhow::Error) -> String {
+    if let Some(limit) = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<LimitExceeded>())
+    {
+        return limit.to_string();
+    }
+    if let Some(trap) = error
+        .chain()
+        .find_map(|e| e.downcast_ref::<wasmtime::Trap>())
+    {
+        return format!("trap: {trap}");
+    }
+    format!("{error:#}")
 }
 
 #[derive(Default)]
 pub struct Shell {
     core: Arc<Mutex<ShellCore>>,
     plugins: Vec<ShellPlugin>,
+    limits: Limits,
 }
 
 impl Shell {
@@ -83,6 +124,16 @@ impl Shell {
     /// plugin: the plugin's imports take the same lock.
     pub fn core(&self) -> MutexGuard<'_, ShellCore> {
         self.core.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The time and memory limits of plugins installed from now on.
+    pub fn set_plugin_limits(&mut self, limits: Limits) {
+        self.limits = limits;
+    }
+
+    /// The plugins the shell stopped calling, and why.
+    pub fn quarantined(&self) -> impl Iterator<Item = &Quarantine> {
+        self.plugins.iter().filter_map(|p| p.quarantined.as_ref())
     }
 
     /// Registers tools and tells every plugin once.
@@ -125,7 +176,9 @@ impl Shell {
         };
         self.core().create_agent(&id, parent)?;
         for index in 0..self.plugins.len() {
-            self.attach(index, &id, parent)?;
+            if let Err(failure) = self.attach(index, &id, parent)? {
+                self.quarantine(index, "agent-created", &failure);
+            }
         }
         Ok(id)
     }
@@ -159,12 +212,14 @@ impl Shell {
 
     pub fn dispose_agent(&mut self, id: &str) -> Result<()> {
         let removed = self.core().dispose_agent(id)?;
-        for plugin in &mut self.plugins {
+        for index in 0..self.plugins.len() {
             for agent in &removed {
-                plugin
-                    .instance
-                    .agent_disposed(agent)
-                    .with_context(|| format!("plugin `{}` trapped in agent-disposed", plugin.id))?;
+                if self.plugins[index].quarantined.is_some() {
+                    break;
+                }
+                if let Err(failure) = self.plugins[index].instance.agent_disposed(agent) {
+                    self.quarantine(index, "agent-disposed", &failure);
+                }
             }
         }
         Ok(())
@@ -193,11 +248,15 @@ impl Shell {
         if self.plugins.iter().any(|p| p.id == id) {
             return Err(anyhow!("a plugin with id `{id}` is already installed").into());
         }
-        let mut instance = WasmHost::global().instantiate(component, id, self.core.clone())?;
+        let mut instance =
+            WasmHost::global().instantiate(component, id, self.core.clone(), self.limits)?;
         let config_json = config.to_string();
+        let failed = |during: &str, e: &anyhow::Error| {
+            anyhow!("plugin `{id}` failed in {during}: {}", failure_reason(e))
+        };
         if let Err(errors) = instance
             .configure(&config_json)
-            .with_context(|| format!("plugin `{id}` trapped in configure"))?
+            .map_err(|e| failed("configure", &e))?
         {
             return Err(InstallError::Config {
                 plugin: id.to_string(),
@@ -206,11 +265,13 @@ impl Shell {
         }
         let guards = instance
             .guard_tools()
-            .with_context(|| format!("plugin `{id}` trapped in guard-tools"))?;
+            .map_err(|e| failed("guard-tools", &e))?;
+        self.check_guard_names(id, &guards)?;
         self.plugins.push(ShellPlugin {
             id: id.to_string(),
             instance,
             guards,
+            quarantined: None,
         });
         let index = self.plugins.len() - 1;
         let mut agents: Vec<(AgentId, Option<AgentId>)> = self
@@ -221,24 +282,111 @@ impl Shell {
         // Parents before children: an id's depth is its number of slashes.
         agents.sort_by_key(|(a, _)| a.matches('/').count());
         for (agent, parent) in agents {
-            self.attach(index, &agent, parent.as_deref())?;
+            let attached = match self.attach(index, &agent, parent.as_deref()) {
+                Ok(Ok(())) => Ok(()),
+                Ok(Err(failure)) => Err(failed("agent-created", &failure)),
+                Err(e) => Err(e),
+            };
+            if let Err(e) = attached {
+                // Nothing of a plugin that did not start stays behind.
+                let plugin = self.plugins.remove(index);
+                let mut core = self.core();
+                core.unregister_owned_by(&plugin.id);
+                core.lift_all(&plugin.id);
+                return Err(e.into());
+            }
         }
         Ok(())
     }
 
+    /// A plugin's guard tools may not take a name the shell or another
+    /// plugin already uses: an agent would reach them instead of the real
+    /// tool, even where its chain denies that tool.
+    fn check_guard_names(&self, id: &str, guards: &[Tool]) -> Result<(), InstallError> {
+        let core = self.core();
+        let mut seen = HashSet::new();
+        for guard in guards {
+            if !seen.insert(guard.name.as_str()) {
+                return Err(anyhow!(
+                    "plugin `{id}` declares its tool `{}` twice",
+                    guard.name.escape_debug()
+                )
+                .into());
+            }
+            if let Some(taken) = core.tools().iter().find(|t| t.name == guard.name) {
+                let by = match &taken.owner {
+                    Some(owner) => format!("a tool of plugin `{owner}`"),
+                    None => format!("a {} tool", taken.origin),
+                };
+                return Err(anyhow!(
+                    "plugin `{id}` declares a tool `{}`, but that name is already {by}: a \
+                     plugin cannot take another tool's name",
+                    guard.name.escape_debug()
+                )
+                .into());
+            }
+        }
+        Ok(())
+    }
+
+    /// Stops calling plugin `index` after it failed in `during`: logs why,
+    /// lifts every allow set it installed and removes its tools, so every
+    /// agent gets what the rest of its chain authorizes (a plugin only ever
+    /// hides, so dropping it cannot widen past that).
+    fn quarantine(&mut self, index: usize, during: &str, failure: &anyhow::Error) {
+        let plugin = &mut self.plugins[index];
+        if plugin.quarantined.is_some() {
+            return;
+        }
+        let quarantine = Quarantine {
+            plugin: plugin.id.clone(),
+            during: during.to_string(),
+            reason: failure_reason(failure),
+        };
+        tracing::error!("{quarantine}");
+        plugin.quarantined = Some(quarantine);
+        let id = plugin.id.clone();
+        {
+            let mut core = self.core();
+            core.unregister_owned_by(&id);
+            core.lift_all(&id);
+        }
+        // Its guard tools left the registry: the others hear of it (a
+        // failure there quarantines that one too, and so on, once each).
+        self.notify_registry_changed_quietly();
+    }
+
     /// Gives a running plugin a new config.
     pub fn reconfigure(&mut self, id: &str, config: &Value) -> Result<(), InstallError> {
-        let plugin = self.plugin_mut(id)?;
-        match plugin
-            .configure(&config.to_string())
-            .with_context(|| format!("plugin `{id}` trapped in configure"))?
-        {
-            Ok(()) => Ok(()),
-            Err(errors) => Err(InstallError::Config {
+        let index = self.live_index(id)?;
+        match self.plugins[index].instance.configure(&config.to_string()) {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(errors)) => Err(InstallError::Config {
                 plugin: id.to_string(),
                 errors,
             }),
+            Err(failure) => {
+                self.quarantine(index, "configure", &failure);
+                Err(anyhow!(
+                    "plugin `{id}` failed in configure and is disabled: {}",
+                    failure_reason(&failure)
+                )
+                .into())
+            }
         }
+    }
+
+    /// The index of plugin `id`, if it is installed and not quarantined.
+    fn live_index(&self, id: &str) -> Result<usize> {
+        let index = self
+            .plugins
+            .iter()
+            .position(|p| p.id == id)
+            .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?;
+        if let Some(q) = &self.plugins[index].quarantined {
+            bail!("{q}");
+        }
+        Ok(index)
     }
 
     /// Disposes a plugin and removes everything it left: its guard tools and
@@ -250,7 +398,11 @@ impl Shell {
             .position(|p| p.id == id)
             .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?;
         let mut plugin = self.plugins.remove(index);
-        let disposed = plugin.instance.dispose();
+        // A quarantined plugin is not called again.
+        let disposed = match plugin.quarantined {
+            Some(_) => Ok(()),
+            None => plugin.instance.dispose(),
+        };
         {
             let mut core = self.core();
             core.unregister_owned_by(id);
@@ -295,22 +447,39 @@ impl Shell {
         tool: &str,
     ) -> Result<LocatedExplanation> {
         self.require_agent(agent)?;
-        self.plugin_mut(id)?
-            .explain_located(agent, tool)
-            .with_context(|| format!("plugin `{id}` trapped in explain"))?
-            .map_err(|e| anyhow!("plugin `{id}`: {e}"))
+        let index = self.live_index(id)?;
+        let version = self.plugins[index].instance.contract_version();
+        if version == "0.1.0" {
+            bail!("plugin `{id}` speaks dsh:tool-restriction@{version}, which has no explain");
+        }
+        match self.plugins[index].instance.explain_located(agent, tool) {
+            Ok(explained) => explained.map_err(|e| anyhow!("plugin `{id}`: {e}")),
+            Err(failure) => {
+                self.quarantine(index, "explain", &failure);
+                bail!(
+                    "plugin `{id}` failed in explain and is disabled: {}",
+                    failure_reason(&failure)
+                )
+            }
+        }
     }
 
     /// What each plugin adds to `agent`'s system prompt, by plugin id.
     pub fn system_prompt(&mut self, agent: &str) -> Result<Vec<(String, String)>> {
         self.require_agent(agent)?;
         let mut texts = Vec::new();
-        for plugin in &mut self.plugins {
-            let text = plugin
-                .instance
-                .system_prompt(agent)
-                .with_context(|| format!("plugin `{}` trapped in system-prompt", plugin.id))?
-                .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
+        for index in 0..self.plugins.len() {
+            let plugin = &mut self.plugins[index];
+            if plugin.quarantined.is_some() {
+                continue;
+            }
+            let text = match plugin.instance.system_prompt(agent) {
+                Ok(text) => text.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Err(failure) => {
+                    self.quarantine(index, "system-prompt", &failure);
+                    continue;
+                }
+            };
             if let Some(text) = text {
                 texts.push((plugin.id.clone(), text));
             }
@@ -339,12 +508,18 @@ impl Shell {
     /// what the agent may call, filtered by every plugin's view.
     pub fn next_request(&mut self, agent: &str) -> Result<Vec<ToolSchema>> {
         let mut views = Vec::with_capacity(self.plugins.len());
-        for plugin in &mut self.plugins {
-            let view = plugin
-                .instance
-                .visible_tools(agent)
-                .with_context(|| format!("plugin `{}` trapped in visible-tools", plugin.id))?
-                .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
+        for index in 0..self.plugins.len() {
+            let plugin = &mut self.plugins[index];
+            if plugin.quarantined.is_some() {
+                continue;
+            }
+            let view = match plugin.instance.visible_tools(agent) {
+                Ok(view) => view.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Err(failure) => {
+                    self.quarantine(index, "visible-tools", &failure);
+                    continue;
+                }
+            };
             // A set: with thousands of tools a list scan per tool is quadratic.
             views.push(view.into_iter().collect::<HashSet<String>>());
         }
@@ -365,22 +540,32 @@ impl Shell {
     /// the model why a hidden tool is refused and what to do instead.
     pub fn call(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
         let resolved = self.core().resolve(agent, tool)?.cloned();
-        let Some(resolved) = resolved else {
+        if resolved.is_none() {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
-        };
+        }
         let arguments_json = arguments.to_string();
-        for plugin in &mut self.plugins {
-            let verdict = plugin
-                .instance
-                .pre_execute(agent, tool, &arguments_json)
-                .with_context(|| format!("plugin `{}` trapped in pre-execute", plugin.id))?;
-            if let Verdict::Deny(reason) = verdict {
-                return Ok(CallOutcome::Denied {
-                    by: plugin.id.clone(),
-                    reason,
-                });
+        for index in 0..self.plugins.len() {
+            let plugin = &mut self.plugins[index];
+            if plugin.quarantined.is_some() {
+                continue;
+            }
+            match plugin.instance.pre_execute(agent, tool, &arguments_json) {
+                Ok(Verdict::Deny(reason)) => {
+                    return Ok(CallOutcome::Denied {
+                        by: plugin.id.clone(),
+                        reason,
+                    });
+                }
+                Ok(Verdict::Pass) => {}
+                // Its verdict is gone with it; the restriction check below
+                // still holds the rest of the chain.
+                Err(failure) => self.quarantine(index, "pre-execute", &failure),
             }
         }
+        // A quarantined plugin's tools are gone: resolve again.
+        let Some(resolved) = self.core().resolve(agent, tool)?.cloned() else {
+            return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
+        };
         let allowed = self
             .core()
             .effective(agent, None)?
@@ -394,16 +579,26 @@ impl Shell {
         let Some(owner) = resolved.owner.as_deref() else {
             return Ok(CallOutcome::Completed(emulated_run(&resolved, arguments)));
         };
-        let plugin = self
+        let index = self
             .plugins
-            .iter_mut()
-            .find(|p| p.id == owner)
+            .iter()
+            .position(|p| p.id == owner && p.quarantined.is_none())
             .ok_or_else(|| anyhow!("tool `{tool}` belongs to plugin `{owner}`, which is gone"))?;
-        let result = plugin
+        let result = match self.plugins[index]
             .instance
             .execute(agent, tool, &arguments_json)
-            .with_context(|| format!("plugin `{owner}` trapped running `{tool}`"))?
-            .map_err(|e| anyhow!("plugin `{owner}` refused to run `{tool}`: {e}"))?;
+        {
+            Ok(result) => {
+                result.map_err(|e| anyhow!("plugin `{owner}` refused to run `{tool}`: {e}"))?
+            }
+            Err(failure) => {
+                let reason = failure_reason(&failure);
+                self.quarantine(index, "execute", &failure);
+                return Ok(CallOutcome::Refused(format!(
+                    "tool `{tool}` failed: its plugin `{owner}` is disabled ({reason})"
+                )));
+            }
+        };
         let json = serde_json::from_str(&result.json).with_context(|| {
             format!("plugin `{owner}` returned a result for `{tool}` that is not JSON")
         })?;
@@ -415,15 +610,28 @@ impl Shell {
     }
 
     /// Registers plugin `index`'s guard tools in `agent`'s scope and tells
-    /// the plugin about the agent.
-    fn attach(&mut self, index: usize, agent: &str, parent: Option<&str>) -> Result<()> {
+    /// the plugin about the agent. The inner error is the plugin's failure
+    /// (a trap, out of time or memory), for the caller to contain.
+    fn attach(
+        &mut self,
+        index: usize,
+        agent: &str,
+        parent: Option<&str>,
+    ) -> Result<Result<(), anyhow::Error>> {
+        let plugin = &mut self.plugins[index];
+        if plugin.quarantined.is_some() {
+            return Ok(Ok(()));
+        }
         self.register_guards(index, agent)?;
         let plugin = &mut self.plugins[index];
-        plugin
-            .instance
-            .agent_created(agent, parent)
-            .with_context(|| format!("plugin `{}` trapped in agent-created", plugin.id))?
-            .map_err(|e| anyhow!("plugin `{}` refused agent `{agent}`: {e}", plugin.id))
+        match plugin.instance.agent_created(agent, parent) {
+            Ok(created) => {
+                created
+                    .map_err(|e| anyhow!("plugin `{}` refused agent `{agent}`: {e}", plugin.id))?;
+                Ok(Ok(()))
+            }
+            Err(failure) => Ok(Err(failure)),
+        }
     }
 
     /// Registers plugin `index`'s guard tools in `agent`'s own scope.
@@ -441,14 +649,25 @@ impl Shell {
     }
 
     fn notify_registry_changed(&mut self) -> Result<()> {
-        for plugin in &mut self.plugins {
-            plugin
-                .instance
-                .registry_changed()
-                .with_context(|| format!("plugin `{}` trapped in registry-changed", plugin.id))?
-                .map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?;
+        for index in 0..self.plugins.len() {
+            let plugin = &mut self.plugins[index];
+            if plugin.quarantined.is_some() {
+                continue;
+            }
+            match plugin.instance.registry_changed() {
+                Ok(changed) => changed.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Err(failure) => self.quarantine(index, "registry-changed", &failure),
+            }
         }
         Ok(())
+    }
+
+    /// [`notify_registry_changed`](Self::notify_registry_changed) where a
+    /// plugin's error value can only be logged.
+    fn notify_registry_changed_quietly(&mut self) {
+        if let Err(e) = self.notify_registry_changed() {
+            tracing::warn!("{e:#}");
+        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! plugin instance.
 
 pub mod cache;
+pub mod limits;
 pub mod wit;
 
 use std::collections::HashMap;
@@ -20,6 +21,8 @@ use crate::shell_core::ShellCore;
 use crate::tool::Tool;
 use cache::{CompiledCache, EngineKey, Rejection};
 use lazy_tools::host::LogLevel;
+use limits::{AsClock, CallClock, MemoryWatch};
+pub use limits::{CallKind, LimitExceeded, Limits};
 use wit::PluginBindings;
 use wit::since_v0_3_0::wit::{
     ConfigError, Explanation, LocatedExplanation, PluginError, PluginError as PluginCallError,
@@ -36,6 +39,9 @@ pub struct WasmHost {
     engine_key: EngineKey,
     linker: Linker<PluginState>,
     compiled: Mutex<HashMap<String, PluginComponent>>,
+    /// Whether calls run under an epoch deadline (always, but for the
+    /// benchmark that measures what the deadline costs).
+    epochs: bool,
 }
 
 /// Where a loaded component came from.
@@ -85,7 +91,7 @@ impl std::fmt::Debug for PluginComponent {
 }
 
 static WASM_HOST: LazyLock<WasmHost> =
-    LazyLock::new(|| WasmHost::new().expect("the wasmtime engine and linker can be set up"));
+    LazyLock::new(|| WasmHost::new(true).expect("the wasmtime engine and linker can be set up"));
 
 impl WasmHost {
     /// The process-wide host: compiling a component is costly, so every
@@ -94,12 +100,20 @@ impl WasmHost {
         &WASM_HOST
     }
 
-    fn new() -> Result<Self> {
+    /// A host of its own (not the process-wide one). `epochs: false` runs
+    /// calls without a deadline: only for measuring what the deadline costs.
+    pub fn new(epochs: bool) -> Result<Self> {
         let mut config = Config::new();
         config.wasm_component_model(true);
+        // Every loop header and function entry checks the epoch: a plugin
+        // that loops is stopped at its call's deadline.
+        config.epoch_interruption(epochs);
         let engine = Engine::new(&config)
             .into_anyhow()
             .context("creating the wasmtime engine")?;
+        if epochs {
+            limits::start_ticker(&engine);
+        }
         let mut linker = Linker::new(&engine);
         // The plugin's std imports WASI p2 (stdio, environment, clocks,
         // random); it gets an empty context: nothing inherited or preopened.
@@ -112,6 +126,7 @@ impl WasmHost {
             engine,
             linker,
             compiled: Mutex::new(HashMap::new()),
+            epochs,
         })
     }
 
@@ -290,18 +305,33 @@ impl WasmHost {
         component: &PluginComponent,
         plugin_id: &str,
         shell: Arc<Mutex<ShellCore>>,
+        limits: Limits,
     ) -> Result<PluginInstance> {
         let state = PluginState {
             wasi: WasiCtx::builder().build(),
             table: ResourceTable::new(),
             host: HostView::new(shell, plugin_id),
-            memory: MemoryWatch::default(),
+            memory: MemoryWatch {
+                bytes: 0,
+                limit: limits.memory_bytes,
+            },
+            clock: CallClock::default(),
         };
         let mut store = Store::new(&self.engine, state);
         store.limiter(|state| &mut state.memory);
+        if self.epochs {
+            store.epoch_deadline_callback(limits::deadline_callback);
+            store.data_mut().clock.start(limits.long_call);
+            store.set_epoch_deadline(limits::ticks(limits.long_call));
+        }
         let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
             .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
-        Ok(PluginInstance { store, bindings })
+        Ok(PluginInstance {
+            store,
+            bindings,
+            limits,
+            epochs: self.epochs,
+        })
     }
 
     fn lock_compiled(&self) -> MutexGuard<'_, HashMap<String, PluginComponent>> {
@@ -317,32 +347,12 @@ pub struct PluginState {
     table: ResourceTable,
     host: HostView,
     memory: MemoryWatch,
+    clock: CallClock,
 }
 
-/// Watches the plugin's linear memory grow (it never shrinks): the bytes it holds now.
-#[derive(Debug, Default)]
-struct MemoryWatch {
-    bytes: usize,
-}
-
-impl wasmtime::ResourceLimiter for MemoryWatch {
-    fn memory_growing(
-        &mut self,
-        current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        self.bytes += desired.saturating_sub(current);
-        Ok(true)
-    }
-
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        _desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
-        Ok(true)
+impl AsClock for PluginState {
+    fn clock(&self) -> &CallClock {
+        &self.clock
     }
 }
 
@@ -359,6 +369,15 @@ impl PluginState {
     pub(crate) fn host(&self) -> &HostView {
         &self.host
     }
+
+    /// Runs one of the shell's imports: its time is the shell's, not
+    /// charged against the plugin's deadline.
+    pub(crate) fn host_call<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
+        let started = std::time::Instant::now();
+        let out = f(self);
+        self.clock.charge_host(started.elapsed());
+        out
+    }
 }
 
 /// One instantiated plugin. Every method returns `Err` only when the
@@ -366,6 +385,8 @@ impl PluginState {
 pub struct PluginInstance {
     store: Store<PluginState>,
     bindings: PluginBindings,
+    limits: Limits,
+    epochs: bool,
 }
 
 impl PluginInstance {
@@ -384,20 +405,36 @@ impl PluginInstance {
         self.store.data().memory.bytes
     }
 
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
     pub fn configure(&mut self, config: &str) -> Result<Result<(), Vec<ConfigError>>> {
-        self.bindings.configure(&mut self.store, config)
+        self.bindings.configure(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            config,
+        )
     }
 
     pub fn guard_tools(&mut self) -> Result<Vec<Tool>> {
-        self.bindings.guard_tools(&mut self.store)
+        self.bindings.guard_tools(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Short,
+        ))
     }
 
     pub fn agent_created(
         &mut self,
         agent: &str,
         parent: Option<&str>,
-    ) -> Result<Result<(), PluginError>> {
-        self.bindings.agent_created(&mut self.store, agent, parent)
+    ) -> Result<Result<(), PluginCallError>> {
+        self.bindings.agent_created(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            agent,
+            parent,
+        )
     }
 
     /// `agent` was created as a fork of `source`; a plugin older than 0.3.0
@@ -408,25 +445,44 @@ impl PluginInstance {
         parent: Option<&str>,
         source: &str,
     ) -> Result<Result<(), PluginCallError>> {
-        self.bindings
-            .agent_forked(&mut self.store, agent, parent, source)
+        self.bindings.agent_forked(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            agent,
+            parent,
+            source,
+        )
     }
 
     pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
-        self.bindings.agent_disposed(&mut self.store, agent)
+        self.bindings.agent_disposed(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
-    pub fn registry_changed(&mut self) -> Result<Result<(), PluginError>> {
-        self.bindings.registry_changed(&mut self.store)
+    pub fn registry_changed(&mut self) -> Result<Result<(), PluginCallError>> {
+        self.bindings.registry_changed(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Long,
+        ))
     }
 
-    pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginError>> {
-        self.bindings.visible_tools(&mut self.store, agent)
+    pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginCallError>> {
+        self.bindings.visible_tools(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
     pub fn pre_execute(&mut self, agent: &str, tool: &str, arguments: &str) -> Result<Verdict> {
-        self.bindings
-            .pre_execute(&mut self.store, agent, tool, arguments)
+        self.bindings.pre_execute(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+            arguments,
+        )
     }
 
     pub fn execute(
@@ -434,17 +490,31 @@ impl PluginInstance {
         agent: &str,
         tool: &str,
         arguments: &str,
-    ) -> Result<Result<ToolResult, PluginError>> {
-        self.bindings
-            .execute(&mut self.store, agent, tool, arguments)
+    ) -> Result<Result<ToolResult, PluginCallError>> {
+        self.bindings.execute(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+            arguments,
+        )
     }
 
-    pub fn system_prompt(&mut self, agent: &str) -> Result<Result<Option<String>, PluginError>> {
-        self.bindings.system_prompt(&mut self.store, agent)
+    pub fn system_prompt(
+        &mut self,
+        agent: &str,
+    ) -> Result<Result<Option<String>, PluginCallError>> {
+        self.bindings.system_prompt(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+        )
     }
 
     pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Result<Explanation, PluginError>> {
-        self.bindings.explain(&mut self.store, agent, tool)
+        self.bindings.explain(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+        )
     }
 
     /// `explain` with the JSON pointer of the config entry that decided.
@@ -453,12 +523,39 @@ impl PluginInstance {
         agent: &str,
         tool: &str,
     ) -> Result<Result<LocatedExplanation, PluginCallError>> {
-        self.bindings.explain_located(&mut self.store, agent, tool)
+        self.bindings.explain_located(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            agent,
+            tool,
+        )
     }
 
     pub fn dispose(&mut self) -> Result<()> {
-        self.bindings.dispose(&mut self.store)
+        self.bindings.dispose(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Short,
+        ))
     }
+}
+
+/// Starts the clock of one call: its deadline, in epoch ticks.
+fn begin<'a>(
+    store: &'a mut Store<PluginState>,
+    limits: &Limits,
+    epochs: bool,
+    kind: CallKind,
+) -> &'a mut Store<PluginState> {
+    if epochs {
+        let limit = match kind {
+            CallKind::Short => limits.call,
+            CallKind::Long => limits.long_call,
+        };
+        store.data_mut().clock.start(limit);
+        store.set_epoch_deadline(limits::ticks(limit));
+    }
+    store
 }
 
 /// wasmtime 48 has its own error type; this brings it into anyhow so that

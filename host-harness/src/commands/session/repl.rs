@@ -31,6 +31,8 @@ pub struct Repl {
     /// The agent the person is playing.
     agent: String,
     requests: usize,
+    /// How many quarantined plugins the user has been told about.
+    quarantines_told: usize,
 }
 
 /// What a line asked for.
@@ -45,6 +47,7 @@ impl Repl {
             session,
             agent: MAIN_AGENT.to_string(),
             requests: 0,
+            quarantines_told: 0,
         }
     }
 
@@ -81,7 +84,25 @@ impl Repl {
                 Ok(Flow::Quit) => return Ok(()),
                 Err(e) => writeln!(out, "error: {e:#}")?,
             }
+            self.tell_quarantines(out)?;
         }
+    }
+
+    /// Tells the user about every plugin the shell has stopped calling
+    /// since the last command, once each.
+    fn tell_quarantines(&mut self, out: &mut dyn Write) -> Result<()> {
+        let quarantined: Vec<String> = self
+            .session
+            .shell
+            .quarantined()
+            .skip(self.quarantines_told)
+            .map(ToString::to_string)
+            .collect();
+        for message in quarantined {
+            writeln!(out, "warning: {message}")?;
+            self.quarantines_told += 1;
+        }
+        Ok(())
     }
 
     fn command(&mut self, line: &str, out: &mut dyn Write) -> Result<Flow> {

@@ -27,21 +27,22 @@ pub fn add_to_linker(linker: &mut Linker<PluginState>) -> Result<()> {
 
 impl wit::Host for PluginState {}
 
+// The costly imports run under `host_call`: their time is the shell's.
 impl dsh::tool_restriction::host::Host for PluginState {
     fn registry(&mut self) -> Vec<wit::ToolDef> {
-        self.host().registry().into_iter().map(def_to_wit).collect()
+        self.host_call(|s| s.host().registry().into_iter().map(def_to_wit).collect())
     }
 
     fn allowed_tools(&mut self, agent: String) -> Result<Vec<String>, String> {
-        self.host().allowed_tools(&agent)
+        self.host_call(|s| s.host().allowed_tools(&agent))
     }
 
     fn restrict(&mut self, agent: String, allow: Option<Vec<String>>) -> Result<(), String> {
-        self.host().restrict_owned(&agent, allow)
+        self.host_call(|s| s.host().restrict_owned(&agent, allow))
     }
 
     fn expose(&mut self, agent: String, visible: Option<Vec<String>>) -> Result<(), String> {
-        self.host().expose_owned(&agent, visible)
+        self.host_call(|s| s.host().expose_owned(&agent, visible))
     }
 
     fn log(&mut self, level: wit::LogLevel, message: String) {
@@ -68,7 +69,7 @@ impl dsh::tool_restriction::host::Host for PluginState {
     }
 
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
-        self.host().count_tokens(&texts)
+        self.host_call(|s| s.host().count_tokens(&texts))
     }
 }
 

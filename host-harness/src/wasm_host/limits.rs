@@ -1,0 +1,200 @@
+//! What one plugin call may spend: time (wasmtime epoch interruption, a
+//! deadline per call) and memory (a cap per instance). A plugin that goes
+//! past either traps with a [`LimitExceeded`] the shell can name.
+
+use std::time::{Duration, Instant};
+
+use wasmtime::{Engine, EngineWeak, StoreContextMut, UpdateDeadline};
+
+/// How often the engine's epoch advances: the granularity of every deadline.
+pub const TICK: Duration = Duration::from_millis(2);
+
+/// The limits every plugin instance runs under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Per call of the per-request exports (visible-tools, pre-execute,
+    /// execute, system-prompt, explain, agent-disposed, guard-tools, dispose).
+    pub call: Duration,
+    /// Per call of the exports that may rebuild everything: configure,
+    /// registry-changed (a new search index) and agent-created (a new
+    /// agent's token costs).
+    pub long_call: Duration,
+    /// The linear memory (and table bytes) one instance may hold.
+    pub memory_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self {
+            call: Duration::from_millis(50),
+            long_call: Duration::from_secs(2),
+            memory_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Which deadline a call gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CallKind {
+    Short,
+    Long,
+}
+
+/// Why a plugin call was stopped.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitExceeded {
+    #[error("ran out of time: still running after {}ms (limit {}ms)", .spent.as_millis(), .limit.as_millis())]
+    Time { spent: Duration, limit: Duration },
+    #[error("ran out of memory: asked for {desired} bytes of linear memory (limit {limit})")]
+    Memory { desired: usize, limit: usize },
+}
+
+/// The clock of one call, kept in the store: time spent in the shell's own
+/// imports is the shell's, not charged to the plugin.
+#[derive(Debug)]
+pub(crate) struct CallClock {
+    started: Instant,
+    in_host: Duration,
+    limit: Duration,
+}
+
+impl Default for CallClock {
+    fn default() -> Self {
+        Self {
+            started: Instant::now(),
+            in_host: Duration::ZERO,
+            limit: Limits::default().call,
+        }
+    }
+}
+
+impl CallClock {
+    pub(crate) fn start(&mut self, limit: Duration) {
+        *self = Self {
+            started: Instant::now(),
+            in_host: Duration::ZERO,
+            limit,
+        };
+    }
+
+    pub(crate) fn charge_host(&mut self, spent: Duration) {
+        self.in_host += spent;
+    }
+
+    /// The plugin's own time in this call.
+    fn spent(&self) -> Duration {
+        self.started.elapsed().saturating_sub(self.in_host)
+    }
+
+    /// Called when the epoch deadline passes: more ticks if the plugin still
+    /// has time (the shell's imports ran in between), else the trap.
+    pub(crate) fn on_deadline(&self) -> wasmtime::Result<UpdateDeadline> {
+        let spent = self.spent();
+        if spent >= self.limit {
+            return Err(wasmtime::Error::new(LimitExceeded::Time {
+                spent,
+                limit: self.limit,
+            }));
+        }
+        Ok(UpdateDeadline::Continue(ticks(self.limit - spent)))
+    }
+}
+
+/// The number of epoch ticks that covers `duration` (at least one).
+pub(crate) fn ticks(duration: Duration) -> u64 {
+    (duration.as_nanos().div_ceil(TICK.as_nanos()) as u64).max(1)
+}
+
+/// Advances `engine`'s epoch every [`TICK`] for as long as the engine lives.
+pub(crate) fn start_ticker(engine: &Engine) {
+    let weak: EngineWeak = engine.weak();
+    std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            while let Some(engine) = weak.upgrade() {
+                engine.increment_epoch();
+                drop(engine);
+                std::thread::sleep(TICK);
+            }
+        })
+        .expect("the epoch ticker thread can start");
+}
+
+/// The epoch-deadline callback of a plugin store.
+pub(crate) fn deadline_callback<T: AsClock>(
+    ctx: StoreContextMut<'_, T>,
+) -> wasmtime::Result<UpdateDeadline> {
+    ctx.data().clock().on_deadline()
+}
+
+pub(crate) trait AsClock {
+    fn clock(&self) -> &CallClock;
+}
+
+/// Caps a plugin's memory: growing past the limit traps with
+/// [`LimitExceeded::Memory`] rather than failing the allocation, so the shell
+/// learns why.
+#[derive(Debug)]
+pub(crate) struct MemoryWatch {
+    /// The bytes of linear memory the instance holds now.
+    pub(crate) bytes: usize,
+    pub(crate) limit: usize,
+}
+
+impl wasmtime::ResourceLimiter for MemoryWatch {
+    fn memory_growing(
+        &mut self,
+        current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let total = self.bytes + desired.saturating_sub(current);
+        if total > self.limit {
+            return Err(wasmtime::Error::new(LimitExceeded::Memory {
+                desired: total,
+                limit: self.limit,
+            }));
+        }
+        self.bytes = total;
+        Ok(true)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        // A table element is a pointer or two: cap tables within the memory limit too.
+        Ok(desired.saturating_mul(16) <= self.limit)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_round_up() {
+        assert_eq!(ticks(Duration::ZERO), 1);
+        assert_eq!(ticks(TICK), 1);
+        assert_eq!(ticks(TICK + Duration::from_nanos(1)), 2);
+        assert_eq!(ticks(Duration::from_millis(50)), 25);
+    }
+
+    #[test]
+    fn a_clock_charges_only_the_plugin() {
+        let mut clock = CallClock::default();
+        clock.start(Duration::from_millis(20));
+        clock.charge_host(Duration::from_secs(10));
+        assert!(clock.on_deadline().is_ok(), "host time is not the plugin's");
+        clock.start(Duration::ZERO);
+        let Err(err) = clock.on_deadline() else {
+            panic!("a call past its limit goes on");
+        };
+        assert!(matches!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(LimitExceeded::Time { .. })
+        ));
+    }
+}

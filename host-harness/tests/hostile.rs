@@ -1,0 +1,352 @@
+//! A plugin that loops, traps or grows its memory is stopped and contained,
+//! at every export; a plugin cannot take another tool's name; lazy-tools
+//! itself never traps on oversized input. The subject is the hostile guest
+//! (tests/guests/hostile), whose config says where and how to misbehave.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
+use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
+use serde_json::{Value, json};
+
+const HOSTILE: &str = "hostile";
+
+fn hostile() -> PluginComponent {
+    WasmHost::global()
+        .load(Path::new(env!("HOSTILE_COMPONENT")))
+        .unwrap()
+}
+
+/// Short limits, so that a loop costs little here (but long enough to fill
+/// the memory limit: writing 64 MiB takes tens of milliseconds).
+fn test_limits() -> Limits {
+    Limits {
+        call: Duration::from_millis(300),
+        long_call: Duration::from_millis(400),
+        memory_bytes: 64 << 20,
+    }
+}
+
+/// A shell with `read`, `bash` and `secret`, the hostile plugin installed
+/// with `config` (before any agent: agent-created is a failure point too),
+/// then `main` and `main/child`, where the profile denies `bash`.
+fn shell(config: &str) -> Shell {
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    shell
+        .register_tools(["read", "bash", "secret"].map(|n| Tool::new(n, "", Origin::Builtin)))
+        .unwrap();
+    shell
+        .install_plugin(HOSTILE, &hostile(), &json!(config))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    shell.create_agent("child", Some("main")).unwrap();
+    shell
+        .restrict(
+            "main/child",
+            "profile",
+            Some(vec!["read".into(), "secret".into()]),
+        )
+        .unwrap();
+    shell
+}
+
+fn names(shell: &mut Shell, agent: &str) -> Vec<String> {
+    shell
+        .next_request(agent)
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect()
+}
+
+const EXPORTS: &[&str] = &[
+    "configure",
+    "agent-created",
+    "visible-tools",
+    "pre-execute",
+    "execute",
+    "registry-changed",
+    "system-prompt",
+];
+
+/// Makes the plugin run `export`, configured to fail there in the way `how`.
+fn trigger(shell: &mut Shell, export: &str, how: &str) -> Option<Shell> {
+    match export {
+        "configure" => {
+            let err = shell
+                .reconfigure(
+                    HOSTILE,
+                    &json!(format!("fail=configure how={how} hide=secret")),
+                )
+                .unwrap_err();
+            assert!(err.to_string().contains("is disabled"), "{err}");
+        }
+        // Fails on the agents the shell creates after install.
+        "agent-created" => {
+            let mut fresh = Shell::new();
+            fresh.set_plugin_limits(test_limits());
+            fresh
+                .register_tools(
+                    ["read", "bash", "secret"].map(|n| Tool::new(n, "", Origin::Builtin)),
+                )
+                .unwrap();
+            let config = format!("fail=agent-created how={how} hide=secret guards=hostile_guard");
+            fresh
+                .install_plugin(HOSTILE, &hostile(), &json!(config))
+                .unwrap();
+            fresh.create_agent("main", None).unwrap();
+            fresh.create_agent("child", Some("main")).unwrap();
+            fresh
+                .restrict(
+                    "main/child",
+                    "profile",
+                    Some(vec!["read".into(), "secret".into()]),
+                )
+                .unwrap();
+            return Some(fresh);
+        }
+        "visible-tools" => {
+            shell.next_request("main/child").unwrap();
+        }
+        "pre-execute" => {
+            let outcome = shell.call("main/child", "read", &Value::Null).unwrap();
+            // The plugin's verdict is gone with it; the call goes on.
+            assert!(matches!(outcome, CallOutcome::Completed(_)), "{outcome:?}");
+        }
+        "execute" => {
+            let outcome = shell
+                .call("main/child", "hostile_guard", &Value::Null)
+                .unwrap();
+            let CallOutcome::Refused(reason) = outcome else {
+                panic!("{outcome:?}");
+            };
+            assert!(reason.contains("plugin `hostile` is disabled"), "{reason}");
+        }
+        "registry-changed" => shell
+            .register_tools([Tool::new("late", "", Origin::Builtin)])
+            .unwrap(),
+        "system-prompt" => {
+            shell.assemble("main/child").unwrap();
+        }
+        other => unreachable!("{other}"),
+    }
+    None
+}
+
+#[test]
+fn a_healthy_hostile_plugin_hides_what_it_says() {
+    let mut shell = shell("hide=secret guards=hostile_guard");
+    assert_eq!(names(&mut shell, "main"), ["read", "bash", "hostile_guard"]);
+    assert_eq!(names(&mut shell, "main/child"), ["read", "hostile_guard"]);
+    assert_eq!(shell.quarantined().count(), 0);
+}
+
+#[test]
+fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds() {
+    let mut problems = Vec::new();
+    for export in EXPORTS {
+        for (how, expected) in [
+            ("loop", "ran out of time"),
+            ("trap", "trap"),
+            ("grow", "ran out of memory"),
+        ] {
+            let config = match *export {
+                "configure" | "agent-created" => "hide=secret guards=hostile_guard".to_string(),
+                _ => format!("fail={export} how={how} hide=secret guards=hostile_guard"),
+            };
+            let mut shell = shell(&config);
+            let started = Instant::now();
+            let mut shell = trigger(&mut shell, export, how).unwrap_or(shell);
+            let took = started.elapsed();
+            let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+            let case = format!("{export}/{how}");
+            let [q] = quarantined.as_slice() else {
+                problems.push(format!("{case}: quarantined {quarantined:?}"));
+                continue;
+            };
+            if q.during != *export || !q.reason.contains(expected) {
+                problems.push(format!("{case}: {q}"));
+            }
+            if took > Duration::from_secs(5) {
+                problems.push(format!("{case}: took {took:?}"));
+            }
+            // Its allow sets and guard tools are lifted; the profile's
+            // restriction still holds for the child.
+            let mut main = names(&mut shell, "main");
+            main.retain(|n| n != "late");
+            let child = names(&mut shell, "main/child");
+            if main != ["read", "bash", "secret"] || child != ["read", "secret"] {
+                problems.push(format!("{case}: main sees {main:?}, child sees {child:?}"));
+            }
+            // It is never called again, and nothing else fails.
+            let outcome = shell.call("main/child", "bash", &Value::Null).unwrap();
+            if !matches!(outcome, CallOutcome::Refused(_)) {
+                problems.push(format!("{case}: bash for the child: {outcome:?}"));
+            }
+            if let Err(e) = shell.register_tools([Tool::new("later", "", Origin::Builtin)]) {
+                problems.push(format!("{case}: registering after: {e:#}"));
+            }
+            if shell.quarantined().count() != 1 {
+                problems.push(format!("{case}: quarantined again"));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+#[test]
+fn a_plugin_that_fails_while_installing_leaves_nothing_and_says_why() {
+    for (config, expected) in [
+        (
+            "fail=configure how=loop",
+            "failed in configure: ran out of time",
+        ),
+        (
+            "fail=configure how=grow",
+            "failed in configure: ran out of memory",
+        ),
+        (
+            "fail=agent-created how=trap guards=g hide=secret",
+            "failed in agent-created: trap",
+        ),
+    ] {
+        let mut shell = Shell::new();
+        shell.set_plugin_limits(test_limits());
+        shell
+            .register_tools(["read", "secret"].map(|n| Tool::new(n, "", Origin::Builtin)))
+            .unwrap();
+        shell.create_agent("main", None).unwrap();
+        let started = Instant::now();
+        let err = shell
+            .install_plugin(HOSTILE, &hostile(), &json!(config))
+            .unwrap_err();
+        assert!(started.elapsed() < Duration::from_secs(5));
+        assert!(err.to_string().contains(expected), "{config}: {err}");
+        assert_eq!(shell.plugin_ids().count(), 0);
+        assert_eq!(names(&mut shell, "main"), ["read", "secret"], "{config}");
+    }
+}
+
+#[test]
+fn the_default_limits_stop_a_loop_in_tens_of_milliseconds() {
+    let defaults = Limits::default();
+    assert!(defaults.call <= Duration::from_millis(100));
+    assert!(defaults.memory_bytes <= 512 << 20);
+    let mut shell = Shell::new();
+    shell.create_agent("main", None).unwrap();
+    shell
+        .install_plugin(
+            HOSTILE,
+            &hostile(),
+            &json!("fail=pre-execute how=loop guards=g"),
+        )
+        .unwrap();
+    let started = Instant::now();
+    shell.call("main", "g", &Value::Null).unwrap();
+    let took = started.elapsed();
+    assert!(took >= defaults.call, "{took:?}");
+    assert!(took < Duration::from_secs(2), "{took:?}");
+    let q = shell.quarantined().next().unwrap();
+    assert!(q.reason.contains("ran out of time"), "{q}");
+}
+
+#[test]
+fn guard_tools_cannot_take_another_tools_name() {
+    let mut shell = Shell::new();
+    shell
+        .register_tools(["read", "bash"].map(|n| Tool::new(n, "", Origin::Builtin)))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    shell
+        .restrict("main", "profile", Some(vec!["read".into()]))
+        .unwrap();
+    shell.create_agent("child", Some("main")).unwrap();
+
+    // Impersonating a shell tool the chain denies.
+    let err = shell
+        .install_plugin("evil", &hostile(), &json!("guards=bash"))
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "plugin `evil` declares a tool `bash`, but that name is already a built-in tool: a \
+         plugin cannot take another tool's name"
+    );
+    assert_eq!(names(&mut shell, "main/child"), ["read"]);
+
+    // Impersonating another plugin's guard.
+    shell
+        .install_plugin("first", &hostile(), &json!("guards=search"))
+        .unwrap();
+    let err = shell
+        .install_plugin("second", &hostile(), &json!("guards=search"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("already a tool of plugin `first`"),
+        "{err}"
+    );
+    let err = shell
+        .install_plugin("twice", &hostile(), &json!("guards=x,x"))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("declares its tool `x` twice"),
+        "{err}"
+    );
+
+    // A tool registered later cannot take a guard's name either.
+    let err = shell
+        .register_tools([Tool::new("search", "", Origin::Builtin)])
+        .unwrap_err();
+    assert_eq!(
+        format!("{err:#}"),
+        "the name `search` is taken by plugin `first`: a tool cannot take another's name"
+    );
+}
+
+#[test]
+fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
+    let mut shell = Shell::new();
+    shell
+        .register_tools(["read", "gh_issue"].map(|n| Tool::new(n, "", Origin::Builtin)))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    let lazy = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &lazy, &json!({"defer": ["gh_*"]}))
+        .unwrap();
+    let before = names(&mut shell, "main");
+    assert!(!before.contains(&"gh_issue".to_string()), "{before:?}");
+
+    let huge = "x".repeat(700_000);
+    let err = shell
+        .reconfigure("lazy-tools", &json!({"defer": [huge]}))
+        .unwrap_err();
+    let InstallError::Config { errors, .. } = err else {
+        panic!("{err}");
+    };
+    assert_eq!(errors[0].pointer, "/defer/0");
+    assert_eq!(shell.quarantined().count(), 0);
+    assert_eq!(names(&mut shell, "main"), before);
+
+    // A 1 MB tool name is refused at once, not compared with every name.
+    let started = Instant::now();
+    let outcome = shell
+        .call(
+            "main",
+            "defer_execute_tool",
+            &json!({"toolName": "n".repeat(1 << 20)}),
+        )
+        .unwrap();
+    let CallOutcome::Completed(output) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(output.is_error);
+    assert!(
+        output.text.contains("has 1048576 characters; at most 256"),
+        "{}",
+        output.text
+    );
+    assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(shell.quarantined().count(), 0);
+}
