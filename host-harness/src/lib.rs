@@ -13,6 +13,7 @@ pub mod profile;
 pub mod script;
 pub mod shell;
 pub mod suggest;
+pub mod terminal;
 pub mod tokens;
 pub mod wasm_host;
 pub mod yaml;
