@@ -45,7 +45,7 @@ pub enum Source {
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SourceError {
-    #[error("`{}` is not a plugin source: write {FORMS}", escape(.0))]
+    #[error("`{}` is not a plugin source: write git:<url>[#<rev>] or link:<path> ({FORMS})", escape(.0))]
     UnknownScheme(String),
     #[error("`{}` has no URL after `git:`", escape(.0))]
     EmptyUrl(String),
