@@ -8,6 +8,7 @@
 //! build/<id>/target                 its cargo target dir
 //! components/<sha256>.wasm          built components, by content
 //! cache/components/                 precompiled components (see wasm_host::cache)
+//! cache.key                         the secret their entries are signed with
 //! ```
 
 use std::fs::File;
@@ -94,6 +95,20 @@ impl DshHome {
     /// Precompiled components.
     pub fn compiled_cache_dir(&self) -> PathBuf {
         self.root.join("cache").join("components")
+    }
+
+    /// The secret the precompiled cache's entries are signed with: outside
+    /// the cache, owner-only.
+    pub fn cache_key_path(&self) -> PathBuf {
+        self.root.join("cache.key")
+    }
+
+    /// The precompiled cache, signed with this home's key.
+    pub fn compiled_cache(&self) -> crate::wasm_host::cache::CompiledCache {
+        crate::wasm_host::cache::CompiledCache::new(
+            self.compiled_cache_dir(),
+            self.cache_key_path(),
+        )
     }
 
     /// Takes the home's lock until the guard is dropped: `plugin add` and

@@ -14,6 +14,7 @@ pub mod profile;
 pub mod script;
 pub mod shell;
 pub mod shell_core;
+pub mod terminal;
 pub mod tokens;
 pub mod tool;
 pub mod wasm_host;

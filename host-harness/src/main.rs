@@ -109,7 +109,12 @@ fn main() -> ExitCode {
     match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            // Errors quote the user's files and arguments: no raw control
+            // characters reach the terminal.
+            eprintln!(
+                "error: {}",
+                host_harness::terminal::escape_message(&format!("{e:#}"))
+            );
             ExitCode::FAILURE
         }
     }

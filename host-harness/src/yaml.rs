@@ -1,13 +1,21 @@
 //! YAML documents with the location of every node, so that an error found
 //! later (by the plugin, in JSON terms) can be shown at the user's line.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fmt;
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 use serde_saphyr::Spanned;
+
+use crate::terminal::escape;
+
+/// The largest YAML file read (a profile, a bundle's manifest, a config
+/// node): real ones are a few KiB; more is a mistake, or an attack on the
+/// shell's memory.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
 
 /// A place in a YAML file (1-based line and column).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -19,7 +27,8 @@ pub struct Place {
 
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}:{}", self.file.display(), self.line, self.column)
+        let file = self.file.display().to_string();
+        write!(f, "{}:{}:{}", escape(&file), self.line, self.column)
     }
 }
 
@@ -71,8 +80,8 @@ impl LocatedValue {
     }
 
     pub fn load(file: &Path) -> anyhow::Result<Self> {
-        let text = std::fs::read_to_string(file)
-            .map_err(|e| anyhow::anyhow!("reading {}: {e}", file.display()))?;
+        let text = read_bounded(file)
+            .map_err(|e| anyhow::anyhow!("reading {}: {e}", escape(&file.display().to_string())))?;
         Ok(Self::parse(file, &text)?)
     }
 
@@ -124,6 +133,24 @@ impl LocatedValue {
     }
 }
 
+/// The text of the file at `path`, refused when it is larger than
+/// [`MAX_FILE_BYTES`] (without reading more than that).
+pub fn read_bounded(path: &Path) -> std::io::Result<String> {
+    let file = std::fs::File::open(path)?;
+    let mut text = String::new();
+    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "the file is larger than {} MiB, the most a YAML file here may have",
+                MAX_FILE_BYTES >> 20
+            ),
+        ));
+    }
+    Ok(text)
+}
+
 /// The parser's message without the location it repeats and without advice
 /// meant for programmers.
 fn first_line(message: &str) -> String {
@@ -140,8 +167,23 @@ fn first_line(message: &str) -> String {
         .split(", set DuplicateKeyPolicy")
         .next()
         .unwrap_or(line);
-    line.to_string()
+    escape(line).into_owned()
 }
+
+/// A mapping key in the duplicate check; tests count its comparisons, which
+/// is the work the check does.
+#[derive(Hash)]
+struct Key(String);
+
+impl PartialEq for Key {
+    fn eq(&self, other: &Self) -> bool {
+        #[cfg(test)]
+        tests::KEY_COMPARISONS.with(|n| n.set(n.get() + 1));
+        self.0 == other.0
+    }
+}
+
+impl Eq for Key {}
 
 /// A YAML node whose children carry their places.
 enum Node {
@@ -247,9 +289,15 @@ impl<'de> Visitor<'de> for NodeVisitor {
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Node, A::Error> {
         let mut entries: Vec<(Spanned<String>, Spanned<Node>)> = Vec::new();
+        // Keys that YAML tells apart (`1` and `'1'`) are one JSON key: a set,
+        // so a mapping of n keys costs n lookups, not n² comparisons.
+        let mut seen: HashSet<Key> = HashSet::new();
         while let Some(key) = map.next_key::<Spanned<String>>()? {
-            if entries.iter().any(|(k, _)| k.value == key.value) {
-                return Err(de::Error::custom(format!("duplicate key `{}`", key.value)));
+            if !seen.insert(Key(key.value.clone())) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key `{}`",
+                    escape(&key.value)
+                )));
             }
             let value = map.next_value::<Spanned<Node>>()?;
             entries.push((key, value));
@@ -261,6 +309,70 @@ impl<'de> Visitor<'de> for NodeVisitor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    thread_local! {
+        pub(super) static KEY_COMPARISONS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    }
+
+    /// A mapping of `keys` keys, each with a short value (124,000 keys is
+    /// about 2.6 MB; serde-saphyr's node budget allows 250,000 nodes).
+    fn large_mapping(keys: usize) -> String {
+        let mut text = String::with_capacity(keys * 20);
+        for i in 0..keys {
+            text.push_str(&format!("tool_{i:06}: allowed\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn a_large_mapping_reads_in_linear_work() {
+        let keys = 124_000;
+        let text = large_mapping(keys);
+        assert!(text.len() > 2_000_000);
+        KEY_COMPARISONS.with(|n| n.set(0));
+        let doc = LocatedValue::parse(Path::new("big.yml"), &text).unwrap();
+        let compared = KEY_COMPARISONS.with(|n| n.get());
+        assert_eq!(doc.value.as_object().unwrap().len(), keys);
+        assert_eq!(doc.place("/tool_123999").line, 124_000);
+        // A comparison per key at most (hash collisions), not one per pair.
+        assert!(compared <= keys as u64, "{compared} key comparisons");
+
+        // A duplicate at the very end is still found, at its line.
+        let text = format!("{text}tool_000000: denied\n");
+        let err = LocatedValue::parse(Path::new("big.yml"), &text).unwrap_err();
+        assert_eq!(err.place.line, 124_001, "{err}");
+        assert!(err.message.contains("duplicate"), "{err}");
+    }
+
+    #[test]
+    fn files_are_read_up_to_a_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("big.yml");
+        std::fs::write(&path, " ".repeat(MAX_FILE_BYTES as usize + 1)).unwrap();
+        let err = LocatedValue::load(&path).unwrap_err().to_string();
+        assert!(err.contains("larger than 8 MiB"), "{err}");
+        std::fs::write(&path, "a: 1\n").unwrap();
+        assert_eq!(
+            LocatedValue::load(&path).unwrap().value,
+            serde_json::json!({"a": 1})
+        );
+    }
+
+    #[test]
+    fn messages_show_control_characters_escaped() {
+        // A key holding an escape sequence (YAML's `\e`), given twice.
+        let err = LocatedValue::parse(Path::new("e\u{1b}.yml"), "\"k\\e[2J\": 1\n\"k\\e[2J\": 2\n")
+            .unwrap_err()
+            .to_string();
+        assert!(!err.contains('\u{1b}'), "{err:?}");
+        assert!(err.contains("k\\u{1b}[2J"), "{err}");
+        assert!(err.starts_with("e\\u{1b}.yml:2:"), "{err}");
+        // A raw one, which YAML refuses: the refusal quotes it escaped.
+        let err = LocatedValue::parse(Path::new("r.yml"), "k: \"\u{1b}]0;x\u{7}\"\n").map(|_| ());
+        if let Err(err) = err {
+            assert!(!err.to_string().chars().any(char::is_control), "{err:?}");
+        }
+    }
 
     #[test]
     fn every_node_has_its_place() {

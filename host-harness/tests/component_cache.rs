@@ -1,6 +1,7 @@
 //! The precompiled component cache, with the real lazy-tools component on the
 //! real engine: an entry is written once and used after, and an entry that is
-//! corrupt, foreign or for another component or engine is never used.
+//! corrupt, foreign, copied from another home or for another component or
+//! engine is never used, and neither is one whose component changed.
 
 use std::path::Path;
 
@@ -22,7 +23,7 @@ fn fixture() -> Fixture {
     let dir = tempfile::tempdir().unwrap();
     let component = dir.path().join("lazy_tools.wasm");
     std::fs::copy(lazy_tools_component_path(), &component).unwrap();
-    let cache = CompiledCache::new(dir.path().join("cache"));
+    let cache = CompiledCache::new(dir.path().join("cache"), dir.path().join("cache.key"));
     let sha256 = hex(&Sha256::digest(std::fs::read(&component).unwrap()));
     Fixture {
         _dir: dir,
@@ -96,7 +97,10 @@ fn bad_entries_are_rejected_and_recompiled() {
     let reject = |bad_code: &[u8], bad_check: &[u8]| {
         std::fs::write(&code_path, bad_code).unwrap();
         std::fs::write(&check_path, bad_check).unwrap();
-        match f.cache.load(host.engine(), host.engine_key(), &f.sha256) {
+        match f
+            .cache
+            .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        {
             Ok(_) => panic!("a bad entry was loaded"),
             Err(rejection) => rejection,
         }
@@ -121,7 +125,8 @@ fn bad_entries_are_rejected_and_recompiled() {
     // The code without its check file is no entry.
     std::fs::remove_file(&check_path).unwrap();
     assert!(matches!(
-        f.cache.load(host.engine(), host.engine_key(), &f.sha256),
+        f.cache
+            .load(host.engine(), host.engine_key(), &f.sha256, &f.component),
         Err(Rejection::Missing)
     ));
 
@@ -166,4 +171,119 @@ fn a_missing_or_changed_component_is_reported() {
         )
     );
     assert!(!Path::new(&f.cache.entry_path(&other, host.engine_key())).exists());
+}
+
+/// Writes `entry`'s two files into `cache` as a copy would.
+fn copy_entry(from: &CompiledCache, to: &CompiledCache, sha256: &str) {
+    let key = WasmHost::global().engine_key();
+    std::fs::create_dir_all(to.dir()).unwrap();
+    for (a, b) in [
+        (from.entry_path(sha256, key), to.entry_path(sha256, key)),
+        (from.check_path(sha256, key), to.check_path(sha256, key)),
+    ] {
+        std::fs::copy(a, b).unwrap();
+    }
+}
+
+#[test]
+fn an_entry_from_another_home_or_patched_is_not_trusted() {
+    let f = fixture();
+    let host = WasmHost::global();
+    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap();
+    // A second home, with its own key: an entry copied (or forged) into its
+    // cache by someone who cannot read that key does not pass.
+    let other_home = tempfile::tempdir().unwrap();
+    let other = CompiledCache::new(
+        other_home.path().join("cache"),
+        other_home.path().join("cache.key"),
+    );
+    // The other home's key exists before the copy arrives.
+    let (_, from) = host.load_through_cache(&f.component, None, &other).unwrap();
+    assert_eq!(from, LoadedFrom::Compiled);
+    copy_entry(&f.cache, &other, &f.sha256);
+    let rejection = other
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("a copied entry was trusted");
+    assert!(matches!(rejection, Rejection::Corrupt), "{rejection}");
+
+    // Patched code with its checksum field rewritten: the MAC covers the
+    // code, and nobody without the key can compute it.
+    let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
+    let mut code = std::fs::read(&code_path).unwrap();
+    let at = code.len() / 2;
+    code[at] ^= 0xff;
+    std::fs::write(&code_path, &code).unwrap();
+    let rejection = f
+        .cache
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("patched code was trusted");
+    assert!(matches!(rejection, Rejection::Corrupt), "{rejection}");
+}
+
+#[test]
+fn a_changed_component_of_the_same_size_never_runs_the_old_code() {
+    let f = fixture();
+    let host = WasmHost::global();
+    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap();
+    let mut bytes = std::fs::read(&f.component).unwrap();
+    let size = bytes.len();
+    let last = size - 1;
+    bytes[last] ^= 0x01;
+    std::fs::write(&f.component, &bytes).unwrap();
+    assert_eq!(
+        std::fs::metadata(&f.component).unwrap().len() as usize,
+        size
+    );
+
+    let rejection = f
+        .cache
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("the old code was used for a changed component");
+    assert!(
+        matches!(rejection, Rejection::ComponentChanged),
+        "{rejection}"
+    );
+    // Loading it as the profile recorded it says what happened.
+    let err = host
+        .load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap_err();
+    assert!(matches!(err, LoadError::Sha256Mismatch { .. }), "{err}");
+}
+
+#[cfg(unix)]
+#[test]
+fn the_key_is_owner_only_and_a_shared_one_is_refused() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let f = fixture();
+    let host = WasmHost::global();
+    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap();
+    let key = f.cache.key_file();
+    assert!(!key.starts_with(f.cache.dir()));
+    let meta = std::fs::metadata(key).unwrap();
+    assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+    assert_eq!(meta.len(), 32);
+
+    // A key others can read signs nothing: the entry is not used.
+    std::fs::set_permissions(key, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let fresh = CompiledCache::new(f.cache.dir(), key);
+    let rejection = fresh
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("an entry was trusted under a shared key");
+    assert!(
+        rejection.to_string().contains("accessible to other users"),
+        "{rejection}"
+    );
+    // The plugin still loads: compiled, not taken from the cache.
+    let (component, from) = host
+        .load_through_cache(&f.component, Some(&f.sha256), &fresh)
+        .unwrap();
+    assert_eq!(from, LoadedFrom::Compiled);
+    runs(&component);
 }

@@ -553,3 +553,125 @@ fn an_id_the_user_inserts_is_not_installed_twice() {
         patch
     );
 }
+
+/// Files anywhere under `dir` named `name`.
+fn find_named(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return found;
+    };
+    for entry in entries {
+        let path = entry.unwrap().path();
+        if path.file_name().is_some_and(|n| n == name) {
+            found.push(path.clone());
+        }
+        if path.is_dir() && !path.is_symlink() {
+            found.extend(find_named(&path, name));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_revision_or_url_never_reaches_git_as_an_option() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let pwned = outside.path().join("pwned");
+    // The exploit of issue 9, writing outside $DSH_HOME; and its variants.
+    let exploit = format!(
+        "git:/some/repo#--upload-pack=touch {}; git-upload-pack",
+        pwned.display()
+    );
+    for (source, message) in [
+        (
+            exploit.as_str(),
+            "starts with `-`, so git would read it as an option",
+        ),
+        ("git:/some/repo#-q", "the revision `-q` starts with `-`"),
+        ("git:/some/repo#main:refs/heads/x", "is a refspec"),
+        (
+            &format!("git:ext::sh -c touch% {}", pwned.display()),
+            "`<transport>::` forms run helper programs",
+        ),
+        (
+            &format!("git:--upload-pack=touch {}", pwned.display()),
+            "the URL starts with `-`",
+        ),
+    ] {
+        let (ok, _, stderr) = harness_in(
+            home.path(),
+            &["plugin", "--profile", "p", "add", source],
+            "",
+        );
+        assert!(!ok, "{source} was accepted");
+        assert!(stderr.contains(message), "{source}: {stderr}");
+        assert!(
+            stderr.contains("name a branch, tag or commit id") || stderr.contains("write git:"),
+            "{source}: no hint of what to write: {stderr}"
+        );
+    }
+    assert!(!pwned.exists(), "the exploit ran");
+    assert!(find_named(home.path(), "pwned").is_empty());
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
+    // Refused before anything was fetched.
+    assert!(!home.path().join("plugins").exists());
+}
+
+#[test]
+fn a_bundle_name_that_is_not_a_package_never_reaches_cargo() {
+    let home = tempfile::tempdir().unwrap();
+    let bundle = tempfile::tempdir().unwrap();
+    let ran = bundle.path().join("ran");
+    let manifest = format!(
+        "- insert:\n    - id: x\n      name: '--config=build.rustc-wrapper={}'\n",
+        ran.display()
+    );
+    std::fs::write(bundle.path().join("cordis.patch.yml"), &manifest).unwrap();
+    let source = format!("link:{}", bundle.path().display());
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    let shown = bundle
+        .path()
+        .canonicalize()
+        .unwrap()
+        .join("cordis.patch.yml");
+    assert!(
+        stderr.contains(&format!(
+            "{}:3:7: `--config=build.rustc-wrapper=",
+            shown.display()
+        )),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("is not a cargo package name: it must start with a letter or `_`"),
+        "{stderr}"
+    );
+    assert!(!ran.exists());
+    assert!(!home.path().join("build").exists(), "cargo was run");
+}
+
+#[test]
+fn control_characters_in_a_source_are_shown_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &[
+            "plugin",
+            "--profile",
+            "p",
+            "add",
+            "git:/r#\u{1b}]0;owned\u{7}",
+        ],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        !stderr.chars().any(|c| c.is_control() && c != '\n'),
+        "{stderr:?}"
+    );
+    assert!(stderr.contains("\\u{1b}]0;owned\\u{7}"), "{stderr}");
+}

@@ -10,14 +10,20 @@ use clap::Subcommand;
 use crate::home::DshHome;
 use crate::install::{self, Change, existing_profile_dir, invalid};
 use crate::profile::{INSTALLED_FILE, PATCH_FILE, Profile};
+use crate::terminal::escape;
 
 #[derive(Subcommand)]
 pub enum PluginCommand {
     /// Fetch a plugin bundle, build its component(s) and record them in the
     /// profile. Adding the same plugin again is harmless.
     Add {
-        /// `git:<url>[#<rev>]` (rev: branch, tag or full commit id) or
-        /// `link:<path>` (a local folder, built in place).
+        /// Where the bundle is: `git:<url>[#<rev>]` or `link:<path>` (a
+        /// local folder, built in place). The URL may be written
+        /// `git:host/owner/repo` (fetched over https),
+        /// `git:https://host/owner/repo` (or http, ssh, git),
+        /// `git:git@host:owner/repo.git` (ssh) or `git:file:///path/to/repo`
+        /// (`git:/path/to/repo` too). `rev` is a branch, tag or full commit
+        /// id; never an option.
         source: String,
     },
     /// The profile's plugins, with the user's patch applied.
@@ -36,7 +42,7 @@ pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> 
     match command {
         PluginCommand::Add { source } => {
             let added = install::add(home, profile, &source, &mut progress)
-                .with_context(|| format!("adding {source} to profile `{profile}`"))?;
+                .with_context(|| format!("adding {} to profile `{profile}`", escape(&source)))?;
             for added in added {
                 let row = &added.row;
                 let what = match added.change {
@@ -58,7 +64,7 @@ pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> 
         PluginCommand::List => list(home, profile, &mut stdout)?,
         PluginCommand::Remove { id } => {
             let removed = install::remove(home, profile, &id, &mut progress)
-                .with_context(|| format!("removing `{id}` from profile `{profile}`"))?;
+                .with_context(|| format!("removing `{}` from profile `{profile}`", escape(&id)))?;
             writeln!(stdout, "removed {} from profile `{profile}`", removed.id)?;
         }
     }

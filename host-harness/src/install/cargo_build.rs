@@ -68,6 +68,10 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
 
 /// Builds the component and returns the path of the `.wasm` cargo made.
 pub fn build_component(build: &Build, progress: &mut dyn Write) -> Result<PathBuf> {
+    // Manifests are checked when read; this is the last stop before argv.
+    if let Err(e) = crate::profile::rows::check_package_name(build.package) {
+        bail!("{e}");
+    }
     writeln!(
         progress,
         "building `{}` for {TARGET} in {} (cargo target dir {})",

@@ -11,7 +11,16 @@ use anyhow::{Context as _, Result, bail};
 /// A checkout of the same URL already in `dir` is updated in place: files
 /// that did not change keep their timestamps, so cargo does not rebuild
 /// them when the same plugin is added again.
+///
+/// `url` and `rev` come from a parsed [`Source`](super::source::Source);
+/// `rev` is checked again here, and both are passed after `--`, so neither
+/// can be read as an option.
 pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
+    if let Some(rev) = rev
+        && let Err(reason) = super::source::check_rev(rev)
+    {
+        bail!("the revision `{}` {reason}", crate::terminal::escape(rev));
+    }
     if origin(dir).as_deref() != Some(url) {
         if dir.exists() {
             std::fs::remove_dir_all(dir)
@@ -20,13 +29,13 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
         run(git(dir).args(["init", "-q"]), "git init")?;
         run(
-            git(dir).args(["remote", "add", "origin", url]),
+            git(dir).args(["remote", "add", "--", "origin", url]),
             "git remote add",
         )?;
     }
     let wanted = rev.unwrap_or("HEAD");
     run(
-        git(dir).args(["fetch", "--depth", "1", "--no-tags", "origin", wanted]),
+        git(dir).args(["fetch", "--depth", "1", "--no-tags", "--", "origin", wanted]),
         &format!("fetching `{wanted}` from {url}"),
     )?;
     run(
@@ -79,6 +88,9 @@ fn git(dir: &Path) -> Command {
         command.env_remove(var);
     }
     command.env("GIT_TERMINAL_PROMPT", "0");
+    // Only the transports a source may name (no `ext::`, which runs
+    // commands), whatever the user's git config allows.
+    command.env("GIT_ALLOW_PROTOCOL", super::source::SCHEMES.join(":"));
     command
 }
 

@@ -105,7 +105,7 @@ pub fn add(
     let source_dir = fetched.settle(home, &first.id)?;
 
     cargo_build::ensure_target(&source_dir, progress)?;
-    let cache = CompiledCache::new(home.compiled_cache_dir());
+    let cache = home.compiled_cache();
     let mut added = Vec::new();
     for insert in &manifest.inserts {
         let row = build_row(
@@ -427,6 +427,7 @@ fn same_install(a: &PluginRow, b: &PluginRow) -> bool {
 /// a profile cannot be read, nothing is deleted: it might use them.
 fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
     let mut others = Vec::new();
+    let mut inserted = Vec::new();
     let profiles = home.profiles_dir();
     let entries = match std::fs::read_dir(&profiles) {
         Ok(entries) => entries,
@@ -442,6 +443,11 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
             Ok(rows) => others.extend(rows),
             Err(_) => return Ok(Vec::new()),
         }
+        // The user's own inserts may point at a component in the home.
+        match Profile::load_patch(&entry.path()) {
+            Ok(patch) => inserted.extend(patch.inserts),
+            Err(_) => return Ok(Vec::new()),
+        }
     }
     let mut unused = Vec::new();
     if !others.iter().any(|r| r.id == removed.id) {
@@ -450,6 +456,9 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
     }
     if let Some(sha256) = &removed.sha256
         && !others.iter().any(|r| r.sha256.as_ref() == Some(sha256))
+        && !inserted
+            .iter()
+            .any(|r| uses_component(r, sha256, &home.component_path(sha256)))
     {
         unused.push(home.component_path(sha256));
         let cache = home.compiled_cache_dir();
@@ -462,6 +471,22 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
         }
     }
     Ok(unused.into_iter().filter(|p| p.exists()).collect())
+}
+
+/// Whether a row the user inserts uses the component `sha256` (kept at
+/// `path`): by its recorded sha256, or by naming that file.
+fn uses_component(row: &PluginRow, sha256: &str, path: &Path) -> bool {
+    if row.sha256.as_deref() == Some(sha256) {
+        return true;
+    }
+    let Some(named) = row.component_path() else {
+        return false;
+    };
+    match (std::fs::canonicalize(&named), std::fs::canonicalize(path)) {
+        (Ok(a), Ok(b)) => a == b,
+        // Unresolvable: compare as written.
+        _ => named == path,
+    }
 }
 
 #[cfg(test)]
@@ -532,5 +557,47 @@ mod tests {
         // A profile that cannot be read might use anything: keep it all.
         write("three", "- id: [\n");
         assert!(unused_files(&home, &removed).unwrap().is_empty());
+    }
+
+    #[test]
+    fn removal_keeps_a_component_another_profiles_patch_inserts() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = DshHome::new(dir.path());
+        let sha = "a".repeat(64);
+        let component = home.component_path(&sha);
+        std::fs::create_dir_all(component.parent().unwrap()).unwrap();
+        std::fs::write(&component, "").unwrap();
+        let profile = |name: &str, installed: &str, patch: &str| {
+            let path = home.profile_dir(name).unwrap();
+            std::fs::create_dir_all(&path).unwrap();
+            std::fs::write(path.join("cordis.yml"), installed).unwrap();
+            std::fs::write(path.join(PATCH_FILE), patch).unwrap();
+            path
+        };
+        let one = profile("one", &row("x", 'a'), "");
+        let removed = Profile::load_installed(&one).unwrap().remove(0);
+        std::fs::write(one.join("cordis.yml"), "[]\n").unwrap();
+
+        // By path: `two` inserts the very file, relative to its folder.
+        profile(
+            "two",
+            "[]\n",
+            &format!(
+                "- insert:\n    - {{id: mine, name: mine, component: ../../components/{sha}.wasm}}\n"
+            ),
+        );
+        assert!(!unused_files(&home, &removed).unwrap().contains(&component));
+        // By its recorded sha256, wherever the path points.
+        profile(
+            "two",
+            "[]\n",
+            &format!(
+                "- insert:\n    - {{id: mine, name: mine, component: /elsewhere.wasm, sha256: '{sha}'}}\n"
+            ),
+        );
+        assert!(!unused_files(&home, &removed).unwrap().contains(&component));
+        // Once no insert uses it, it goes.
+        profile("two", "[]\n", "");
+        assert!(unused_files(&home, &removed).unwrap().contains(&component));
     }
 }

@@ -2,6 +2,9 @@
 //! is loaded (through the precompiled cache) and installed with its config.
 //! Every failure is a problem at the place in the profile that caused it.
 
+use crate::install::source::Source;
+use crate::terminal::escape;
+
 use super::{EffectivePlugin, Problem, Problems, config_problems};
 use crate::shell::{InstallError, Shell};
 use crate::wasm_host::cache::CompiledCache;
@@ -30,12 +33,11 @@ pub fn install_plugins(
         let component = match WasmHost::global().load_cached(&path, row.sha256.as_deref(), cache) {
             Ok((component, _)) => component,
             Err(e) => {
-                let rebuild = match &row.source {
-                    Some(source) => format!(
-                        "; build it with `host-harness plugin --profile {profile} add {source}`"
-                    ),
-                    None => String::new(),
-                };
+                let rebuild = row
+                    .source
+                    .as_deref()
+                    .map(|source| rebuild_hint(profile, source))
+                    .unwrap_or_default();
                 let message = match e {
                     LoadError::Missing(_) | LoadError::Sha256Mismatch { .. } => {
                         format!("plugin `{}`: {e}{rebuild}", row.id)
@@ -68,5 +70,58 @@ pub fn install_plugins(
         Ok(installed)
     } else {
         Err(Problems(problems))
+    }
+}
+
+/// How to build a missing component again: the recorded source is quoted
+/// for a shell, and only when it is a valid source; a source that is not
+/// (someone edited `cordis.yml`) is never echoed back as a command to run.
+fn rebuild_hint(profile: &str, source: &str) -> String {
+    match Source::parse(source) {
+        Ok(_) => match shlex::try_quote(source) {
+            Ok(quoted) => {
+                format!("; build it with `host-harness plugin --profile {profile} add {quoted}`")
+            }
+            Err(_) => String::new(),
+        },
+        Err(e) => format!(
+            "; its recorded source `{}` is not valid ({e}), so there is no command to rebuild it",
+            escape(source)
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rebuild_hint_never_echoes_a_command() {
+        // What a shell reads from the hint's command: the source, as one word.
+        let words = |hint: &str| {
+            let command = hint
+                .split_once("build it with `")
+                .and_then(|(_, c)| c.strip_suffix('`'))
+                .unwrap_or_else(|| panic!("no command in {hint}"));
+            shlex::split(command).unwrap()
+        };
+        for source in [
+            "git:https://h.example/o/r#v1",
+            "git:https://h.example/o/r;$(touch x)",
+            "git:https://h.example/o/r'`touch x`",
+            "link:/a b/c",
+        ] {
+            let hint = rebuild_hint("work", source);
+            assert_eq!(
+                words(&hint),
+                ["host-harness", "plugin", "--profile", "work", "add", source],
+                "{hint}"
+            );
+        }
+        let hint = rebuild_hint("work", "git:/r#--upload-pack=touch x;\u{1b}");
+        assert!(hint.contains("is not valid"), "{hint}");
+        assert!(!hint.contains("build it with"), "{hint}");
+        let hint = rebuild_hint("work", "git:/r#\u{1b}[2J");
+        assert!(!hint.contains('\u{1b}'), "{hint}");
     }
 }

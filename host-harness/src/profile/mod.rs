@@ -16,10 +16,12 @@ pub mod activate;
 pub mod rows;
 pub mod store;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
 use crate::plugin_api::ConfigError;
+use crate::terminal::escape;
 use crate::yaml::{LocatedValue, Place};
 use lazy_tools::suggest::did_you_mean;
 use rows::{Layer, PatchLayer, PluginRow};
@@ -47,7 +49,9 @@ impl Problem {
 
 impl fmt::Display for Problem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.place, self.message)
+        // Messages quote the user's files (keys, ids, values): one line,
+        // nothing a terminal would obey.
+        write!(f, "{}: {}", self.place, escape(&self.message))
     }
 }
 
@@ -69,7 +73,7 @@ pub enum ProfileError {
     /// The profile's files say something wrong; nothing was changed.
     #[error(transparent)]
     Invalid(#[from] Problems),
-    #[error("reading {}: {source}", path.display())]
+    #[error("reading {}: {source}", escape(&path.display().to_string()))]
     Unreadable {
         path: PathBuf,
         source: std::io::Error,
@@ -207,7 +211,7 @@ pub fn load_patch_file(
 /// A YAML file with its places, named `shown` in messages; `None` when it
 /// does not exist.
 fn read_yaml(path: &Path, shown: &Path) -> Result<Option<LocatedValue>, ProfileError> {
-    let text = match std::fs::read_to_string(path) {
+    let text = match crate::yaml::read_bounded(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(source) => {
@@ -223,10 +227,11 @@ fn read_yaml(path: &Path, shown: &Path) -> Result<Option<LocatedValue>, ProfileE
 }
 
 fn duplicate_ids<'a>(rows: impl Iterator<Item = &'a PluginRow>) -> Vec<Problem> {
-    let mut seen: Vec<&PluginRow> = Vec::new();
+    // By id: a file of many rows costs a lookup per row.
+    let mut seen: HashMap<&str, &PluginRow> = HashMap::new();
     let mut problems = Vec::new();
     for row in rows {
-        match seen.iter().find(|r| r.id == row.id) {
+        match seen.get(row.id.as_str()) {
             Some(first) => problems.push(Problem::new(
                 row.place.clone(),
                 format!(
@@ -234,7 +239,9 @@ fn duplicate_ids<'a>(rows: impl Iterator<Item = &'a PluginRow>) -> Vec<Problem> 
                     row.id, first.place
                 ),
             )),
-            None => seen.push(row),
+            None => {
+                seen.insert(&row.id, row);
+            }
         }
     }
     problems
@@ -350,6 +357,46 @@ mod tests {
             lines[1]
                 .ends_with("cordis.patch.yml:2:3: unknown key `disable`; did you mean `disabled`?")
         );
+    }
+
+    #[test]
+    fn problems_never_carry_control_characters() {
+        // An unknown key and an id with an escape sequence that would clear
+        // the screen: shown, not obeyed.
+        let dir = profile(
+            "- {id: \"a\\e[2J\", name: a, component: a.wasm, \"x\\e]0;t\\a\": 1}\n",
+            "",
+        );
+        let err = Profile::load(dir.path()).unwrap_err().to_string();
+        assert!(!err.chars().any(|c| c.is_control() && c != '\n'), "{err:?}");
+        assert!(err.contains("unknown key `x\\u{1b}]0;t\\u{7}`"), "{err}");
+        assert!(err.contains("invalid plugin id `a\\u{1b}[2J`"), "{err}");
+    }
+
+    #[test]
+    fn oversized_files_are_refused_at_their_name() {
+        let dir = profile("", "");
+        let path = dir.path().join(INSTALLED_FILE);
+        std::fs::write(&path, "#".repeat(crate::yaml::MAX_FILE_BYTES as usize + 10)).unwrap();
+        let err = Profile::load(dir.path()).unwrap_err().to_string();
+        assert!(err.contains(&path.display().to_string()), "{err}");
+        assert!(err.contains("larger than 8 MiB"), "{err}");
+    }
+
+    #[test]
+    fn many_rows_are_checked_for_duplicates_by_id() {
+        let mut text = String::new();
+        for i in 0..20_000 {
+            text.push_str(&format!("- {{id: p{i}, name: p, component: c.wasm}}\n"));
+        }
+        text.push_str("- {id: p7, name: p, component: c.wasm}\n");
+        let dir = profile(&text, "");
+        let err = Profile::load(dir.path()).unwrap_err().to_string();
+        assert!(
+            err.contains("cordis.yml:20001:3: a plugin with id `p7` is already listed at"),
+            "{err}"
+        );
+        assert!(err.ends_with("cordis.yml:8:3"), "{err}");
     }
 
     #[test]

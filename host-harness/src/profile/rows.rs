@@ -51,6 +51,43 @@ impl PluginRow {
     }
 }
 
+/// Longest package name accepted (crates.io's limit).
+pub const MAX_PACKAGE_NAME_LEN: usize = 64;
+
+/// Checks that `name` is a cargo package name as cargo defines them: a
+/// Unicode identifier that may also contain `-`, not starting with a digit,
+/// so it can never be read as an option or a path.
+pub fn check_package_name(name: &str) -> Result<(), String> {
+    let shown = crate::terminal::escape(name);
+    if name.len() > MAX_PACKAGE_NAME_LEN {
+        return Err(format!(
+            "`name` is {} bytes long; a cargo package name has at most {MAX_PACKAGE_NAME_LEN}",
+            name.len()
+        ));
+    }
+    let mut chars = name.chars();
+    let Some(first) = chars.next() else {
+        return Err("`name` is empty".into());
+    };
+    if first.is_ascii_digit() {
+        return Err(format!(
+            "`{shown}` is not a cargo package name: it cannot start with a digit"
+        ));
+    }
+    if !(unicode_ident::is_xid_start(first) || first == '_') {
+        return Err(format!(
+            "`{shown}` is not a cargo package name: it must start with a letter or `_`"
+        ));
+    }
+    if let Some(bad) = chars.find(|&c| !(unicode_ident::is_xid_continue(c) || c == '-')) {
+        return Err(format!(
+            "`{shown}` is not a cargo package name: `{}` is not allowed (use letters, digits, `-` and `_`)",
+            crate::terminal::escape(bad.encode_utf8(&mut [0; 4]))
+        ));
+    }
+    Ok(())
+}
+
 /// A patch row that changes a plugin by id.
 #[derive(Debug, Clone)]
 pub struct ChangeRow {
@@ -186,6 +223,12 @@ fn plugin_row(
         problems.push(Problem::new(fields.place("id"), e.to_string()));
     }
     let name = fields.string("name", problems);
+    // `name` reaches cargo's command line (`-p <name>`).
+    if let Some(name) = &name
+        && let Err(e) = check_package_name(name)
+    {
+        problems.push(Problem::new(fields.place("name"), e));
+    }
     let sha256 = fields.string("sha256", problems);
     if let Some(sha256) = &sha256
         && !(sha256.len() == 64
@@ -430,6 +473,40 @@ mod tests {
             [
                 "p/cordis.yml:1:3: a bundle's manifest may only insert plugins: `- insert: [{id, name}]`",
                 "p/cordis.yml:4:24: unknown key `component`; expected one of: id, name, config",
+            ]
+        );
+    }
+
+    #[test]
+    fn package_names_are_cargos() {
+        for good in ["lazy-tools", "lazy_tools", "_x", "a1", "é"] {
+            assert_eq!(check_package_name(good), Ok(()), "{good}");
+        }
+        for (bad, message) in [
+            (
+                "--config=build.rustc-wrapper='/bin/sh'",
+                "must start with a letter",
+            ),
+            ("-q", "must start with a letter"),
+            ("1x", "cannot start with a digit"),
+            ("a/../b", "`/` is not allowed"),
+            ("a b", "` ` is not allowed"),
+            ("a\u{1b}[2J", "`\\u{1b}` is not allowed"),
+            ("", "is empty"),
+        ] {
+            let err = check_package_name(bad).unwrap_err();
+            assert!(err.contains(message), "{bad:?}: {err}");
+        }
+        assert!(check_package_name(&"a".repeat(65)).is_err());
+        // In a manifest, the problem is at the `name`.
+        let doc = parse("- insert:\n    - {id: x, name: \"--config=x\"}\n");
+        let mut problems = Vec::new();
+        let patch = patch_rows(&doc, Layer::Bundle, &mut problems);
+        assert!(patch.inserts.is_empty());
+        assert_eq!(
+            messages(&problems),
+            [
+                "p/cordis.yml:2:15: `--config=x` is not a cargo package name: it must start with a letter or `_`"
             ]
         );
     }

@@ -6,9 +6,14 @@
 //! version, target and compilation settings), so a component that changed or
 //! an engine that changed never finds an old entry. Loading precompiled code
 //! is unsafe (it is machine code, mapped executable), so an entry is used only
-//! when its check file says this program wrote it for exactly this component
-//! and engine and the checksum of its code matches; anything else is reported
-//! as a [`Rejection`] and the caller recompiles and overwrites it.
+//! when its check file carries a valid MAC: a keyed BLAKE3 hash, under a
+//! secret key kept outside the cache (`$DSH_HOME/cache.key`, 32 random bytes,
+//! owner-only), over the check's fields and the code. Whoever can write the
+//! cache but not read the key cannot make an entry pass: a copied entry
+//! (another home's, another component's) or a patched one is rejected and
+//! recompiled. The check also holds a BLAKE3 hash of the component's bytes,
+//! verified on every load, so a component file changed after it was compiled
+//! (even to one of the same size) never runs the old code.
 //!
 //! An entry is two files: `<sha256>-<engine>.cwasm`, the code exactly as
 //! `Engine::precompile_component` made it (so wasmtime can map it straight
@@ -17,8 +22,8 @@
 //!
 //! ```text
 //! magic "lazy-tools/cwasm" | format u32 | component sha256 (64 hex) |
-//! engine key (64 hex) | component size u64 | code length u64 |
-//! xxh3-128 of the code u128
+//! engine key (64 hex) | component size u64 | component BLAKE3 [32] |
+//! code length u64 | MAC [32] = keyed BLAKE3 of everything before it + code
 //! ```
 //!
 //! Both are only ever replaced by a rename, never changed in place, which
@@ -27,6 +32,7 @@
 use std::hash::Hasher;
 use std::io::Read as _;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
 
 use anyhow::Result;
 use sha2::{Digest, Sha256};
@@ -37,8 +43,11 @@ use crate::atomic_write::write_atomic;
 
 const MAGIC: &[u8; 16] = b"lazy-tools/cwasm";
 /// Bumped whenever the layout above changes.
-const FORMAT: u32 = 2;
-const CHECK_LEN: usize = 16 + 4 + 64 + 64 + 8 + 8 + 16;
+const FORMAT: u32 = 3;
+const CHECK_LEN: usize = 16 + 4 + 64 + 64 + 8 + 32 + 8 + 32;
+/// The bytes of the check the MAC covers (with the code after them).
+const SIGNED_LEN: usize = CHECK_LEN - 32;
+const KEY_LEN: usize = 32;
 
 /// The engine's compatibility hash as a sha256 hex string: stable across
 /// runs (wasmtime's `Hash` impl feeds only settings and versions).
@@ -83,8 +92,14 @@ pub enum Rejection {
     Foreign,
     #[error("it was written for another component or engine")]
     OtherKey,
-    #[error("it is truncated or corrupt (its checksum does not match)")]
+    #[error(
+        "its MAC does not match: it is truncated, corrupt, or was not written with this home's cache key"
+    )]
     Corrupt,
+    #[error("the component changed since it was precompiled")]
+    ComponentChanged,
+    #[error("the cache key cannot be used: {0}")]
+    NoKey(String),
     #[error("it was replaced while it was being loaded")]
     Replaced,
     #[error("wasmtime refused it: {0}")]
@@ -98,19 +113,33 @@ pub struct Cached {
     pub component_size: u64,
 }
 
-/// The cache folder.
+/// The cache folder and the key its entries are signed with.
 #[derive(Debug, Clone)]
 pub struct CompiledCache {
     dir: PathBuf,
+    key_file: PathBuf,
+    /// Read (or created) on first use, once per process.
+    key: Arc<OnceLock<Result<[u8; KEY_LEN], String>>>,
 }
 
 impl CompiledCache {
-    pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into() }
+    /// The cache in `dir`, signed with the key in `key_file` (created on
+    /// first use); `key_file` must not be in `dir`, where whoever writes
+    /// entries could replace it.
+    pub fn new(dir: impl Into<PathBuf>, key_file: impl Into<PathBuf>) -> Self {
+        Self {
+            dir: dir.into(),
+            key_file: key_file.into(),
+            key: Arc::new(OnceLock::new()),
+        }
     }
 
     pub fn dir(&self) -> &Path {
         &self.dir
+    }
+
+    pub fn key_file(&self) -> &Path {
+        &self.key_file
     }
 
     /// The entry's code (`.cwasm`).
@@ -126,12 +155,22 @@ impl CompiledCache {
         self.entry_path(sha256, engine).with_extension("check")
     }
 
-    /// The entry for component `sha256` on this engine, if it can be trusted.
+    fn key(&self) -> Result<&[u8; KEY_LEN], Rejection> {
+        self.key
+            .get_or_init(|| load_or_create_key(&self.key_file))
+            .as_ref()
+            .map_err(|e| Rejection::NoKey(e.clone()))
+    }
+
+    /// The entry for component `sha256` on this engine, if it can be
+    /// trusted and the component at `component` is still the one it was
+    /// compiled from.
     pub fn load(
         &self,
         engine: &Engine,
         key: &EngineKey,
         sha256: &str,
+        component: &Path,
     ) -> Result<Cached, Rejection> {
         let check = match std::fs::read(self.check_path(sha256, key)) {
             Ok(bytes) => bytes,
@@ -142,21 +181,27 @@ impl CompiledCache {
         if check.sha256 != fixed_hex(sha256) || check.engine != fixed_hex(key.as_str()) {
             return Err(Rejection::OtherKey);
         }
+        let mac_key = self.key()?;
         let path = self.entry_path(sha256, key);
         let (code, identity) = read_with_identity(&path).map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => Rejection::Corrupt,
             _ => Rejection::Unreadable(e),
         })?;
-        if code.len() as u64 != check.code_len
-            || xxhash_rust::xxh3::xxh3_128(&code) != check.checksum
-        {
+        if code.len() as u64 != check.code_len || mac(mac_key, check.signed, &code) != check.mac {
             return Err(Rejection::Corrupt);
+        }
+        // The check is genuine: now the component must be what it hashed.
+        let component_bytes = std::fs::read(component).map_err(Rejection::Unreadable)?;
+        if component_bytes.len() as u64 != check.component_size
+            || blake3::hash(&component_bytes).as_bytes() != check.component_hash
+        {
+            return Err(Rejection::ComponentChanged);
         }
         // SAFETY: the file holds code produced by `Engine::precompile_component`
         // on an engine with this compatibility key (checked above), written by
-        // `store` and unchanged since (checksum); entries are replaced only by
-        // renames, never written in place, so the mapping stays as verified.
-        // wasmtime checks its own header and version again.
+        // `store` with this home's key and unchanged since (MAC); entries are
+        // replaced only by renames, never written in place, so the mapping
+        // stays as verified. wasmtime checks its own header and version again.
         let component = unsafe { Component::deserialize_file(engine, &path) }
             .map_err(|e| Rejection::Refused(format!("{e:#}")))?;
         // What wasmtime mapped must be the file that was verified, not one
@@ -170,15 +215,17 @@ impl CompiledCache {
         })
     }
 
-    /// Writes the entry for component `sha256`: the code, then its check
-    /// file, each atomically, so a reader never trusts half an entry.
+    /// Writes the entry for `component` (whose sha256 is `sha256`): the
+    /// code, then its signed check file, each atomically, so a reader never
+    /// trusts half an entry.
     pub fn store(
         &self,
         key: &EngineKey,
         sha256: &str,
-        component_size: u64,
+        component: &[u8],
         code: &[u8],
     ) -> Result<PathBuf> {
+        let mac_key = self.key().map_err(|e| anyhow::anyhow!("{e}"))?;
         let path = self.entry_path(sha256, key);
         write_atomic(&path, code)?;
         let mut check = Vec::with_capacity(CHECK_LEN);
@@ -186,11 +233,81 @@ impl CompiledCache {
         check.extend_from_slice(&FORMAT.to_le_bytes());
         check.extend_from_slice(&fixed_hex(sha256));
         check.extend_from_slice(&fixed_hex(key.as_str()));
-        check.extend_from_slice(&component_size.to_le_bytes());
+        check.extend_from_slice(&(component.len() as u64).to_le_bytes());
+        check.extend_from_slice(blake3::hash(component).as_bytes());
         check.extend_from_slice(&(code.len() as u64).to_le_bytes());
-        check.extend_from_slice(&xxhash_rust::xxh3::xxh3_128(code).to_le_bytes());
+        let signature = mac(mac_key, &check, code);
+        check.extend_from_slice(&signature);
+        debug_assert_eq!(check.len(), CHECK_LEN);
         write_atomic(&self.check_path(sha256, key), &check)?;
         Ok(path)
+    }
+}
+
+/// The keyed BLAKE3 hash of a check's signed fields followed by the code.
+fn mac(key: &[u8; KEY_LEN], signed: &[u8], code: &[u8]) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new_keyed(key);
+    hasher.update(signed);
+    hasher.update(code);
+    *hasher.finalize().as_bytes()
+}
+
+/// The key in `path`, created (32 random bytes, owner-only) when there is
+/// none. A key others can read or write is refused: with it, anyone could
+/// sign code.
+fn load_or_create_key(path: &Path) -> Result<[u8; KEY_LEN], String> {
+    let shown = crate::terminal::escape(&path.display().to_string()).into_owned();
+    match std::fs::symlink_metadata(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            create_key(path).map_err(|e| format!("creating {shown}: {e}"))?;
+        }
+        Err(e) => return Err(format!("reading {shown}: {e}")),
+    }
+    let meta = std::fs::symlink_metadata(path).map_err(|e| format!("reading {shown}: {e}"))?;
+    if !meta.is_file() {
+        return Err(format!("{shown} is not a plain file"));
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        if meta.mode() & 0o077 != 0 {
+            return Err(format!(
+                "{shown} is accessible to other users (mode {:o}); make it owner-only \
+                 (chmod 600) or delete it",
+                meta.mode() & 0o777
+            ));
+        }
+    }
+    let bytes = std::fs::read(path).map_err(|e| format!("reading {shown}: {e}"))?;
+    bytes
+        .try_into()
+        .map_err(|b: Vec<u8>| format!("{shown} holds {} bytes, not {KEY_LEN}", b.len()))
+}
+
+/// Writes a fresh key to a temporary file with owner-only permissions, then
+/// links it into place, so two processes never see half a key, and one that
+/// loses the race uses the other's.
+fn create_key(path: &Path) -> std::io::Result<()> {
+    let parent = path.parent().unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let mut key = [0u8; KEY_LEN];
+    getrandom::fill(&mut key).map_err(std::io::Error::other)?;
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let temp = parent.join(format!(".cache-key-{}", std::process::id()));
+    let _ = std::fs::remove_file(&temp);
+    let mut file = options.open(&temp)?;
+    std::io::Write::write_all(&mut file, &key)?;
+    file.sync_all()?;
+    drop(file);
+    let linked = std::fs::hard_link(&temp, path);
+    let _ = std::fs::remove_file(&temp);
+    match linked {
+        Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => Err(e),
+        _ => Ok(()),
     }
 }
 
@@ -238,8 +355,11 @@ struct Check<'a> {
     sha256: &'a [u8],
     engine: &'a [u8],
     component_size: u64,
+    component_hash: &'a [u8],
     code_len: u64,
-    checksum: u128,
+    /// The fields the MAC covers.
+    signed: &'a [u8],
+    mac: [u8; 32],
 }
 
 impl<'a> Check<'a> {
@@ -251,7 +371,8 @@ impl<'a> Check<'a> {
                 Rejection::Foreign
             });
         }
-        let (_magic, rest) = bytes.split_at(16);
+        let (signed, mac) = bytes.split_at(SIGNED_LEN);
+        let (_magic, rest) = signed.split_at(16);
         let (format, rest) = rest.split_at(4);
         if format != FORMAT.to_le_bytes() {
             return Err(Rejection::Foreign);
@@ -259,14 +380,16 @@ impl<'a> Check<'a> {
         let (sha256, rest) = rest.split_at(64);
         let (engine, rest) = rest.split_at(64);
         let (component_size, rest) = rest.split_at(8);
-        let (code_len, checksum) = rest.split_at(8);
+        let (component_hash, code_len) = rest.split_at(32);
         let u64_of = |b: &[u8]| u64::from_le_bytes(b.try_into().expect("8 bytes"));
         Ok(Self {
             sha256,
             engine,
             component_size: u64_of(component_size),
+            component_hash,
             code_len: u64_of(code_len),
-            checksum: u128::from_le_bytes(checksum.try_into().expect("16 bytes")),
+            signed,
+            mac: mac.try_into().expect("32 bytes"),
         })
     }
 }

@@ -229,7 +229,7 @@ impl WasmHost {
             .precompile_component(&bytes)
             .into_anyhow()
             .with_context(|| format!("compiling the plugin component {}", path.display()))?;
-        if let Err(e) = cache.store(&self.engine_key, &sha256, bytes.len() as u64, &code) {
+        if let Err(e) = cache.store(&self.engine_key, &sha256, &bytes, &code) {
             // A read-only cache costs time, not correctness.
             tracing::warn!("could not write the precompiled component: {e:#}");
         }
@@ -268,11 +268,11 @@ impl WasmHost {
                     .into());
             }
         };
-        let cached = match cache.load(&self.engine, &self.engine_key, sha256) {
+        let cached = match cache.load(&self.engine, &self.engine_key, sha256, path) {
             Ok(cached) if cached.component_size == size => cached,
-            Ok(_) => {
+            Ok(_) | Err(Rejection::ComponentChanged) => {
                 tracing::info!(
-                    "recompiling {}: its size changed since it was precompiled",
+                    "not using the precompiled {}: the component changed since",
                     path.display()
                 );
                 return Ok(None);

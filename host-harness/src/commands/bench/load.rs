@@ -1,5 +1,6 @@
 //! `host-harness bench load`: loading a component from the precompiled
-//! cache against compiling it.
+//! cache against compiling it, and what its checks cost against mapping the
+//! code unchecked.
 
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -20,7 +21,7 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let sha256 = hex(&Sha256::digest(&bytes));
     let dir = tempfile::tempdir().context("creating a temporary cache folder")?;
-    let cache = CompiledCache::new(dir.path());
+    let cache = CompiledCache::new(dir.path().join("cache"), dir.path().join("cache.key"));
     println!(
         "component {} ({} KiB, sha256 {})",
         path.display(),
@@ -49,6 +50,25 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
             .context("the cache entry was rejected")
     })?;
 
+    // Baselines in the same run: mapping the code with no check at all, and
+    // the unkeyed check of cache format 2 (read the code, xxh3-128 it, map
+    // it), which a copied or patched entry could pass.
+    let code_path = entry.clone();
+    let map_only = time(runs, || {
+        // SAFETY: the entry was written by this process just above.
+        unsafe { Component::deserialize_file(host.engine(), &code_path) }
+            .map(drop)
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+    })?;
+    let unkeyed = time(runs, || {
+        let code = std::fs::read(&code_path)?;
+        std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&code));
+        // SAFETY: as above.
+        unsafe { Component::deserialize_file(host.engine(), &code_path) }
+            .map(drop)
+            .map_err(|e| anyhow::anyhow!("{e:#}"))
+    })?;
+
     println!(
         "compile (Component::new), median of {compile_runs}: {}",
         ms(median(&compile))
@@ -59,7 +79,16 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         ms(first)
     );
     println!(
-        "load from cache (check, read and verify the code, map it), median of {runs}: {} (min {}, max {})",
+        "baseline: map the code, no check, median of {runs}: {}",
+        ms(median(&map_only))
+    );
+    println!(
+        "baseline: format-2 check (read the code, unkeyed xxh3-128, map it), median of {runs}: {}",
+        ms(median(&unkeyed))
+    );
+    println!(
+        "load from cache (read the check, MAC the code with the home's key, hash the {} KiB component, map it), median of {runs}: {} (min {}, max {})",
+        bytes.len() / 1024,
         ms(median(&cached)),
         ms(*cached.iter().min().expect("runs >= 1")),
         ms(*cached.iter().max().expect("runs >= 1")),

@@ -3,6 +3,7 @@
 mod component;
 pub mod load;
 pub mod metrics;
+pub mod profile_read;
 pub mod queries;
 pub mod search;
 pub mod speed;
@@ -30,6 +31,16 @@ pub enum BenchCommand {
         /// Compilations to time (each takes seconds).
         #[arg(long, default_value_t = 5)]
         compile_runs: usize,
+    },
+    /// Reading a large profile (a config of many keys) against parsing its
+    /// YAML with no places or checks.
+    Profile {
+        /// Keys in the generated config (124,000 is about 2 MB).
+        #[arg(long, default_value_t = 124_000)]
+        keys: usize,
+        /// Reads to time.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
     },
     /// Pre-execute verdict latency across the WASM boundary vs native.
     Verdict {
@@ -80,6 +91,7 @@ pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> 
             runs,
             compile_runs,
         ),
+        BenchCommand::Profile { keys, runs } => profile_read::run(keys, runs),
         BenchCommand::Verdict { catalog } => {
             super::bench_verdict::run(&catalog.unwrap_or_else(super::demo::bundled_catalog))
         }

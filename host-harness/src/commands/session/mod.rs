@@ -21,7 +21,6 @@ use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
 use crate::shell::{Shell, core_builtins};
-use crate::wasm_host::cache::CompiledCache;
 
 /// The agent every session starts with.
 pub const MAIN_AGENT: &str = "main";
@@ -55,7 +54,7 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
         shell.register_catalog(&Catalog::load(path)?)?;
     }
     shell.create_agent(MAIN_AGENT, None)?;
-    let cache = CompiledCache::new(home.compiled_cache_dir());
+    let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
         .map_err(|problems| anyhow!("profile `{profile}` cannot start:\n{problems}"))?;
     let running = plugins.into_iter().filter(|p| !p.disabled).collect();
