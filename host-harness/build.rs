@@ -3,11 +3,23 @@
 //!
 //! The nested cargo gets its own target dir (sharing ours deadlocks on the
 //! build lock) and none of the flags cargo hands to build scripts (see
-//! `src/install/cargo_env.rs`).
+//! `src/install/cargo_env.rs`). A debug host gets the component of the
+//! `wasm-quick` profile (the shipped settings without fat LTO); a release or
+//! bench host gets the shipped one (`release`), so figures are measured on
+//! what users install.
+//!
+//! Cargo hides a build script's output, so the nested build's progress goes
+//! straight to the terminal, when there is one.
+//!
+//! The test guests (`tests/guests/`) are not built here: the tests that load
+//! them build them (see `host-harness/tests/`).
 
 use std::env;
+use std::fs::File;
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::Instant;
 
 // The same list `plugin add` clears, kept in one place.
 #[path = "src/install/cargo_env.rs"]
@@ -23,7 +35,6 @@ fn main() {
     for path in [
         "plugin/src",
         "plugin/Cargo.toml",
-        "tests/guests",
         "wit",
         "Cargo.lock",
         "Cargo.toml",
@@ -32,67 +43,68 @@ fn main() {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
 
-    // The plugin itself; a prebuilt one can be named instead (offline
-    // packaging, CI caches).
+    // A prebuilt plugin can be named instead (offline packaging, CI caches).
     println!("cargo:rerun-if-env-changed=LAZY_TOOLS_COMPONENT");
-    let plugin = match env::var("LAZY_TOOLS_COMPONENT") {
-        Ok(path) => PathBuf::from(path),
-        Err(_) => build_guest(
-            &root.join("plugin"),
-            &root.join("target").join("plugin-wasm"),
-            "lazy_tools",
-        ),
+    if let Ok(path) = env::var("LAZY_TOOLS_COMPONENT") {
+        println!("cargo:rustc-env=LAZY_TOOLS_COMPONENT={path}");
+        return;
+    }
+    let profile = match env::var("PROFILE").as_deref() {
+        Ok("release") => "release",
+        _ => "wasm-quick",
     };
+    let plugin = build_component(
+        &root.join("plugin"),
+        &root.join("target").join("wasm"),
+        profile,
+        "lazy_tools",
+    );
     println!("cargo:rustc-env=LAZY_TOOLS_COMPONENT={}", plugin.display());
-
-    // A minimal plugin on the oldest contract version, for the host's
-    // version tests.
-    let old = build_guest(
-        &root.join("tests/guests/restriction-v0.1.0"),
-        &root.join("target").join("test-guests"),
-        "restriction_v0_1_0",
-    );
-    println!(
-        "cargo:rustc-env=RESTRICTION_V0_1_0_COMPONENT={}",
-        old.display()
-    );
-
-    // A plugin that loops, traps or grows its memory where its config says:
-    // the containment tests' subject.
-    let hostile = build_guest(
-        &root.join("tests/guests/hostile"),
-        &root.join("target").join("test-guests"),
-        "hostile",
-    );
-    println!("cargo:rustc-env=HOSTILE_COMPONENT={}", hostile.display());
 }
 
-/// Builds the crate at `dir` for wasm32-wasip2 in release, into
-/// `target_dir`, and returns the path of `<artifact>.wasm`.
-fn build_guest(dir: &Path, target_dir: &Path, artifact: &str) -> PathBuf {
+/// Builds the crate at `dir` for wasm32-wasip2 with `profile` into
+/// `target_dir`, showing cargo's progress on the terminal, and returns the
+/// path of `<artifact>.wasm`.
+fn build_component(dir: &Path, target_dir: &Path, profile: &str, artifact: &str) -> PathBuf {
     let cargo = env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let mut command = Command::new(cargo);
     command
         .current_dir(dir)
-        .args(["build", "--release", "--target", TARGET, "--manifest-path"])
+        .args(["build", "--target", TARGET, "--profile", profile])
+        .arg("--manifest-path")
         .arg(dir.join("Cargo.toml"))
         .arg("--target-dir")
-        .arg(target_dir);
+        .arg(target_dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
     cargo_env::clean(&mut command);
 
-    let status = command
-        .status()
+    let started = Instant::now();
+    let mut terminal = Terminal::open();
+    let label = format!("lazy-tools component ({TARGET}, profile {profile})");
+    let mut child = command
+        .spawn()
         .unwrap_or_else(|e| panic!("could not run cargo to build {}: {e}", dir.display()));
+    let mut output = String::new();
+    let stderr = child.stderr.take().expect("piped");
+    for line in BufReader::new(stderr).lines() {
+        let line = line.unwrap_or_default();
+        terminal.show(&label, &line);
+        output.push_str(&line);
+        output.push('\n');
+    }
+    let status = child.wait().expect("cargo ran");
     if !status.success() {
         panic!(
-            "building {} for {TARGET} failed (see above). If the target is missing, run: \
-             rustup target add {TARGET}",
+            "building {} for {TARGET} failed ({status}):\n{output}\nIf the target is missing, \
+             run: rustup target add {TARGET}",
             dir.display()
         );
     }
     let wasm = target_dir
         .join(TARGET)
-        .join("release")
+        .join(profile)
         .join(format!("{artifact}.wasm"));
     assert!(
         wasm.is_file(),
@@ -100,5 +112,39 @@ fn build_guest(dir: &Path, target_dir: &Path, artifact: &str) -> PathBuf {
         dir.display(),
         wasm.display()
     );
+    terminal.show(
+        &label,
+        &format!(
+            "ready in {:.1}s: {}",
+            started.elapsed().as_secs_f64(),
+            wasm.display()
+        ),
+    );
     wasm
+}
+
+/// The terminal the user runs cargo in, if any: cargo captures a build
+/// script's stdout and stderr and shows them only when it fails, so a
+/// minutes-long nested build would otherwise look stuck.
+struct Terminal(Option<File>);
+
+impl Terminal {
+    fn open() -> Self {
+        Terminal(File::options().write(true).open("/dev/tty").ok())
+    }
+
+    /// Shows one line of the nested cargo's output, above cargo's own
+    /// progress bar (which it redraws).
+    fn show(&mut self, label: &str, line: &str) {
+        let line = line.trim();
+        if line.is_empty() {
+            return;
+        }
+        if let Some(tty) = &mut self.0 {
+            // Clear the line cargo's progress bar is on, then print ours.
+            if writeln!(tty, "\r\x1b[2K   [{label}] {line}").is_err() {
+                self.0 = None;
+            }
+        }
+    }
 }

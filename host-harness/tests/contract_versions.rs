@@ -2,9 +2,14 @@
 
 use std::path::Path;
 
+use host_harness::plugin_api::{Rule, ToolState};
 use host_harness::shell::{CallOutcome, Origin, Shell, Tool};
+use host_harness::tokens::Tokenizer;
 use host_harness::wasm_host::WasmHost;
 use serde_json::{Value, json};
+
+#[path = "support/guests.rs"]
+mod guests;
 
 fn shell_with(component: &Path) -> Shell {
     let mut shell = Shell::new();
@@ -12,6 +17,11 @@ fn shell_with(component: &Path) -> Shell {
         .register_tools([
             Tool::new("bash", "Run a command.", Origin::Builtin),
             Tool::new("forbidden_rm", "Remove everything.", Origin::Builtin),
+            Tool::new(
+                "hidden_search",
+                "Search the web.",
+                Origin::Mcp("web".into()),
+            ),
         ])
         .unwrap();
     shell.create_agent("main", None).unwrap();
@@ -24,11 +34,11 @@ fn shell_with(component: &Path) -> Shell {
 
 #[test]
 fn a_0_1_0_plugin_runs_with_its_own_semantics() {
-    let mut shell = shell_with(Path::new(env!("RESTRICTION_V0_1_0_COMPONENT")));
+    let mut shell = shell_with(&guests::component("restriction-v0-1-0"));
     assert_eq!(shell.plugin_mut("old").unwrap().contract_version(), "0.1.0");
     let request = shell.assemble("main").unwrap();
     let names: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
-    assert_eq!(names, ["bash", "forbidden_rm"]);
+    assert_eq!(names, ["bash", "forbidden_rm", "hidden_search"]);
     // 0.1.0 has no system-prompt hook and no explain.
     assert_eq!(request.system_prompt, None);
     let err = shell.explain("old", "main", "bash").unwrap_err();
@@ -46,6 +56,65 @@ fn a_0_1_0_plugin_runs_with_its_own_semantics() {
     );
     assert!(matches!(
         shell.call("main", "bash", &json!({})).unwrap(),
+        CallOutcome::Completed(_)
+    ));
+}
+
+#[test]
+fn a_0_2_0_plugin_runs_with_its_own_semantics() {
+    let mut shell = shell_with(&guests::component("restriction-v0-2-0"));
+    assert_eq!(shell.plugin_mut("old").unwrap().contract_version(), "0.2.0");
+    shell.core().set_tokenizer(Some(Tokenizer::O200k));
+    shell.core().set_group("web", "Searching the web.");
+
+    // visible-tools hides `hidden_*`.
+    let request = shell.assemble("main").unwrap();
+    let names: Vec<_> = request.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["bash", "forbidden_rm"]);
+
+    // system-prompt, built from what 0.2.0 added to the host: tool groups,
+    // token counts and the tools generation, all reaching the guest through
+    // the bindings remapped onto the newest version.
+    let tokens = Tokenizer::O200k.count("hidden_search");
+    let generation = shell.core().generation();
+    assert_eq!(
+        request.system_prompt.as_deref(),
+        Some(
+            format!(
+                "hidden tools:\n- hidden_search ({tokens} tokens)\ngroups: web (Searching the web.)\ngeneration: {generation}"
+            )
+            .as_str()
+        )
+    );
+
+    // explain, with 0.2.0's states and rules.
+    let hidden = shell.explain("old", "main", "hidden_search").unwrap();
+    assert_eq!(
+        (hidden.state, hidden.rule, hidden.summary.as_str()),
+        (
+            ToolState::Deferred,
+            Rule::DeferEntry,
+            "hidden_search: deferred: its name starts with `hidden_`"
+        )
+    );
+    let bash = shell.explain("old", "main", "bash").unwrap();
+    assert_eq!((bash.state, bash.rule), (ToolState::Visible, Rule::NoRule));
+    let missing = shell.explain("old", "main", "nope").unwrap();
+    assert_eq!(
+        (missing.state, missing.rule),
+        (ToolState::Unavailable, Rule::UnknownTool)
+    );
+
+    // pre-execute denies what it hides; the rest runs.
+    assert_eq!(
+        shell.call("main", "hidden_search", &json!({})).unwrap(),
+        CallOutcome::Denied {
+            by: "old".into(),
+            reason: "`hidden_search` is hidden".into()
+        }
+    );
+    assert!(matches!(
+        shell.call("main", "forbidden_rm", &json!({})).unwrap(),
         CallOutcome::Completed(_)
     ));
 }

@@ -10,11 +10,14 @@ use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
 use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
 use serde_json::{Value, json};
 
+#[path = "support/guests.rs"]
+mod guests;
+
 const HOSTILE: &str = "hostile";
 
 fn hostile() -> PluginComponent {
     WasmHost::global()
-        .load(Path::new(env!("HOSTILE_COMPONENT")))
+        .load(&guests::component("hostile"))
         .unwrap()
 }
 

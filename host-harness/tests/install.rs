@@ -93,14 +93,12 @@ fn make_world() -> World {
     )
     .unwrap();
     // Let cargo drop the harness's packages from the lock file, as a
-    // repository of the plugin alone would have it.
-    let status = Command::new("cargo")
-        .args(["metadata", "--format-version", "1", "--offline"])
-        .current_dir(&repo)
-        .stdout(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    // repository of the plugin alone would have it. `--workspace` keeps every
+    // locked version; cargo reads only the registry's index for this (no
+    // crate is downloaded), so it works with an empty cargo cache.
+    run(Command::new("cargo")
+        .args(["update", "--workspace", "--quiet"])
+        .current_dir(&repo));
 
     git(&repo, &["init", "-q", "-b", "main"]);
     git(&repo, &["add", "-A"]);
@@ -144,15 +142,24 @@ fn copy(from: &Path, to: &Path) {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let output = Command::new("git")
+    run(Command::new("git")
         .args(["-c", "user.name=test", "-c", "user.email=test@example.com"])
         .args(args)
-        .current_dir(dir)
+        .current_dir(dir))
+}
+
+/// Runs `command` to completion and returns its stdout, trimmed; if it
+/// fails, panics with the command line and what it wrote to stderr.
+fn run(command: &mut Command) -> String {
+    let shown = format!("{command:?}");
+    let output = command
+        .stdin(Stdio::null())
         .output()
-        .unwrap();
+        .unwrap_or_else(|e| panic!("could not run {shown}: {e}"));
     assert!(
         output.status.success(),
-        "git {args:?}: {}",
+        "{shown} failed ({}):\n{}",
+        output.status,
         String::from_utf8_lossy(&output.stderr)
     );
     String::from_utf8(output.stdout).unwrap().trim().to_string()
@@ -281,8 +288,8 @@ fn add_from_git_records_the_install_and_adding_again_is_harmless() {
     );
     assert!(before == after, "adding again rewrote the profile");
 
-    let (ok, stdout, _) = harness(&["plugin", "--profile", profile, "list"], "");
-    assert!(ok);
+    let (ok, stdout, stderr) = harness(&["plugin", "--profile", profile, "list"], "");
+    assert!(ok, "{stderr}");
     assert!(
         stdout.contains("lazy-tools (package `lazy-tools`) [disabled in cordis.patch.yml]"),
         "{stdout}"
@@ -462,8 +469,8 @@ fn remove_takes_the_plugin_out_of_the_profile() {
     assert!(ok, "{stderr}");
     assert_eq!(stdout, "removed lazy-tools from profile `removal`\n");
     assert!(w.rows(profile).is_empty());
-    let (ok, stdout, _) = harness(&["plugin", "--profile", profile, "list"], "");
-    assert!(ok);
+    let (ok, stdout, stderr) = harness(&["plugin", "--profile", profile, "list"], "");
+    assert!(ok, "{stderr}");
     assert_eq!(stdout, "profile `removal` has no plugins\n");
     let (ok, _, stderr) = remove("lazy-tools");
     assert!(!ok);

@@ -50,7 +50,11 @@ impl Guest for Plugin {
         }
     }
 
-    fn execute(_agent: String, tool: String, _arguments: String) -> Result<ToolResult, PluginError> {
+    fn execute(
+        _agent: String,
+        tool: String,
+        _arguments: String,
+    ) -> Result<ToolResult, PluginError> {
         Err(PluginError::UnknownTool(tool))
     }
 
