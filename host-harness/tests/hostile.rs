@@ -3,7 +3,6 @@
 //! itself never traps on oversized input. The subject is the hostile guest
 //! (tests/guests/hostile), whose config says where and how to misbehave.
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
