@@ -84,7 +84,16 @@ export class PluginComponent {
 
   /** Instantiates the component with `imports` (see host-imports.js). */
   instantiate(imports) {
-    const root = this.instantiateWith(this.getCoreModule, imports);
+    let root;
+    try {
+      root = this.instantiateWith(this.getCoreModule, imports);
+    } catch (e) {
+      // A newer contract's import this host does not implement yet.
+      if (/undefined instance import/.test(e.message)) {
+        e.message += ' (the host imports are in hosts/js/src/host-imports.js)';
+      }
+      throw e;
+    }
     return root.restriction;
   }
 }
