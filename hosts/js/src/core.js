@@ -1,0 +1,187 @@
+// The shell's state: the tool registry, the agent tree and the restriction
+// layers, with the rules that combine them.
+//
+// Every agent sees its own scope, its ancestors' scopes and the global scope.
+// A restriction layer on an agent masks what that agent inherits, never its
+// own scope; layers intersect along the chain, so an agent never sees what
+// its parent cannot.
+
+import { scopeName } from './tools.js';
+
+export class ShellError extends Error {
+  constructor(message) {
+    super(message);
+    this.name = 'ShellError';
+  }
+}
+
+const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
+
+export class ShellCore {
+  /** @type {import('./tools.js').Tool[]} in registration order */
+  tools = [];
+  /** MCP servers (and other groups) by name, with their descriptions. */
+  groups = new Map();
+  /** A function from text to a token count, when the shell counts tokens. */
+  tokenCounter = undefined;
+  /** Bumped on every change to what some agent may call (`host.tools-generation`). */
+  generation = 0n;
+  /** agent id -> parent id (or undefined) */
+  agents = new Map();
+  /** agent id -> source -> Set of allowed names */
+  restrictions = new Map();
+
+  setGroup(name, description) {
+    this.groups.set(name, description);
+  }
+
+  register(tool) {
+    if (tool.scope !== undefined) this.requireAgent(tool.scope);
+    if (this.tools.some((t) => t.name === tool.name && t.scope === tool.scope)) {
+      throw new ShellError(
+        `a tool named \`${tool.name}\` is already registered in ${scopeName(tool.scope)}`,
+      );
+    }
+    this.tools.push(tool);
+    this.generation += 1n;
+  }
+
+  /** Removes the tool `name` from `scope` (undefined: the global scope). */
+  unregister(name, scope = undefined) {
+    const index = this.tools.findIndex((t) => t.name === name && t.scope === scope);
+    if (index < 0) {
+      throw new ShellError(`no tool named \`${name}\` is registered in ${scopeName(scope)}`);
+    }
+    this.generation += 1n;
+    return this.tools.splice(index, 1)[0];
+  }
+
+  /** Removes every tool a plugin owns; returns how many. */
+  unregisterOwnedBy(owner) {
+    const before = this.tools.length;
+    this.tools = this.tools.filter((t) => t.owner !== owner);
+    this.generation += 1n;
+    return before - this.tools.length;
+  }
+
+  createAgent(id, parent = undefined) {
+    const name = id.slice(id.lastIndexOf('/') + 1);
+    if (!AGENT_NAME.test(name)) {
+      throw new ShellError(`invalid agent name \`${id}\`: use letters, digits, \`-\` and \`_\``);
+    }
+    if (this.agents.has(id)) throw new ShellError(`agent \`${id}\` already exists`);
+    if (parent !== undefined) this.requireAgent(parent);
+    this.generation += 1n;
+    this.agents.set(id, parent);
+  }
+
+  /**
+   * Removes an agent with its descendants, their scopes and restrictions.
+   * Returns the removed agents, deepest first.
+   */
+  disposeAgent(id) {
+    this.requireAgent(id);
+    const removed = [...this.agents.keys()].filter((a) => this.chain(a).includes(id));
+    removed.sort((a, b) => this.chain(b).length - this.chain(a).length);
+    for (const agent of removed) {
+      this.agents.delete(agent);
+      this.restrictions.delete(agent);
+      this.tools = this.tools.filter((t) => t.scope !== agent);
+      this.generation += 1n;
+    }
+    return removed;
+  }
+
+  hasAgent(id) {
+    return this.agents.has(id);
+  }
+
+  requireAgent(id) {
+    if (!this.agents.has(id)) throw new ShellError(`unknown agent \`${id}\``);
+  }
+
+  /** The agents from the root down to `id`. */
+  chain(id) {
+    this.requireAgent(id);
+    const chain = [];
+    for (let at = id; at !== undefined && this.agents.has(at); at = this.agents.get(at)) {
+      chain.push(at);
+    }
+    return chain.reverse();
+  }
+
+  /** Installs (an array) or lifts (null/undefined) the layer `source` on `agent`. */
+  restrict(agent, source, allow) {
+    this.requireAgent(agent);
+    if (allow === null || allow === undefined) {
+      this.restrictions.get(agent)?.delete(source);
+      this.generation += 1n;
+      return;
+    }
+    const known = new Set(this.tools.map((t) => t.name));
+    const unknown = allow.filter((name) => !known.has(name));
+    if (unknown.length > 0) {
+      const names = unknown.map((n) => `\`${n}\``).join(', ');
+      throw new ShellError(`cannot restrict \`${agent}\`: unknown tool ${names}`);
+    }
+    if (!this.restrictions.has(agent)) this.restrictions.set(agent, new Map());
+    this.restrictions.get(agent).set(source, new Set(allow));
+    this.generation += 1n;
+  }
+
+  /** Lifts every layer `source` installed, on every agent. */
+  liftAll(source) {
+    for (const layers of this.restrictions.values()) layers.delete(source);
+    this.generation += 1n;
+  }
+
+  restriction(agent, source) {
+    return this.restrictions.get(agent)?.get(source);
+  }
+
+  /**
+   * The tools `agent` may see and call, in prompt order: global tools in
+   * registration order, then each scope from the root down. `ignore` names
+   * one layer on `agent` itself to leave out (a plugin asking what the agent
+   * could have without its own allow set).
+   */
+  effective(agent, ignore = undefined) {
+    const chain = this.chain(agent);
+    // A Map keeps insertion order; delete-then-set moves a name to the end.
+    const visible = new Map();
+    for (const tool of this.tools) {
+      if (tool.scope === undefined) visible.set(tool.name, tool);
+    }
+    for (const scope of chain) {
+      const layers = this.restrictions.get(scope);
+      if (layers) {
+        for (const [source, allow] of layers) {
+          if (scope === agent && source === ignore) continue;
+          for (const name of visible.keys()) {
+            if (!allow.has(name)) visible.delete(name);
+          }
+        }
+      }
+      for (const tool of this.tools) {
+        if (tool.scope !== scope) continue;
+        // A nearer scope shadows a farther tool of the same name.
+        visible.delete(tool.name);
+        visible.set(tool.name, tool);
+      }
+    }
+    return [...visible.values()];
+  }
+
+  /**
+   * The tool `agent` would reach under `name`, ignoring restrictions: its own
+   * scope first, then its ancestors', then the global scope.
+   */
+  resolve(agent, name) {
+    const chain = this.chain(agent);
+    for (const scope of chain.reverse()) {
+      const tool = this.tools.find((t) => t.name === name && t.scope === scope);
+      if (tool) return tool;
+    }
+    return this.tools.find((t) => t.name === name && t.scope === undefined);
+  }
+}

@@ -1,0 +1,101 @@
+// The host side of the contract: what the shell gives one plugin instance.
+// This is the only module that implements `dsh:tool-restriction/host`; a new
+// import of a later contract version is one more entry in `hostInterface`.
+//
+// jco's calling convention: a `result<T, E>` import returns
+// `{tag: 'ok', val}` or `{tag: 'err', val}`; an `option<T>` is the value or
+// `undefined`; a `u64` is a BigInt.
+
+import * as wasiCli from '@bytecodealliance/preview2-shim/cli';
+import * as wasiIo from '@bytecodealliance/preview2-shim/io';
+import * as wasiRandom from '@bytecodealliance/preview2-shim/random';
+
+/** A tool as a WIT `tool-def`. */
+export function toolToWit(tool) {
+  return {
+    name: tool.name,
+    description: tool.description,
+    parameters: tool.parametersJson,
+    origin: tool.origin,
+  };
+}
+
+const ok = (val) => ({ tag: 'ok', val });
+const err = (val) => ({ tag: 'err', val });
+
+/**
+ * `dsh:tool-restriction/host` for the plugin `pluginId`, over the shell's
+ * state `core`. `logs` collects the plugin's log lines.
+ */
+export function hostInterface(core, pluginId, logs) {
+  return {
+    registry: () => core.tools.map(toolToWit),
+
+    allowedTools(agent) {
+      try {
+        return ok(core.effective(agent, pluginId).map((t) => t.name));
+      } catch (e) {
+        return err(e.message);
+      }
+    },
+
+    restrict(agent, allow) {
+      try {
+        core.restrict(agent, pluginId, allow);
+        return ok(undefined);
+      } catch (e) {
+        return err(e.message);
+      }
+    },
+
+    log(level, message) {
+      logs.push({ level, message });
+    },
+
+    toolGroups: () =>
+      [...core.groups].map(([name, description]) => ({ name, description })),
+
+    countTokens(texts) {
+      if (!core.tokenCounter) return undefined;
+      return Uint32Array.from(texts, (t) => core.tokenCounter(t));
+    },
+
+    toolsGeneration: () => core.generation,
+  };
+}
+
+// The plugin's std imports WASI p2 (stdio, environment, random). Like the
+// Rust harness's empty WasiCtx, it inherits nothing: no environment, no
+// arguments, no working directory.
+const environment = {
+  getEnvironment: () => [],
+  getArguments: () => [],
+  initialCwd: () => undefined,
+};
+
+/**
+ * Every import the transpiled component may ask for, by interface name
+ * without its version: jco's instantiation mode looks imports up that way.
+ */
+export function importObject(core, pluginId, logs) {
+  return {
+    'dsh:tool-restriction/host': hostInterface(core, pluginId, logs),
+    'dsh:tool-restriction/types': {},
+    'wasi:cli/environment': environment,
+    'wasi:cli/exit': wasiCli.exit,
+    'wasi:cli/stderr': wasiCli.stderr,
+    'wasi:cli/stdin': wasiCli.stdin,
+    'wasi:cli/stdout': wasiCli.stdout,
+    'wasi:cli/terminal-input': wasiCli.terminalInput,
+    'wasi:cli/terminal-output': wasiCli.terminalOutput,
+    'wasi:cli/terminal-stderr': wasiCli.terminalStderr,
+    'wasi:cli/terminal-stdin': wasiCli.terminalStdin,
+    'wasi:cli/terminal-stdout': wasiCli.terminalStdout,
+    'wasi:io/error': wasiIo.error,
+    'wasi:io/poll': wasiIo.poll,
+    'wasi:io/streams': wasiIo.streams,
+    'wasi:random/insecure-seed': wasiRandom.insecureSeed,
+    'wasi:random/random': wasiRandom.random,
+    'wasi:random/insecure': wasiRandom.insecure,
+  };
+}

@@ -1,0 +1,101 @@
+// YAML documents as JSON values with the place of every node, so that an
+// error found later (by the plugin, in JSON-pointer terms) is shown at the
+// user's line and column.
+
+import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument } from 'yaml';
+
+export class YamlError extends Error {
+  constructor(file, line, column, message) {
+    super(`${file}:${line}:${column}: ${message}`);
+    this.name = 'YamlError';
+    this.place = { file, line, column };
+  }
+}
+
+const escapeKey = (key) => key.replaceAll('~', '~0').replaceAll('/', '~1');
+
+export class LocatedValue {
+  /**
+   * Parses `text`, read from `file` (used in messages only). Booleans are
+   * YAML 1.2's (`true`, `false`): a tool named `no` or `on` stays a string.
+   */
+  static parse(file, text) {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(text, { version: '1.2', lineCounter, prettyErrors: false });
+    const problem = doc.errors[0];
+    if (problem) {
+      const { line, col } = lineCounter.linePos(problem.pos[0]);
+      throw new YamlError(file, line, col, problem.message.split('\n')[0]);
+    }
+    const places = new Map();
+    const placeOf = (node) => {
+      const { line, col } = lineCounter.linePos(node?.range?.[0] ?? 0);
+      return { line, column: col };
+    };
+    const walk = (node, pointer, seen) => {
+      if (isAlias(node)) {
+        const target = node.resolve(doc);
+        if (!target || seen.has(target)) {
+          const { line, column } = placeOf(node);
+          throw new YamlError(file, line, column, `alias \`${node.source}\` does not resolve`);
+        }
+        return walk(target, pointer, new Set(seen).add(target));
+      }
+      if (isMap(node)) {
+        const object = {};
+        for (const pair of node.items) {
+          const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+          const at = `${pointer}/${escapeKey(key)}`;
+          object[key] = walk(pair.value, at, seen);
+          // A mapping entry is shown at its key.
+          places.set(at, placeOf(pair.key));
+        }
+        return object;
+      }
+      if (isSeq(node)) {
+        return node.items.map((item, i) => {
+          const at = `${pointer}/${i}`;
+          places.set(at, placeOf(item));
+          return walk(item, at, seen);
+        });
+      }
+      if (isScalar(node)) return node.value ?? null;
+      if (isPair(node)) return walk(node.value, pointer, seen);
+      return null;
+    };
+    places.set('', placeOf(doc.contents));
+    const value = walk(doc.contents, '', new Set());
+    return new LocatedValue(file, value, places);
+  }
+
+  constructor(file, value, places) {
+    this.file = file;
+    this.value = value;
+    this.places = places;
+  }
+
+  /**
+   * Where the node at `pointer` was written: a mapping entry at its key, a
+   * list item at the item. A pointer that does not exist falls back to its
+   * nearest ancestor.
+   */
+  place(pointer) {
+    for (let at = pointer; ; at = at.slice(0, at.lastIndexOf('/'))) {
+      const place = this.places.get(at);
+      if (place) return { file: this.file, ...place };
+      if (at === '') return { file: this.file, line: 1, column: 1 };
+    }
+  }
+}
+
+/**
+ * The plugin's config errors, one line each (`file:line:column: message`),
+ * at the YAML place of the node each one points at, in file order.
+ */
+export function renderConfigErrors(config, errors) {
+  return errors
+    .map((e) => ({ place: config.place(e.pointer), message: e.message }))
+    .sort((a, b) => a.place.line - b.place.line || a.place.column - b.place.column)
+    .map(({ place, message }) => `${place.file}:${place.line}:${place.column}: ${message}`)
+    .join('\n');
+}

@@ -1,0 +1,116 @@
+// One instantiated plugin, with the contract's errors as values.
+//
+// jco turns a `result` the plugin returns as `err` into a thrown
+// `ComponentError` whose own `payload` property holds the error value; any
+// other exception is a trap. Here an error value comes back as
+// `{ok: false, error}` and a trap is thrown as a `PluginTrap`.
+
+export class PluginTrap extends Error {
+  constructor(plugin, call, cause) {
+    super(`plugin \`${plugin}\` trapped in ${call}: ${cause?.message ?? cause}`, { cause });
+    this.name = 'PluginTrap';
+  }
+}
+
+/** A `plugin-error` for people. */
+export function describePluginError(error) {
+  switch (error?.tag) {
+    case 'not-configured':
+      return 'the plugin is not configured';
+    case 'unknown-agent':
+      return `unknown agent \`${error.val}\``;
+    case 'unknown-tool':
+      return `unknown tool \`${error.val}\``;
+    case 'host':
+      return `the host refused: ${error.val}`;
+    default:
+      return JSON.stringify(error);
+  }
+}
+
+/** A `config-error` for people. */
+export function describeConfigError(error) {
+  return error.pointer ? `${error.pointer}: ${error.message}` : error.message;
+}
+
+export class PluginInstance {
+  /**
+   * @param {string} id the plugin's id in the shell
+   * @param {object} exports the component's `restriction` interface
+   * @param {Array<{level: string, message: string}>} logs filled by `host.log`
+   */
+  constructor(id, exports, logs) {
+    this.id = id;
+    this.exports = exports;
+    this.logs = logs;
+  }
+
+  /** Calls export `name`; a thrown payload is an error value, anything else a trap. */
+  #call(name, ...args) {
+    try {
+      return { ok: true, value: this.exports[name](...args) };
+    } catch (e) {
+      if (e !== null && typeof e === 'object' && Object.hasOwn(e, 'payload')) {
+        return { ok: false, error: e.payload };
+      }
+      throw new PluginTrap(this.id, name, e);
+    }
+  }
+
+  /** Calls an export whose result has no error case. */
+  #infallible(name, ...args) {
+    const result = this.#call(name, ...args);
+    if (!result.ok) throw new PluginTrap(this.id, name, new Error('unexpected error value'));
+    return result.value;
+  }
+
+  /** `{ok: true}` or `{ok: false, error: config-error[]}`. */
+  configure(configJson) {
+    return this.#call('configure', configJson);
+  }
+
+  guardTools() {
+    return this.#infallible('guardTools');
+  }
+
+  agentCreated(agent, parent) {
+    return this.#call('agentCreated', agent, parent ?? undefined);
+  }
+
+  agentDisposed(agent) {
+    this.#infallible('agentDisposed', agent);
+  }
+
+  registryChanged() {
+    return this.#call('registryChanged');
+  }
+
+  /** `{ok: true, value: string[]}` or a plugin error. */
+  visibleTools(agent) {
+    return this.#call('visibleTools', agent);
+  }
+
+  /** `{tag: 'pass'}` or `{tag: 'deny', val: reason}`. */
+  preExecute(agent, tool, argumentsJson) {
+    return this.#infallible('preExecute', agent, tool, argumentsJson);
+  }
+
+  /** `{ok: true, value: {json, text, isError}}` or a plugin error. */
+  execute(agent, tool, argumentsJson) {
+    return this.#call('execute', agent, tool, argumentsJson);
+  }
+
+  /** `{ok: true, value: string | undefined}` or a plugin error. */
+  systemPrompt(agent) {
+    return this.#call('systemPrompt', agent);
+  }
+
+  /** `{ok: true, value: {state, rule, summary}}` or a plugin error. */
+  explain(agent, tool) {
+    return this.#call('explain', agent, tool);
+  }
+
+  dispose() {
+    this.#infallible('dispose');
+  }
+}

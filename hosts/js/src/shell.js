@@ -1,0 +1,282 @@
+// The agent shell: a tool registry, agents with their scope chain,
+// restriction layers, a pre-execute waterfall, prompt assembly, and
+// restriction plugins running as WebAssembly components through jco.
+
+import { ShellCore } from './core.js';
+import { importObject } from './host-imports.js';
+import { PluginInstance, describeConfigError, describePluginError } from './plugin.js';
+import { Tool, ofAgent } from './tools.js';
+
+/** A plugin rejected its config; `errors` are its `config-error`s. */
+export class ConfigRejected extends Error {
+  constructor(plugin, errors) {
+    const lines = errors.map((e) => `  ${describeConfigError(e)}`).join('\n');
+    super(`plugin \`${plugin}\` rejected its config:\n${lines}`);
+    this.name = 'ConfigRejected';
+    this.errors = errors;
+  }
+}
+
+/** A `result` value from a plugin, or an error that says which plugin and what. */
+function unwrap(plugin, result) {
+  if (result.ok) return result.value;
+  throw new Error(`plugin \`${plugin.id}\`: ${describePluginError(result.error)}`);
+}
+
+/** An id's depth in the agent tree: its number of slashes. */
+const depth = (id) => id.split('/').length - 1;
+
+export class Shell {
+  core = new ShellCore();
+  /** @type {Array<{id: string, instance: PluginInstance, guards: Tool[]}>} */
+  plugins = [];
+  /** Native pre-execute hooks, run before the plugins': [name, (agent, tool, args) => verdict]. */
+  hooks = [];
+
+  /** Registers tools and tells every plugin once. */
+  registerTools(tools) {
+    for (const tool of tools) this.core.register(tool);
+    this.#notifyRegistryChanged();
+  }
+
+  /** Registers a catalog's MCP servers (with their descriptions) and tools. */
+  registerCatalog(catalog) {
+    for (const server of catalog.servers) this.core.setGroup(server.name, server.description ?? '');
+    this.registerTools(catalogTools(catalog));
+  }
+
+  unregisterTools(names, scope = undefined) {
+    for (const name of names) this.core.unregister(name, scope);
+    this.#notifyRegistryChanged();
+  }
+
+  /** Creates `name` under `parent` and returns its id (`parent/name`). */
+  createAgent(name, parent = undefined) {
+    const id = parent === undefined ? name : `${parent}/${name}`;
+    this.core.createAgent(id, parent);
+    for (const plugin of this.plugins) this.#attach(plugin, id, parent);
+    return id;
+  }
+
+  disposeAgent(id) {
+    const removed = this.core.disposeAgent(id);
+    for (const plugin of this.plugins) {
+      for (const agent of removed) plugin.instance.agentDisposed(agent);
+    }
+  }
+
+  /** Installs a restriction layer on `agent` from `source` (a parent, the profile, a plugin). */
+  restrict(agent, source, allow) {
+    this.core.restrict(agent, source, allow);
+  }
+
+  /** A native pre-execute hook, run before the plugins' hooks. */
+  addPreExecuteHook(name, hook) {
+    this.hooks.push([name, hook]);
+  }
+
+  /**
+   * Instantiates and configures a plugin, registers its guard tools in every
+   * agent's scope and tells it about every agent, parents first. Throws
+   * `ConfigRejected` when the plugin rejects `config`.
+   */
+  installPlugin(id, component, config) {
+    if (this.plugins.some((p) => p.id === id)) {
+      throw new Error(`a plugin with id \`${id}\` is already installed`);
+    }
+    const logs = [];
+    const instance = new PluginInstance(
+      id,
+      component.instantiate(importObject(this.core, id, logs)),
+      logs,
+    );
+    const configured = instance.configure(JSON.stringify(config ?? null));
+    if (!configured.ok) throw new ConfigRejected(id, configured.error);
+    const guards = instance
+      .guardTools()
+      .map((def) => new Tool(def.name, def.description, def.origin, parseParameters(id, def)));
+    const plugin = { id, instance, guards };
+    this.plugins.push(plugin);
+    const agents = [...this.core.agents].sort(
+      ([a], [b]) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0),
+    );
+    for (const [agent, parent] of agents) this.#attach(plugin, agent, parent);
+  }
+
+  /** Gives a running plugin a new config. */
+  reconfigure(id, config) {
+    const configured = this.plugin(id).instance.configure(JSON.stringify(config ?? null));
+    if (!configured.ok) throw new ConfigRejected(id, configured.error);
+  }
+
+  /**
+   * Disposes a plugin and removes everything it left: its guard tools and any
+   * restriction layer it did not lift itself.
+   */
+  disposePlugin(id) {
+    const plugin = this.plugin(id);
+    this.plugins.splice(this.plugins.indexOf(plugin), 1);
+    try {
+      plugin.instance.dispose();
+    } finally {
+      this.core.unregisterOwnedBy(id);
+      this.core.liftAll(id);
+    }
+    this.#notifyRegistryChanged();
+  }
+
+  plugin(id) {
+    const plugin = this.plugins.find((p) => p.id === id);
+    if (!plugin) throw new Error(`no plugin \`${id}\` is installed`);
+    return plugin;
+  }
+
+  /** Why plugin `id` shows, defers or hides `tool` for `agent`. */
+  explain(id, agent, tool) {
+    this.core.requireAgent(agent);
+    const plugin = this.plugin(id);
+    return unwrap(plugin, plugin.instance.explain(agent, tool));
+  }
+
+  /** What each plugin adds to `agent`'s system prompt: [plugin id, text] pairs. */
+  systemPrompt(agent) {
+    this.core.requireAgent(agent);
+    const texts = [];
+    for (const plugin of this.plugins) {
+      const text = unwrap(plugin, plugin.instance.systemPrompt(agent));
+      if (text !== undefined) texts.push([plugin.id, text]);
+    }
+    return texts;
+  }
+
+  /**
+   * Prompt assembly: the ordered tools the model receives on `agent`'s next
+   * request, and the system-prompt text plugins add (each plugin's text in
+   * install order, separated by a blank line).
+   */
+  assemble(agent) {
+    const tools = this.nextRequest(agent);
+    const texts = this.systemPrompt(agent).map(([, text]) => text);
+    return { tools, systemPrompt: texts.length > 0 ? texts.join('\n\n') : undefined };
+  }
+
+  /**
+   * The ordered tool schemas the model receives on `agent`'s next request.
+   * Each plugin is asked first (it may update its allow set); the result is
+   * what the agent may call, filtered by every plugin's view.
+   */
+  nextRequest(agent) {
+    const views = this.plugins.map(
+      (plugin) => new Set(unwrap(plugin, plugin.instance.visibleTools(agent))),
+    );
+    return this.core
+      .effective(agent)
+      .filter((t) => views.every((view) => view.has(t.name)))
+      .map((t) => t.schema());
+  }
+
+  /**
+   * Calls a tool as the model would: resolve it, run the pre-execute
+   * waterfall (native hooks, then plugins; any deny wins), check the agent's
+   * restrictions, then run it. Pre-execute runs before the restriction check
+   * so that a hook can tell the model why a hidden tool is refused.
+   *
+   * Returns `{kind: 'denied', by, reason}`, `{kind: 'refused', reason}` or
+   * `{kind: 'completed', json, text, isError}`.
+   */
+  call(agent, tool, args) {
+    const resolved = this.core.resolve(agent, tool);
+    if (!resolved) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
+    for (const [name, hook] of this.hooks) {
+      const verdict = hook(agent, tool, args);
+      if (verdict.tag === 'deny') return { kind: 'denied', by: name, reason: verdict.val };
+    }
+    const argumentsJson = JSON.stringify(args);
+    for (const plugin of this.plugins) {
+      const verdict = plugin.instance.preExecute(agent, tool, argumentsJson);
+      if (verdict.tag === 'deny') return { kind: 'denied', by: plugin.id, reason: verdict.val };
+    }
+    if (!this.core.effective(agent).some((t) => t.name === tool)) {
+      return {
+        kind: 'refused',
+        reason: `tool \`${tool}\` is not available to agent \`${agent}\``,
+      };
+    }
+    if (resolved.owner === undefined) return emulatedRun(resolved, args);
+    const owner = this.plugins.find((p) => p.id === resolved.owner);
+    if (!owner) {
+      throw new Error(`tool \`${tool}\` belongs to plugin \`${resolved.owner}\`, which is gone`);
+    }
+    const result = owner.instance.execute(agent, tool, argumentsJson);
+    if (!result.ok) {
+      throw new Error(
+        `plugin \`${owner.id}\` refused to run \`${tool}\`: ${describePluginError(result.error)}`,
+      );
+    }
+    let json;
+    try {
+      json = JSON.parse(result.value.json);
+    } catch (e) {
+      throw new Error(
+        `plugin \`${owner.id}\` returned a result for \`${tool}\` that is not JSON: ${e.message}`,
+      );
+    }
+    return { kind: 'completed', json, text: result.value.text, isError: result.value.isError };
+  }
+
+  /** Registers a plugin's guard tools in `agent`'s scope and tells the plugin about the agent. */
+  #attach(plugin, agent, parent) {
+    for (const guard of plugin.guards) {
+      this.core.register(
+        new Tool(guard.name, guard.description, ofAgent(agent), guard.parameters, plugin.id),
+      );
+    }
+    const created = plugin.instance.agentCreated(agent, parent);
+    if (!created.ok) {
+      throw new Error(
+        `plugin \`${plugin.id}\` refused agent \`${agent}\`: ${describePluginError(created.error)}`,
+      );
+    }
+  }
+
+  #notifyRegistryChanged() {
+    for (const plugin of this.plugins) unwrap(plugin, plugin.instance.registryChanged());
+  }
+}
+
+/** A guard tool's parameters, parsed; the plugin's origin is ignored (the host decides). */
+function parseParameters(plugin, def) {
+  try {
+    return JSON.parse(def.parameters);
+  } catch (e) {
+    throw new Error(
+      `the plugin \`${plugin}\`'s tool \`${def.name}\` has parameters that are not JSON: ${e.message}`,
+    );
+  }
+}
+
+/** The shell does not run MCP servers or built-ins: a call that passes every check is recorded. */
+function emulatedRun(tool, args) {
+  return {
+    kind: 'completed',
+    json: { emulated: true, tool: tool.name, arguments: args },
+    text: `(js host) ${tool.name} ran with ${JSON.stringify(args)}`,
+    isError: false,
+  };
+}
+
+/** A catalog's tools as MCP tools named `<server>__<tool>` (unsafe characters become `-`). */
+export function catalogTools(catalog) {
+  const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
+  return catalog.servers.flatMap((server) =>
+    (server.tools ?? []).map(
+      (tool) =>
+        new Tool(
+          `${clean(server.name)}__${clean(tool.name)}`,
+          tool.description ?? '',
+          { tag: 'mcp', val: server.name },
+          tool.inputSchema ?? { type: 'object', properties: {} },
+        ),
+    ),
+  );
+}

@@ -1,0 +1,137 @@
+// The shell's own rules, without a plugin: scopes, restriction layers along
+// the chain, the pre-execute waterfall, config errors at their YAML place.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { ShellCore } from '../src/core.js';
+import { LocatedValue, renderConfigErrors } from '../src/located-yaml.js';
+import { Shell } from '../src/shell.js';
+import { Tool, builtin, ofAgent } from '../src/tools.js';
+
+const names = (tools) => tools.map((t) => t.name);
+
+function core() {
+  const core = new ShellCore();
+  for (const name of ['read', 'bash', 'gh_issue']) core.register(new Tool(name, '', builtin()));
+  core.createAgent('main');
+  core.createAgent('main/worker', 'main');
+  return core;
+}
+
+test('restrictions mask inherited tools only', () => {
+  const c = core();
+  c.register(new Tool('mine', '', ofAgent('main')));
+  c.restrict('main', 'p', ['read']);
+  assert.deepEqual(names(c.effective('main')), ['read', 'mine']);
+  assert.deepEqual(names(c.effective('main', 'p')), ['read', 'bash', 'gh_issue', 'mine']);
+});
+
+test('restrictions intersect along the chain', () => {
+  const c = core();
+  c.restrict('main', 'profile', ['read', 'bash']);
+  c.restrict('main/worker', 'p', ['bash', 'gh_issue']);
+  assert.deepEqual(names(c.effective('main/worker')), ['bash']);
+  // Ignoring the worker's own layer never reaches past its parent's.
+  assert.deepEqual(names(c.effective('main/worker', 'p')), ['read', 'bash']);
+});
+
+test('a nearer scope shadows a farther tool of the same name', () => {
+  const c = core();
+  c.register(new Tool('bash', 'the worker bash', ofAgent('main/worker')));
+  assert.deepEqual(names(c.effective('main/worker')), ['read', 'gh_issue', 'bash']);
+  assert.equal(c.resolve('main/worker', 'bash').description, 'the worker bash');
+  assert.equal(c.resolve('main', 'bash').description, '');
+});
+
+test('restricting with an unknown name is an error and installs nothing', () => {
+  const c = core();
+  assert.throws(() => c.restrict('main', 'p', ['read', 'nope']), {
+    message: 'cannot restrict `main`: unknown tool `nope`',
+  });
+  assert.equal(c.restriction('main', 'p'), undefined);
+});
+
+test('disposing an agent removes its subtree, deepest first, with its scope', () => {
+  const c = core();
+  c.register(new Tool('w', '', ofAgent('main/worker')));
+  assert.deepEqual(c.disposeAgent('main'), ['main/worker', 'main']);
+  assert.ok(!c.tools.some((t) => t.name === 'w'));
+});
+
+test('every change to what an agent may call bumps the generation', () => {
+  const c = core();
+  let last = c.generation;
+  const bumped = () => {
+    const changed = c.generation > last;
+    last = c.generation;
+    return changed;
+  };
+  c.register(new Tool('x', '', builtin()));
+  assert.ok(bumped());
+  c.restrict('main', 'p', ['x']);
+  assert.ok(bumped());
+  c.restrict('main', 'p', null);
+  assert.ok(bumped());
+  c.unregister('x');
+  assert.ok(bumped());
+  c.createAgent('main/other', 'main');
+  assert.ok(bumped());
+});
+
+test('bad agent names and duplicate tools are refused with the reason', () => {
+  const c = core();
+  assert.throws(() => c.createAgent('main/a b', 'main'), /invalid agent name `main\/a b`/);
+  assert.throws(() => c.register(new Tool('read', '', builtin())), {
+    message: 'a tool named `read` is already registered in the global scope',
+  });
+});
+
+test('the waterfall: a native hook denies first; an unknown tool is refused', () => {
+  const shell = new Shell();
+  shell.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
+  shell.createAgent('main');
+  shell.addPreExecuteHook('guard', (_agent, tool) =>
+    tool === 'bash' ? { tag: 'deny', val: 'no shell' } : { tag: 'pass' },
+  );
+  assert.deepEqual(shell.call('main', 'bash', {}), { kind: 'denied', by: 'guard', reason: 'no shell' });
+  assert.equal(shell.call('main', 'read', { path: '/x' }).kind, 'completed');
+  assert.deepEqual(shell.call('main', 'nope', {}), { kind: 'refused', reason: 'unknown tool `nope`' });
+  shell.restrict('main', 'profile', ['bash']);
+  assert.deepEqual(shell.call('main', 'read', {}), {
+    kind: 'refused',
+    reason: 'tool `read` is not available to agent `main`',
+  });
+});
+
+test('config errors are shown at the YAML place their pointer names, in file order', () => {
+  const config = LocatedValue.parse(
+    'profile.yml',
+    'noDefer: [a, "NoDefer(b)"]\ndefer:\n  - x\n  - ""\nfamilies:\n  web: {members: [w]}\n',
+  );
+  const rendered = renderConfigErrors(config, [
+    { pointer: '/defer/1', message: 'blank' },
+    { pointer: '/noDefer/1', message: 'nested' },
+    { pointer: '/families/web/core', message: 'needs core' },
+    { pointer: '/tokenBudget', message: 'falls back to the root' },
+  ]);
+  assert.equal(
+    rendered,
+    [
+      'profile.yml:1:1: falls back to the root',
+      'profile.yml:1:14: nested',
+      'profile.yml:4:5: blank',
+      'profile.yml:6:3: needs core',
+    ].join('\n'),
+  );
+});
+
+test('YAML 1.2 booleans: a tool named `no` stays a string', () => {
+  assert.deepEqual(LocatedValue.parse('p.yml', 'defer: [no, on, y, true]').value, {
+    defer: ['no', 'on', 'y', true],
+  });
+});
+
+test('a YAML syntax error is located', () => {
+  assert.throws(() => LocatedValue.parse('p.yml', 'defer: [a\nb: c: d\n'), /^YamlError: p\.yml:\d+:\d+: /);
+});
