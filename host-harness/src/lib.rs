@@ -6,6 +6,7 @@ pub mod catalog;
 pub mod commands;
 pub mod home;
 pub mod install;
+pub mod mcp;
 pub mod native_plugin;
 pub mod peers;
 pub mod plugin_api;
