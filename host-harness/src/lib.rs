@@ -7,6 +7,7 @@ pub mod commands;
 pub mod home;
 pub mod host_view;
 pub mod install;
+pub mod mcp;
 pub mod native_plugin;
 pub mod peers;
 pub mod plugin_api;

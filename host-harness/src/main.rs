@@ -31,8 +31,12 @@ enum Command {
     /// Show what lazy-tools does to a real MCP catalog, step by step.
     Demo {
         /// The catalog to load (default: the bundled one).
-        #[arg(long)]
+        #[arg(long, conflicts_with = "live")]
         catalog: Option<PathBuf>,
+        /// The same story against real MCP servers from npm (everything,
+        /// filesystem, memory), installed into the target dir on first use.
+        #[arg(long)]
+        live: bool,
     },
     /// Install, list and remove a profile's plugins (in $DSH_HOME, default
     /// ~/.dsh).
@@ -48,9 +52,10 @@ enum Command {
     Session {
         #[arg(long, default_value = "default")]
         profile: String,
-        /// The MCP catalog whose tools the shell registers.
+        /// An MCP catalog whose tools the shell registers (besides the
+        /// servers of the profile's mcp.yml).
         #[arg(long)]
-        catalog: PathBuf,
+        catalog: Option<PathBuf>,
         /// A steps file (the format of tests/cases/*/case.yml).
         #[arg(long)]
         steps: Option<PathBuf>,
@@ -122,7 +127,8 @@ fn main() -> ExitCode {
 
 fn run(command: Command) -> Result<()> {
     match command {
-        Command::Demo { catalog } => commands::demo::run(catalog.as_deref()),
+        Command::Demo { live: true, .. } => commands::demo_live::run(),
+        Command::Demo { catalog, .. } => commands::demo::run(catalog.as_deref()),
         Command::Plugin { profile, command } => {
             commands::plugin::run(&DshHome::from_env()?, &profile, command)
         }
@@ -130,7 +136,12 @@ fn run(command: Command) -> Result<()> {
             profile,
             catalog,
             steps,
-        } => commands::session::run(&DshHome::from_env()?, &profile, &catalog, steps.as_deref()),
+        } => commands::session::run(
+            &DshHome::from_env()?,
+            &profile,
+            catalog.as_deref(),
+            steps.as_deref(),
+        ),
         Command::Explain {
             profile,
             agent,

@@ -3,6 +3,7 @@
 pub mod bench;
 pub mod bench_verdict;
 pub mod demo;
+pub mod demo_live;
 pub mod explain;
 pub mod plugin;
 pub mod session;

@@ -2,6 +2,7 @@
 //! scope chain, restriction layers, a pre-execute waterfall, prompt assembly
 //! and restriction plugins running as WebAssembly components.
 
+mod backend;
 mod builtins;
 
 use std::collections::HashSet;
@@ -10,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
 
+pub use self::backend::{RegistryChange, ToolBackend};
 pub use self::builtins::core_builtins;
 // The core and the tool types live below the shell (plugins see the core
 // through `host_view`); they are re-exported where the shell's users look.
@@ -108,6 +110,8 @@ pub struct Shell {
     core: Arc<Mutex<ShellCore>>,
     plugins: Vec<ShellPlugin>,
     limits: Limits,
+    /// Runs the tools the shell does not run itself (MCP servers').
+    backend: Option<Box<dyn ToolBackend>>,
 }
 
 impl Shell {
@@ -507,6 +511,7 @@ impl Shell {
     /// plugin is asked first (it may update its allow set); the result is
     /// what the agent may call, filtered by every plugin's view.
     pub fn next_request(&mut self, agent: &str) -> Result<Vec<ToolSchema>> {
+        self.sync_backend()?;
         let mut views = Vec::with_capacity(self.plugins.len());
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
@@ -539,6 +544,53 @@ impl Shell {
     /// Pre-execute runs before the restriction check so that a hook can tell
     /// the model why a hidden tool is refused and what to do instead.
     pub fn call(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
+        let outcome = self.call_checked(agent, tool, arguments)?;
+        // A call may have loaded tools (a backend starts their server) or
+        // changed a server's tools.
+        self.sync_backend()?;
+        Ok(outcome)
+    }
+
+    /// Sets the backend that runs tools the shell does not run itself.
+    pub fn set_backend(&mut self, backend: Box<dyn ToolBackend>) {
+        self.backend = Some(backend);
+    }
+
+    pub fn backend_mut(&mut self) -> Option<&mut (dyn ToolBackend + 'static)> {
+        self.backend.as_deref_mut()
+    }
+
+    /// Lets the backend look at the shell (what each agent may call now) and
+    /// applies the registry changes it asks for, telling plugins once.
+    pub fn sync_backend(&mut self) -> Result<()> {
+        let Some(backend) = self.backend.as_mut() else {
+            return Ok(());
+        };
+        let changes = {
+            let core = self.core.lock().unwrap_or_else(|e| e.into_inner());
+            backend.sync(&core)
+        };
+        if changes.is_empty() {
+            return Ok(());
+        }
+        {
+            let mut core = self.core();
+            for change in changes {
+                match change {
+                    RegistryChange::Register(tool) => core.register(tool)?,
+                    RegistryChange::Unregister(name) => {
+                        core.unregister(&name, None)?;
+                    }
+                    RegistryChange::Group { name, description } => {
+                        core.set_group(&name, &description)
+                    }
+                }
+            }
+        }
+        self.notify_registry_changed()
+    }
+
+    fn call_checked(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
         let resolved = self.core().resolve(agent, tool)?.cloned();
         if resolved.is_none() {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
@@ -577,7 +629,13 @@ impl Shell {
             )));
         }
         let Some(owner) = resolved.owner.as_deref() else {
-            return Ok(CallOutcome::Completed(emulated_run(&resolved, arguments)));
+            let ran = self
+                .backend
+                .as_mut()
+                .and_then(|backend| backend.run(agent, &resolved, arguments));
+            return Ok(CallOutcome::Completed(
+                ran.unwrap_or_else(|| emulated_run(&resolved, arguments)),
+            ));
         };
         let index = self
             .plugins
@@ -671,7 +729,7 @@ impl Shell {
     }
 }
 
-/// The harness does not run MCP servers or built-ins: a call that passes
+/// Without a backend for it (built-ins, catalog tools), a call that passes
 /// every check completes with a record of what would have run.
 fn emulated_run(tool: &Tool, arguments: &Value) -> ToolOutput {
     ToolOutput {

@@ -2,6 +2,7 @@
 
 mod component;
 pub mod load;
+pub mod mcp_startup;
 pub mod metrics;
 pub mod profile_read;
 pub mod queries;
@@ -76,6 +77,14 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 50)]
         runs: usize,
     },
+    /// Time from session start to the first model request with the six
+    /// reference MCP servers from npm, every server started with the
+    /// session (eager) against lazy start; lazy-tools installed in both.
+    McpStartup {
+        /// Sessions per mode (alternating).
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
 }
 
 /// Runs a benchmark; `heap` is the process's counting allocator, if it has one, for memory
@@ -92,6 +101,7 @@ pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> 
             compile_runs,
         ),
         BenchCommand::Profile { keys, runs } => profile_read::run(keys, runs),
+        BenchCommand::McpStartup { runs } => mcp_startup::run(runs),
         BenchCommand::Verdict { catalog } => {
             super::bench_verdict::run(&catalog.unwrap_or_else(super::demo::bundled_catalog))
         }

@@ -17,6 +17,7 @@ use anyhow::{Context as _, Result, anyhow};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};
+use crate::mcp::{self, ListingCache, McpConfig, SharedServers};
 use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
@@ -30,6 +31,8 @@ pub struct ProfileShell {
     pub shell: Shell,
     /// The plugins running (the enabled ones), in profile order.
     pub running: Vec<EffectivePlugin>,
+    /// The profile's MCP servers (`mcp.yml`), when it declares any.
+    pub mcp: Option<SharedServers>,
 }
 
 impl ProfileShell {
@@ -39,8 +42,9 @@ impl ProfileShell {
 }
 
 /// Starts a shell as dsh does for `profile`: built-ins, the catalog's tools
-/// (if any), the agent `main`, then the profile's enabled plugins. A profile
-/// problem is reported at its file, line and column.
+/// (if any), the profile's MCP servers (`mcp.yml`: their tools, started
+/// when needed), the agent `main`, then the profile's enabled plugins. A
+/// profile problem is reported at its file, line and column.
 pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
     let loaded = Profile::load(&dir).map_err(|e| invalid(profile, e))?;
@@ -53,16 +57,35 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
     if let Some(path) = catalog {
         shell.register_catalog(&Catalog::load(path)?)?;
     }
+    let servers = McpConfig::load(&dir).map_err(|e| invalid(profile, e))?;
+    let mcp = if servers.servers.is_empty() {
+        None
+    } else {
+        Some(mcp::attach(
+            &mut shell,
+            &servers,
+            ListingCache::in_home(home.root()),
+        )?)
+    };
     shell.create_agent(MAIN_AGENT, None)?;
     let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
         .map_err(|problems| anyhow!("profile `{profile}` cannot start:\n{problems}"))?;
     let running = plugins.into_iter().filter(|p| !p.disabled).collect();
-    Ok(ProfileShell { shell, running })
+    Ok(ProfileShell {
+        shell,
+        running,
+        mcp,
+    })
 }
 
-pub fn run(home: &DshHome, profile: &str, catalog: &Path, steps: Option<&Path>) -> Result<()> {
-    let mut session = start(home, profile, Some(catalog))?;
+pub fn run(
+    home: &DshHome,
+    profile: &str,
+    catalog: Option<&Path>,
+    steps: Option<&Path>,
+) -> Result<()> {
+    let mut session = start(home, profile, catalog)?;
     match steps {
         Some(steps) => run_steps(&mut session, steps, &mut std::io::stdout().lock()),
         None => {

@@ -1,0 +1,113 @@
+//! `host-harness bench mcp-startup`: how long a session takes from its start
+//! to the first model request with the six reference MCP servers, when every
+//! server starts with the session (eager, `lazyStart: false`) against lazy
+//! start (lazy-tools defers every MCP tool, so none starts). lazy-tools runs
+//! in both; the servers' tool lists are cached (a user's second session).
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::Value;
+
+use crate::mcp::reference::{self, Set};
+use crate::mcp::{self, Event, ListingCache, McpConfig, ServerConfig};
+use crate::shell::{Shell, core_builtins};
+use crate::wasm_host::WasmHost;
+
+pub fn run(runs: usize) -> Result<()> {
+    if runs == 0 {
+        bail!("--runs must be at least 1");
+    }
+    let dir = reference::install(Set::Six, &reference::default_dir(Set::Six))?;
+    let work = tempfile::tempdir()?;
+    let files = work.path().canonicalize()?;
+    let servers = reference::six(&dir, &files, &files.join("memory.jsonl"));
+    let cache = ListingCache::new(files.join("cache"));
+    let component = WasmHost::global().lazy_tools()?;
+
+    // The first session ever: every server starts once to learn its tools.
+    let (first, tools) = session(&servers, &cache, &component)?;
+    println!(
+        "first session (no cache: every server starts to list its tools): {:.0} ms, {tools} MCP tools",
+        ms(first)
+    );
+    let eager_servers: Vec<ServerConfig> = servers
+        .iter()
+        .cloned()
+        .map(|mut s| {
+            s.lazy_start = Some(false);
+            s
+        })
+        .collect();
+    let mut eager = Vec::new();
+    let mut lazy = Vec::new();
+    for _ in 0..runs {
+        eager.push(session(&eager_servers, &cache, &component)?.0);
+        lazy.push(session(&servers, &cache, &component)?.0);
+    }
+    println!(
+        "session start -> first model request, {} servers, median of {runs}:",
+        servers.len()
+    );
+    println!(
+        "  eager (lazyStart: false): {:>8.1} ms  (min {:.1}, max {:.1})",
+        ms(median(&mut eager)),
+        ms(eager[0]),
+        ms(eager[runs - 1])
+    );
+    println!(
+        "  lazy  (default):          {:>8.1} ms  (min {:.1}, max {:.1})",
+        ms(median(&mut lazy)),
+        ms(lazy[0]),
+        ms(lazy[runs - 1])
+    );
+    Ok(())
+}
+
+/// One session to its first request; the time and how many MCP tools it
+/// registered. Every server must have started or stayed idle: a failure
+/// would make the figures meaningless.
+fn session(
+    servers: &[ServerConfig],
+    cache: &ListingCache,
+    component: &crate::wasm_host::PluginComponent,
+) -> Result<(Duration, usize)> {
+    let started = Instant::now();
+    let mut shell = Shell::new();
+    shell.register_tools(core_builtins())?;
+    let handle = mcp::attach(
+        &mut shell,
+        &McpConfig {
+            servers: servers.to_vec(),
+        },
+        cache.clone(),
+    )?;
+    let main = shell.create_agent("main", None)?;
+    shell
+        .install_plugin("lazy-tools", component, &Value::Null)
+        .context("installing lazy-tools")?;
+    shell.next_request(&main)?;
+    let elapsed = started.elapsed();
+    if let Some(failure) = handle.lock().events().iter().find_map(|e| match e {
+        Event::StartFailed { server, fault } => Some(format!("{server}: {fault}")),
+        _ => None,
+    }) {
+        bail!("a server failed to start: {failure}");
+    }
+    let tools = shell
+        .core()
+        .tools()
+        .iter()
+        .filter(|t| matches!(t.origin, crate::shell::Origin::Mcp(_)))
+        .count();
+    Ok((elapsed, tools))
+}
+
+fn median(values: &mut [Duration]) -> Duration {
+    values.sort();
+    values[values.len() / 2]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}

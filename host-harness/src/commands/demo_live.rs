@@ -1,0 +1,228 @@
+//! `host-harness demo --live`: the story of `demo`, against real MCP servers
+//! (the reference servers everything, filesystem and memory from npm): their
+//! tools deferred, searched, loaded and called, and a server the model never
+//! needs never started.
+
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use serde_json::{Value, json};
+
+use crate::mcp::reference::{self, Set};
+use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
+use crate::script::describe;
+use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, names};
+use crate::tokens::Tokenizer;
+use crate::wasm_host::WasmHost;
+
+pub fn run() -> Result<()> {
+    let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
+    let work = tempfile::tempdir().context("creating a scratch folder")?;
+    let files = work.path().canonicalize()?;
+    let cache = ListingCache::new(files.join("cache"));
+    let servers = reference::three(&dir, &files, &files.join("memory.jsonl"));
+    let config = McpConfig { servers };
+
+    println!(
+        "lazy-tools live demo: {} real MCP servers from npm ({}), files in {}\n",
+        config.servers.len(),
+        config
+            .servers
+            .iter()
+            .map(|s| s.name.as_str())
+            .collect::<Vec<_>>()
+            .join(", "),
+        files.display()
+    );
+
+    // A first session learns the servers' tools (and caches them), as a
+    // shell does the first time it sees a server.
+    let started = Instant::now();
+    {
+        let mut shell = Shell::new();
+        mcp::attach(&mut shell, &config, cache.clone())?;
+    }
+    println!(
+        "0. First run: each server is started once to learn its tools ({:.0} ms), then stopped; its tools/list is cached.",
+        started.elapsed().as_secs_f64() * 1000.0
+    );
+
+    let mut shell = Shell::new();
+    shell.core().set_tokenizer(Some(Tokenizer::O200k));
+    shell.register_tools(core_builtins())?;
+    let handle = mcp::attach(&mut shell, &config, cache)?;
+    let main = shell.create_agent("main", None)?;
+    let eager: Vec<ToolSchema> = shell
+        .core()
+        .effective(&main, None)?
+        .into_iter()
+        .map(|t| t.schema())
+        .collect();
+    println!(
+        "1. Without lazy-tools the model would receive {} tools on every request: {}, and every server would run.",
+        eager.len(),
+        size(&eager)
+    );
+
+    let component = WasmHost::global().lazy_tools()?;
+    shell
+        .install_plugin("lazy-tools", &component, &Value::Null)
+        .context("installing lazy-tools with the zero-config preset")?;
+    let cold = shell.next_request(&main)?;
+    println!(
+        "2. With lazy-tools it receives {} tools: {}, {:.1}% of the tokens. Servers running: {}.\n   {}",
+        cold.len(),
+        size(&cold),
+        100.0 * tokens(&cold) as f64 / tokens(&eager) as f64,
+        running(&handle),
+        names(&cold)
+    );
+
+    let direct = shell.call(&main, "filesystem__write_file", &json!({}))?;
+    if !matches!(direct, CallOutcome::Denied { .. }) {
+        bail!("a direct call to a deferred tool was not denied: {direct:?}");
+    }
+    println!(
+        "3. The model calls the deferred `filesystem__write_file` directly:\n   {}\n   Servers running: {}.",
+        describe(&direct),
+        running(&handle)
+    );
+
+    let found = search(&mut shell, &main, "write a file")?;
+    println!(
+        "4. The model searches:\n{found}\n   Loading started the server: {}.",
+        started_servers(&handle)
+    );
+
+    let path = files.join("hello.txt");
+    let wrote = run_tool(
+        &mut shell,
+        &main,
+        "filesystem__write_file",
+        json!({"path": path, "content": "written through lazy-tools"}),
+    )?;
+    println!(
+        "5. It writes a file: {}\n   On disk: {:?}",
+        first_line(&wrote.text),
+        std::fs::read_to_string(&path)?
+    );
+
+    let found = search(&mut shell, &main, "remember a fact about a person")?;
+    println!("6. It searches for memory:\n{found}");
+    run_tool(
+        &mut shell,
+        &main,
+        "defer_execute_tool",
+        json!({"toolName": "memory__create_entities"}),
+    )?;
+    run_tool(
+        &mut shell,
+        &main,
+        "memory__create_entities",
+        json!({"entities": [{"name": "Ada Lovelace", "entityType": "person", "observations": ["wrote the first program"]}]}),
+    )?;
+    run_tool(
+        &mut shell,
+        &main,
+        "defer_execute_tool",
+        json!({"toolName": "memory__search_nodes"}),
+    )?;
+    let recalled = run_tool(
+        &mut shell,
+        &main,
+        "memory__search_nodes",
+        json!({"query": "Ada"}),
+    )?;
+    println!(
+        "7. It stores an entity and recalls it: {}",
+        shorten(&recalled.text.replace('\n', " "), 160)
+    );
+
+    let next = shell.next_request(&main)?;
+    let loaded: Vec<&str> = next
+        .iter()
+        .filter(|t| !cold.contains(t))
+        .map(|t| t.name.as_str())
+        .collect();
+    println!(
+        "8. Its next request carries {} tools ({}); loaded: {}.\n   Servers started: {}; running now: {}.",
+        next.len(),
+        size(&next),
+        loaded.join(", "),
+        started_servers(&handle),
+        running(&handle)
+    );
+    Ok(())
+}
+
+fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
+    let args = json!({"queries": [query], "top_k": 1});
+    let output = run_tool(shell, agent, "tool_search", args.clone())?;
+    Ok(format!(
+        "   tool_search {args}\n{}",
+        output
+            .text
+            .lines()
+            .map(|l| format!("   {l}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    ))
+}
+
+fn run_tool(shell: &mut Shell, agent: &str, tool: &str, args: Value) -> Result<ToolOutput> {
+    match shell.call(agent, tool, &args)? {
+        CallOutcome::Completed(output) if !output.is_error => Ok(output),
+        CallOutcome::Completed(output) => bail!("`{tool}` failed: {}", output.text),
+        other => bail!("`{tool}` did not run: {}", describe(&other)),
+    }
+}
+
+fn running(handle: &SharedServers) -> String {
+    let servers = handle.lock();
+    let names: Vec<&str> = ["everything", "filesystem", "memory"]
+        .into_iter()
+        .filter(|s| servers.is_running(s))
+        .collect();
+    if names.is_empty() {
+        "none".to_string()
+    } else {
+        names.join(", ")
+    }
+}
+
+fn started_servers(handle: &SharedServers) -> String {
+    let started: Vec<String> = handle
+        .lock()
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::Started { server, why } => Some(format!("{server} ({why:?})")),
+            _ => None,
+        })
+        .collect();
+    if started.is_empty() {
+        "none".to_string()
+    } else {
+        started.join(", ")
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+fn shorten(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text.to_string(),
+    }
+}
+
+fn tokens(tools: &[ToolSchema]) -> u64 {
+    Tokenizer::O200k.count_tools(tools)
+}
+
+fn size(tools: &[ToolSchema]) -> String {
+    let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
+    format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
+}

@@ -1,0 +1,617 @@
+//! One connection to an MCP server through the official SDK (`rmcp`):
+//! started (spawn or connect, `initialize`, `tools/list` with every page),
+//! called, watched, and stopped.
+//!
+//! A stdio server is spawned here rather than by the SDK so that the harness
+//! owns the process: it knows its exit status, reads its stderr, sees lines
+//! on its stdout that are not JSON-RPC (the SDK skips them silently, which
+//! would turn a broken server into a hang), and stops its whole process group.
+
+use std::collections::VecDeque;
+use std::pin::Pin;
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+};
+use rmcp::service::{NotificationContext, RunningService};
+use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
+use serde_json::Value;
+use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader, ReadBuf};
+use tokio::process::{Child, ChildStdout};
+use tokio::sync::watch;
+
+use super::cache::{CachedTool, Listing};
+use super::config::{Launch, ServerConfig};
+
+/// How much of the server's stderr is kept for error messages.
+const STDERR_LINES: usize = 5;
+const STDERR_LINE_CHARS: usize = 300;
+/// How much of a malformed line is quoted.
+const QUOTE_CHARS: usize = 80;
+/// Bounds on what a server may send in a listing.
+const MAX_TOOLS: usize = 10_000;
+/// How long a stopping server gets after SIGTERM before SIGKILL.
+const STOP_GRACE: Duration = Duration::from_millis(500);
+/// How long an error waits for the server's exit and last stderr lines.
+const STDERR_WAIT: Duration = Duration::from_millis(300);
+
+/// Why a server could not be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Fault {
+    #[error("could not start `{command}`: {reason}")]
+    Spawn { command: String, reason: String },
+    #[error("did not finish starting (initialize and tools/list) within {0:?}")]
+    StartTimeout(Duration),
+    #[error("did not answer tools/call within {0:?}; it was stopped")]
+    CallTimeout(Duration),
+    /// The process exited, the connection closed or the server sent
+    /// something that is not JSON-RPC.
+    #[error("{0}")]
+    Broken(String),
+    #[error("failed to start: {0}")]
+    Handshake(String),
+    #[error("sent an invalid tools/list: {0}")]
+    BadListing(String),
+}
+
+/// What the watchers saw, shared with the connection.
+struct Watch {
+    /// Set once: why the connection cannot be used any more.
+    broken: watch::Sender<Option<String>>,
+    tools_changed: AtomicBool,
+    stderr: Mutex<VecDeque<String>>,
+    /// The server's stderr reached its end (it exited, or closed it).
+    stderr_closed: watch::Sender<bool>,
+}
+
+impl Watch {
+    fn new() -> Arc<Self> {
+        Arc::new(Self {
+            broken: watch::channel(None).0,
+            tools_changed: AtomicBool::new(false),
+            stderr: Mutex::new(VecDeque::new()),
+            stderr_closed: watch::channel(false).0,
+        })
+    }
+
+    fn break_with(&self, reason: String) {
+        self.broken.send_if_modified(|current| {
+            if current.is_none() {
+                *current = Some(reason);
+                true
+            } else {
+                false
+            }
+        });
+    }
+
+    fn broken(&self) -> Option<String> {
+        self.broken.borrow().clone()
+    }
+
+    /// Why the connection broke, with the end of the server's stderr (given
+    /// a moment to arrive: the exit can be seen before the last lines).
+    async fn reason(&self) -> Option<String> {
+        let reason = self.broken()?;
+        let mut closed = self.stderr_closed.subscribe();
+        let _ = tokio::time::timeout(STDERR_WAIT, closed.wait_for(|closed| *closed)).await;
+        Some(format!("{reason}{}", self.stderr_tail()))
+    }
+
+    /// Waits a moment for the connection to be marked broken (a closed
+    /// pipe can be seen before the exit), then says why.
+    async fn settled_reason(&self) -> Option<String> {
+        let mut broken = self.broken.subscribe();
+        let _ = tokio::time::timeout(STDERR_WAIT, broken.wait_for(|r| r.is_some())).await;
+        self.reason().await
+    }
+
+    /// `; its stderr ends: ...`, or nothing.
+    fn stderr_tail(&self) -> String {
+        let lines = self.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        if lines.is_empty() {
+            String::new()
+        } else {
+            format!(
+                "; its stderr ends: {}",
+                lines.iter().cloned().collect::<Vec<_>>().join(" | ")
+            )
+        }
+    }
+}
+
+/// The client side handler: notes `notifications/tools/list_changed`.
+#[derive(Clone)]
+struct Handler {
+    watch: Arc<Watch>,
+}
+
+impl ClientHandler for Handler {
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        self.watch.tools_changed.store(true, Ordering::SeqCst);
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("lazy-tools host-harness", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+/// A connection being set up (the SDK's `initialize`).
+type Starting =
+    Pin<Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, String>> + Send>>;
+
+/// A running server.
+pub struct Connection {
+    service: RunningService<RoleClient, Handler>,
+    watch: Arc<Watch>,
+    process: Option<Process>,
+}
+
+impl Connection {
+    /// Starts `config`'s server and lists its tools, all within its start
+    /// timeout.
+    pub async fn start(config: &ServerConfig) -> Result<(Self, Listing), Fault> {
+        let watch = Watch::new();
+        let handler = Handler {
+            watch: watch.clone(),
+        };
+        let (process, starting) = match &config.launch {
+            Launch::Stdio {
+                command,
+                args,
+                env,
+                cwd,
+            } => {
+                let (process, stdout, stdin) = Process::spawn(command, args, env, cwd, &watch)?;
+                let serving = handler.serve((Inspect::new(stdout, watch.clone()), stdin));
+                (
+                    Some(process),
+                    Box::pin(async move { serving.await.map_err(|e| e.to_string()) }) as Starting,
+                )
+            }
+            Launch::Http { url, headers } => {
+                let transport = rmcp::transport::StreamableHttpClientTransport::from_config(
+                    http_config(url, headers)?,
+                );
+                let serving = handler.serve(transport);
+                (
+                    None,
+                    Box::pin(async move { serving.await.map_err(|e| e.to_string()) }) as Starting,
+                )
+            }
+        };
+        let mut connection = None;
+        let started = tokio::time::timeout(config.start_timeout, async {
+            let service = match until_broken(&watch, starting).await? {
+                Ok(service) => service,
+                Err(e) => return Err(broken_or(&watch, Fault::Handshake(e)).await),
+            };
+            let tools = until_broken(&watch, service.list_all_tools()).await;
+            let description = describe(&service, &config.name);
+            connection = Some(service);
+            match tools? {
+                Ok(tools) => Ok::<_, Fault>((tools, description)),
+                Err(e) => {
+                    Err(broken_or(&watch, Fault::Handshake(format!("tools/list: {e}"))).await)
+                }
+            }
+        })
+        .await;
+        let stop = |connection: Option<RunningService<RoleClient, Handler>>, process| async move {
+            if let Some(mut service) = connection {
+                let _ = service.close_with_timeout(STOP_GRACE).await;
+            }
+            if let Some(process) = process {
+                Process::stop(process).await;
+            }
+        };
+        let (tools, description) = match started {
+            Ok(Ok(found)) => found,
+            Ok(Err(fault)) => {
+                stop(connection, process).await;
+                return Err(fault);
+            }
+            Err(_) => {
+                stop(connection, process).await;
+                return Err(Fault::StartTimeout(config.start_timeout));
+            }
+        };
+        let service = connection.expect("set when started");
+        let listing = match listing(description, tools) {
+            Ok(listing) => listing,
+            Err(fault) => {
+                stop(Some(service), process).await;
+                return Err(fault);
+            }
+        };
+        Ok((
+            Self {
+                service,
+                watch,
+                process,
+            },
+            listing,
+        ))
+    }
+
+    /// Calls `tool` with `arguments`; the result as the server sent it
+    /// (`content`, `structuredContent`, `isError`), as JSON.
+    pub async fn call(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        timeout: Duration,
+    ) -> Result<Result<Value, String>, Fault> {
+        let mut params = CallToolRequestParams::new(tool.to_string());
+        if let Value::Object(arguments) = arguments {
+            params = params.with_arguments(JsonObject::from_iter(arguments.clone()));
+        }
+        let call = tokio::time::timeout(timeout, self.service.call_tool(params));
+        match until_broken(&self.watch, call).await? {
+            Err(_) => Err(Fault::CallTimeout(timeout)),
+            Ok(Ok(result)) => Ok(Ok(serde_json::to_value(result).map_err(|e| {
+                Fault::Broken(format!("sent a result that is not JSON: {e}"))
+            })?)),
+            // The server answered with a JSON-RPC error: it is alive.
+            Ok(Err(ServiceError::McpError(error))) => Ok(Err(error.message.to_string())),
+            Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
+                Err(self.closed().await)
+            }
+            Ok(Err(other)) => Err(Fault::Broken(other.to_string())),
+        }
+    }
+
+    /// The tools again, after `notifications/tools/list_changed`.
+    pub async fn relist(&self, description: String, timeout: Duration) -> Result<Listing, Fault> {
+        let tools = tokio::time::timeout(timeout, self.service.list_all_tools());
+        match until_broken(&self.watch, tools).await? {
+            Err(_) => Err(Fault::CallTimeout(timeout)),
+            Ok(Ok(tools)) => listing(description, tools),
+            Ok(Err(ServiceError::McpError(error))) => {
+                Err(Fault::BadListing(error.message.to_string()))
+            }
+            Ok(Err(_)) => Err(self.closed().await),
+        }
+    }
+
+    /// Whether the server said its tools changed since the last call.
+    pub fn take_tools_changed(&self) -> bool {
+        self.watch.tools_changed.swap(false, Ordering::SeqCst)
+    }
+
+    /// Why the connection is unusable, if it is.
+    pub fn fault(&self) -> Option<Fault> {
+        self.watch
+            .broken()
+            .or_else(|| {
+                self.service
+                    .is_closed()
+                    .then(|| "closed the connection".to_string())
+            })
+            .map(|reason| Fault::Broken(format!("{reason}{}", self.watch.stderr_tail())))
+    }
+
+    /// The server process's id (stdio servers).
+    pub fn pid(&self) -> Option<u32> {
+        self.process.as_ref().map(|p| p.pid)
+    }
+
+    /// Closes the connection and stops the process (SIGTERM to its group,
+    /// then SIGKILL), waiting for it to exit.
+    pub async fn stop(self) {
+        let Self {
+            mut service,
+            process,
+            ..
+        } = self;
+        let _ = service.close_with_timeout(STOP_GRACE).await;
+        if let Some(process) = process {
+            Process::stop(process).await;
+        }
+    }
+
+    /// The connection closed under a call: say why, once the process
+    /// watcher has seen the exit (it may lag the closed pipe a little).
+    async fn closed(&self) -> Fault {
+        match self.watch.settled_reason().await {
+            Some(reason) => Fault::Broken(reason),
+            None => Fault::Broken(format!("closed the connection{}", self.watch.stderr_tail())),
+        }
+    }
+}
+
+/// Runs `work` unless the connection breaks first.
+async fn until_broken<T>(watch: &Watch, work: impl Future<Output = T>) -> Result<T, Fault> {
+    let mut broken = watch.broken.subscribe();
+    tokio::select! {
+        result = work => Ok(result),
+        _ = broken.wait_for(|reason| reason.is_some()) => {
+            Err(Fault::Broken(watch.reason().await.unwrap_or_default()))
+        }
+    }
+}
+
+/// A failed handshake is better explained by what the watchers saw.
+async fn broken_or(watch: &Watch, fault: Fault) -> Fault {
+    match watch.settled_reason().await {
+        Some(reason) => Fault::Broken(reason),
+        None => match fault {
+            Fault::Handshake(message) => {
+                Fault::Handshake(format!("{message}{}", watch.stderr_tail()))
+            }
+            other => other,
+        },
+    }
+}
+
+/// The group description: the server's instructions, else its name.
+fn describe(service: &RunningService<RoleClient, Handler>, name: &str) -> String {
+    let info = service.peer_info();
+    let instructions = info
+        .as_ref()
+        .and_then(|info| info.instructions.clone())
+        .filter(|text| !text.trim().is_empty());
+    let server_name = info
+        .as_ref()
+        .and_then(|info| info.server_info.as_ref().map(|s| s.name.clone()))
+        .filter(|text| !text.trim().is_empty());
+    instructions
+        .or(server_name)
+        .unwrap_or_else(|| name.to_string())
+}
+
+fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing, Fault> {
+    if tools.len() > MAX_TOOLS {
+        return Err(Fault::BadListing(format!(
+            "{} tools; at most {MAX_TOOLS}",
+            tools.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut listed = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let value = serde_json::to_value(&tool).map_err(|e| Fault::BadListing(e.to_string()))?;
+        let name = tool.name.to_string();
+        if name.is_empty() || !seen.insert(name.clone()) {
+            return Err(Fault::BadListing(format!(
+                "the tool name `{name}` is empty or repeated"
+            )));
+        }
+        listed.push(CachedTool {
+            name,
+            description: tool.description.as_deref().unwrap_or_default().to_string(),
+            input_schema: value
+                .get("inputSchema")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"type": "object"})),
+        });
+    }
+    Ok(Listing {
+        description,
+        tools: listed,
+    })
+}
+
+fn http_config(
+    url: &str,
+    headers: &std::collections::BTreeMap<String, String>,
+) -> Result<rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig, Fault> {
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+    let mut custom = std::collections::HashMap::new();
+    for (name, value) in headers {
+        let bad = |e: &dyn std::fmt::Display| Fault::Spawn {
+            command: url.to_string(),
+            reason: format!("header `{name}`: {e}"),
+        };
+        let name = http::HeaderName::try_from(name.as_str()).map_err(|e| bad(&e))?;
+        let value = http::HeaderValue::try_from(value.as_str()).map_err(|e| bad(&e))?;
+        custom.insert(name, value);
+    }
+    Ok(StreamableHttpClientTransportConfig::with_uri(url.to_string()).custom_headers(custom))
+}
+
+/// A stdio server's process: its id (and process group), and the task that
+/// waits for it to exit.
+struct Process {
+    pid: u32,
+    waiter: Option<tokio::task::JoinHandle<()>>,
+}
+
+impl Process {
+    fn spawn(
+        command: &str,
+        args: &[String],
+        env: &std::collections::BTreeMap<String, String>,
+        cwd: &Option<std::path::PathBuf>,
+        watch: &Arc<Watch>,
+    ) -> Result<(Self, ChildStdout, tokio::process::ChildStdin), Fault> {
+        let mut cmd = tokio::process::Command::new(command);
+        cmd.args(args)
+            .envs(env)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            // Its own group, so that stopping it stops what it started.
+            .process_group(0)
+            .kill_on_drop(true);
+        if let Some(cwd) = cwd {
+            cmd.current_dir(cwd);
+        }
+        let mut child: Child = cmd.spawn().map_err(|e| Fault::Spawn {
+            command: command.to_string(),
+            reason: e.to_string(),
+        })?;
+        let pid = child.id().unwrap_or_default();
+        let (Some(stdout), Some(stdin), Some(stderr)) =
+            (child.stdout.take(), child.stdin.take(), child.stderr.take())
+        else {
+            unreachable!("all three were piped");
+        };
+        let tail = watch.clone();
+        tokio::spawn(async move {
+            let mut lines = BufReader::new(stderr).lines();
+            while let Ok(Some(line)) = lines.next_line().await {
+                let mut kept = tail.stderr.lock().unwrap_or_else(|e| e.into_inner());
+                if kept.len() == STDERR_LINES {
+                    kept.pop_front();
+                }
+                kept.push_back(printable(&line, STDERR_LINE_CHARS));
+            }
+            tail.stderr_closed.send_replace(true);
+        });
+        let exit = watch.clone();
+        let waiter = tokio::spawn(async move {
+            let reason = match child.wait().await {
+                Ok(status) => match status.code() {
+                    Some(code) => format!("exited with status {code}"),
+                    None => format!("was killed ({status})"),
+                },
+                Err(e) => format!("could not be waited for: {e}"),
+            };
+            exit.break_with(reason);
+        });
+        Ok((
+            Self {
+                pid,
+                waiter: Some(waiter),
+            },
+            stdout,
+            stdin,
+        ))
+    }
+
+    /// SIGTERM to the group, a short grace, then SIGKILL; waits for the exit
+    /// so that no zombie is left.
+    async fn stop(mut self) {
+        let Some(mut waiter) = self.waiter.take() else {
+            return;
+        };
+        signal_group(self.pid, libc::SIGTERM);
+        if tokio::time::timeout(STOP_GRACE, &mut waiter).await.is_err() {
+            signal_group(self.pid, libc::SIGKILL);
+            let _ = waiter.await;
+        }
+        // Whatever the server started in its group goes too.
+        signal_group(self.pid, libc::SIGKILL);
+    }
+}
+
+impl Drop for Process {
+    /// Dropped without `stop` (a panic, a forgotten connection): kill the
+    /// group now; the waiter task reaps the child.
+    fn drop(&mut self) {
+        if self.waiter.is_some() {
+            signal_group(self.pid, libc::SIGKILL);
+        }
+    }
+}
+
+/// A server's text made safe for a terminal: control characters replaced,
+/// at most `max` characters (an ellipsis marks a cut).
+fn printable(text: &str, max: usize) -> String {
+    let mut out: String = text
+        .chars()
+        .take(max)
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c })
+        .collect();
+    if text.chars().nth(max).is_some() {
+        out.push('…');
+    }
+    out
+}
+
+fn signal_group(pid: u32, signal: i32) {
+    let Ok(pid) = i32::try_from(pid) else { return };
+    if pid > 0 {
+        // SAFETY: kill(2) with a negative pid signals that process group;
+        // it has no memory effects. The group is the one this process made
+        // for the child (`process_group(0)`).
+        unsafe {
+            libc::kill(-pid, signal);
+        }
+    }
+}
+
+/// The server's stdout on its way to the SDK, read line by line on the side:
+/// a line that is not JSON breaks the connection at once.
+struct Inspect {
+    inner: ChildStdout,
+    watch: Arc<Watch>,
+    line: Vec<u8>,
+    /// The current line is longer than is worth checking.
+    long: bool,
+}
+
+/// Lines longer than this are left to the SDK's own checks.
+const CHECKED_LINE_BYTES: usize = 1 << 20;
+
+impl Inspect {
+    fn new(inner: ChildStdout, watch: Arc<Watch>) -> Self {
+        Self {
+            inner,
+            watch,
+            line: Vec::new(),
+            long: false,
+        }
+    }
+
+    fn observe(&mut self, bytes: &[u8]) {
+        for chunk in bytes.split_inclusive(|b| *b == b'\n') {
+            let (body, ends) = match chunk.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (chunk, false),
+            };
+            if !self.long {
+                if self.line.len() + body.len() > CHECKED_LINE_BYTES {
+                    self.long = true;
+                    self.line.clear();
+                } else {
+                    self.line.extend_from_slice(body);
+                }
+            }
+            if ends {
+                if !self.long {
+                    self.check_line();
+                }
+                self.line.clear();
+                self.long = false;
+            }
+        }
+    }
+
+    fn check_line(&self) {
+        let line = self.line.trim_ascii();
+        if line.is_empty() {
+            return;
+        }
+        if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err() {
+            let quoted = printable(&String::from_utf8_lossy(line), QUOTE_CHARS);
+            self.watch
+                .break_with(format!("sent malformed JSON-RPC on stdout: `{quoted}`"));
+        }
+    }
+}
+
+impl AsyncRead for Inspect {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let polled = Pin::new(&mut self.inner).poll_read(cx, buf);
+        if let Poll::Ready(Ok(())) = &polled {
+            let fresh = buf.filled()[before..].to_vec();
+            self.observe(&fresh);
+        }
+        polled
+    }
+}

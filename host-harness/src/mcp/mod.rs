@@ -1,0 +1,65 @@
+//! Real MCP servers in the harness: declared in the profile's `mcp.yml`
+//! (config), reached through the official SDK (client), their last tool
+//! lists kept on disk (cache), started only when needed and run as the
+//! shell's tool backend (servers), their results shown as the shell shows
+//! them (result).
+
+pub mod cache;
+pub mod client;
+pub mod config;
+pub mod reference;
+pub mod result;
+pub mod servers;
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use anyhow::Result;
+use serde_json::Value;
+
+pub use cache::{Listing, ListingCache};
+pub use config::{MCP_FILE, McpConfig, ServerConfig};
+pub use servers::{Event, McpServers, StartReason};
+
+use crate::shell::{RegistryChange, Shell, ShellCore, Tool, ToolBackend, ToolOutput};
+
+/// The servers, shared between the shell (its backend) and whoever started
+/// the session (to look at them, or stop them early).
+#[derive(Clone)]
+pub struct SharedServers(Arc<Mutex<McpServers>>);
+
+impl SharedServers {
+    pub fn lock(&self) -> MutexGuard<'_, McpServers> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl ToolBackend for SharedServers {
+    fn run(&mut self, agent: &str, tool: &Tool, arguments: &Value) -> Option<ToolOutput> {
+        self.lock().run(agent, tool, arguments)
+    }
+
+    fn sync(&mut self, core: &ShellCore) -> Vec<RegistryChange> {
+        self.lock().sync(core)
+    }
+}
+
+/// Opens `config`'s servers, registers their tools (and groups) in `shell`
+/// and makes them its tool backend. Call it before the plugins are
+/// installed, as a shell connects its servers before it starts its plugins.
+pub fn attach(shell: &mut Shell, config: &McpConfig, cache: ListingCache) -> Result<SharedServers> {
+    let mut servers = McpServers::open(config, cache)?;
+    let mut tools = Vec::new();
+    for change in servers.take_changes() {
+        match change {
+            RegistryChange::Register(tool) => tools.push(tool),
+            RegistryChange::Group { name, description } => {
+                shell.core().set_group(&name, &description)
+            }
+            RegistryChange::Unregister(_) => {}
+        }
+    }
+    shell.register_tools(tools)?;
+    let shared = SharedServers(Arc::new(Mutex::new(servers)));
+    shell.set_backend(Box::new(shared.clone()));
+    Ok(shared)
+}

@@ -1,0 +1,242 @@
+//! An MCP server for the harness's tests, on the official SDK's server side,
+//! over stdio. Its tools have real schemas; `misbehave` can be told to crash,
+//! hang, write garbage on stdout or return an error result, and `grow` adds a
+//! tool and sends `notifications/tools/list_changed`.
+//!
+//! ```text
+//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N]
+//! ```
+//! `--exit-at-start` exits with status 7 before reading anything;
+//! `--variant 2` offers one more tool (`echo_twice`), as a server does after
+//! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
+//! client must follow `nextCursor`.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct Fixture {
+    variant: u32,
+    page_size: usize,
+    grown: Arc<AtomicBool>,
+}
+
+impl Fixture {
+    fn tools(&self) -> Vec<Value> {
+        let mut tools = vec![
+            json!({
+                "name": "echo",
+                "description": "Echo a message back, to check that calls reach the server.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string", "description": "The message to echo"}},
+                    "required": ["text"]
+                }
+            }),
+            json!({
+                "name": "add",
+                "description": "Add two numbers and return the sum as structured content.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {
+                        "a": {"type": "number", "description": "The first addend"},
+                        "b": {"type": "number", "description": "The second addend"}
+                    },
+                    "required": ["a", "b"]
+                },
+                "outputSchema": {
+                    "type": "object",
+                    "properties": {"sum": {"type": "number"}},
+                    "required": ["sum"]
+                }
+            }),
+            json!({
+                "name": "misbehave",
+                "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "error"]}},
+                    "required": ["mode"]
+                }
+            }),
+            json!({
+                "name": "grow",
+                "description": "Add the tool `extra` to this server and announce that the tool list changed.",
+                "inputSchema": {"type": "object", "properties": {}}
+            }),
+        ];
+        if self.variant >= 2 {
+            tools.push(json!({
+                "name": "echo_twice",
+                "description": "Echo a message back twice.",
+                "inputSchema": {
+                    "type": "object",
+                    "properties": {"text": {"type": "string"}},
+                    "required": ["text"]
+                }
+            }));
+        }
+        if self.grown.load(Ordering::SeqCst) {
+            tools.push(json!({
+                "name": "extra",
+                "description": "A tool that appeared while the server ran.",
+                "inputSchema": {"type": "object", "properties": {}}
+            }));
+        }
+        tools
+    }
+}
+
+fn text(result: String) -> CallToolResponse {
+    CallToolResponse::Complete(CallToolResult::success(vec![ContentBlock::text(result)]))
+}
+
+impl ServerHandler for Fixture {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities: ServerCapabilities =
+            serde_json::from_value(json!({"tools": {"listChanged": true}}))
+                .expect("a valid capabilities object");
+        ServerConfig::new(capabilities)
+            .with_server_info(Implementation::new("lazy-tools-fixture", "1.0.0"))
+            .with_instructions("Test fixture: echo and add numbers, or fail on purpose.")
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.tools();
+        let start: usize = request
+            .and_then(|r| r.cursor)
+            .map(|cursor| {
+                cursor
+                    .parse()
+                    .map_err(|_| ErrorData::invalid_params("bad cursor", None))
+            })
+            .transpose()?
+            .unwrap_or(0);
+        let end = (start + self.page_size).min(tools.len());
+        let page = json!({
+            "tools": tools[start.min(end)..end],
+            "nextCursor": (end < tools.len()).then(|| end.to_string()),
+        });
+        serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let arguments = request.arguments.unwrap_or_default();
+        let string = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| ErrorData::invalid_params(format!("`{key}` must be a string"), None))
+        };
+        let number = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(Value::as_f64)
+                .ok_or_else(|| ErrorData::invalid_params(format!("`{key}` must be a number"), None))
+        };
+        match request.name.as_ref() {
+            "echo" => Ok(text(format!("echo: {}", string("text")?))),
+            "echo_twice" if self.variant >= 2 => {
+                let said = string("text")?;
+                Ok(text(format!("{said} {said}")))
+            }
+            "add" => {
+                let sum = number("a")? + number("b")?;
+                Ok(CallToolResponse::Complete(CallToolResult::structured(
+                    json!({"sum": sum}),
+                )))
+            }
+            "grow" => {
+                self.grown.store(true, Ordering::SeqCst);
+                let _ = context.peer.notify_tool_list_changed().await;
+                Ok(text("added the tool `extra`".into()))
+            }
+            "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra ran".into())),
+            "misbehave" => match string("mode")?.as_str() {
+                "crash" => {
+                    eprintln!("fixture: crashing as told");
+                    std::process::exit(3);
+                }
+                "hang" => {
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(text("woke up".into()))
+                }
+                "garbage" => {
+                    {
+                        use std::io::Write as _;
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(b"this is not JSON-RPC {{{\n");
+                        let _ = out.flush();
+                    }
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(text("unreachable".into()))
+                }
+                "error" => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
+                    ContentBlock::text("the tool failed, as asked"),
+                ]))),
+                other => Err(ErrorData::invalid_params(
+                    format!("unknown mode `{other}`"),
+                    None,
+                )),
+            },
+            other => Err(ErrorData::invalid_params(
+                format!("no tool `{other}`"),
+                None,
+            )),
+        }
+    }
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let mut fixture = Fixture {
+        variant: 1,
+        page_size: 2,
+        grown: Arc::new(AtomicBool::new(false)),
+    };
+    while let Some(arg) = args.next() {
+        let mut value = |name: &str| -> usize {
+            args.next()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_else(|| panic!("{name} needs a number"))
+        };
+        match arg.as_str() {
+            "--exit-at-start" => {
+                eprintln!("fixture: exiting at start as told");
+                std::process::exit(7);
+            }
+            "--variant" => fixture.variant = value("--variant") as u32,
+            "--page-size" => fixture.page_size = value("--page-size").max(1),
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a tokio runtime");
+    runtime.block_on(async {
+        let service = fixture
+            .serve(rmcp::transport::stdio())
+            .await
+            .expect("the client initializes");
+        let _ = service.waiting().await;
+    });
+}
