@@ -48,14 +48,6 @@ impl Field {
             Field::GroupDescription => 0.4,
         }
     }
-
-    /// BM25 length normalisation: names are short and their length says little.
-    pub fn length_normalisation(self) -> f32 {
-        match self {
-            Field::Name | Field::GroupName => 0.3,
-            _ => 0.75,
-        }
-    }
 }
 
 /// The text of one tool, field by field.

@@ -5,11 +5,20 @@
 //! The index is built once per registry change; a query only reads it. Each posting holds a
 //! term's whole BM25F contribution to one tool, or to one group (MCP server) whose name and
 //! description are indexed once for all its tools; a query sums postings and nothing else.
+//!
+//! Modules use each other one way: `rank` parses with `query` and reads `index`; `query`
+//! reads only the term `dictionary`; `build` fills `index` with `bm25`'s formulas; the index
+//! knows nothing of queries.
 
 mod analyze;
+mod bm25;
+mod build;
+mod dictionary;
 mod fields;
 mod index;
+mod names;
 mod query;
+mod rank;
 mod rows;
 mod schema;
 mod vocab;

@@ -6,7 +6,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::analyze::{Token, TokenKind, analyzer};
-use super::index::SearchIndex;
+use super::dictionary::Dictionary;
 use super::vocab::{self, Language};
 
 /// A CJK character alone says less than the bigrams around it.
@@ -53,7 +53,7 @@ impl Query {
     }
 }
 
-pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
+pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let tokens = analyzer().tokens(text);
     let words: Vec<&Token> = tokens
         .iter()
@@ -61,7 +61,7 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
         .collect();
     let own: FxHashSet<u32> = tokens
         .iter()
-        .filter_map(|t| index.term_id(&t.term))
+        .filter_map(|t| dictionary.term_id(&t.term))
         .collect();
     let mut builder = Builder::default();
 
@@ -75,7 +75,7 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
             let Some(ids) = form
                 .terms
                 .iter()
-                .map(|t| index.term_id(t))
+                .map(|t| dictionary.term_id(t))
                 .collect::<Option<Vec<u32>>>()
             else {
                 continue;
@@ -110,14 +110,14 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
             TokenKind::CjkUnigram => CJK_UNIGRAM,
             TokenKind::Word | TokenKind::WholeWord | TokenKind::CjkBigram => 1.0,
         };
-        let slot = match index.term_id(&token.term) {
+        let slot = match dictionary.term_id(&token.term) {
             Some(id) => builder.own_term(id, weight),
-            None if token.kind == TokenKind::Word => unknown_word(index, token, &mut builder),
+            None if token.kind == TokenKind::Word => unknown_word(dictionary, token, &mut builder),
             None => None,
         };
         if matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
-            prefixes(index, &token.term, slot, &mut builder);
+            prefixes(dictionary, &token.term, slot, &mut builder);
         }
     }
 
@@ -125,29 +125,31 @@ pub(super) fn parse(index: &SearchIndex, text: &str) -> Query {
         let joined = format!("{}{}", pair[0].raw, pair[1].raw);
         if let Some(id) = analyzer()
             .word_term(&joined)
-            .and_then(|t| index.term_id(&t))
+            .and_then(|t| dictionary.term_id(&t))
         {
             let slot = builder.new_slot();
             builder.add_form(slot, vec![(id, JOINED)], true);
         }
     }
 
-    let word_ids = words.iter().map(|t| index.term_id(&t.term)).collect();
+    let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
 }
 
 /// A query word no tool holds: two known words run together, or a typo of a name term.
-fn unknown_word(index: &SearchIndex, token: &Token, builder: &mut Builder) -> Option<usize> {
+fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -> Option<usize> {
     let raw = &token.raw;
     let chars: Vec<(usize, char)> = raw.char_indices().collect();
     let split = (MIN_SPLIT_PART_CHARS..=chars.len().saturating_sub(MIN_SPLIT_PART_CHARS))
         .rev()
         .find_map(|i| {
             let (left, right) = raw.split_at(chars[i].0);
-            let left = analyzer().word_term(left).and_then(|t| index.term_id(&t))?;
+            let left = analyzer()
+                .word_term(left)
+                .and_then(|t| dictionary.term_id(&t))?;
             let right = analyzer()
                 .word_term(right)
-                .and_then(|t| index.term_id(&t))?;
+                .and_then(|t| dictionary.term_id(&t))?;
             Some((left, right))
         });
     if let Some((left, right)) = split {
@@ -160,7 +162,7 @@ fn unknown_word(index: &SearchIndex, token: &Token, builder: &mut Builder) -> Op
         return None;
     }
     let slot = builder.new_slot();
-    index
+    dictionary
         .name_terms()
         .iter()
         .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
@@ -171,12 +173,12 @@ fn unknown_word(index: &SearchIndex, token: &Token, builder: &mut Builder) -> Op
 }
 
 /// Name terms that begin with `term`, weighted by the share of the name term it covers.
-fn prefixes(index: &SearchIndex, term: &str, slot: usize, builder: &mut Builder) {
+fn prefixes(dictionary: &Dictionary, term: &str, slot: usize, builder: &mut Builder) {
     let length = term.chars().count();
     if length < MIN_PREFIX_CHARS {
         return;
     }
-    let names = index.name_terms();
+    let names = dictionary.name_terms();
     let start = names.partition_point(|(name, _)| name.as_ref() < term);
     names[start..]
         .iter()

@@ -283,7 +283,7 @@ fn normalised_by_definition(text: &str) -> String {
 
 #[test]
 fn names_normalise_to_lowercase_words_joined_by_underscores() {
-    use super::index::normalise_name;
+    use super::names::normalise_name;
     for (text, normal) in [
         ("  Create  Issue ", "create_issue"),
         ("gh__create_issue", "gh_create_issue"),
@@ -299,6 +299,6 @@ fn names_normalise_to_lowercase_words_joined_by_underscores() {
 proptest! {
     #[test]
     fn normalise_name_follows_its_definition(text in "\\PC{0,24}") {
-        prop_assert_eq!(super::index::normalise_name(&text), normalised_by_definition(&text));
+        prop_assert_eq!(super::names::normalise_name(&text), normalised_by_definition(&text));
     }
 }

@@ -1,0 +1,56 @@
+//! BM25F's constants and formulas, in one place: the index build applies them once per
+//! posting, so a query only sums.
+
+use super::fields::Field;
+
+/// Term-frequency saturation.
+pub const K1: f32 = 1.2;
+
+/// How much a field's length counts against a term in it (BM25's `b`): names are short and
+/// their length says little.
+pub fn length_normalisation(field: Field) -> f32 {
+    match field {
+        Field::Name | Field::GroupName => 0.3,
+        _ => 0.75,
+    }
+}
+
+/// What one occurrence of a term in `field` adds to the document's weighted term frequency,
+/// given the field's length in the document and its average length.
+pub fn field_norm(field: Field, length: u32, average: f32) -> f32 {
+    let b = length_normalisation(field);
+    let relative = if average > 0.0 {
+        length as f32 / average
+    } else {
+        1.0
+    };
+    field.weight() / (1.0 - b + b * relative)
+}
+
+/// Inverse document frequency of a term that `df` of `n` documents hold.
+pub fn idf(n: usize, df: usize) -> f32 {
+    let (n, df) = (n as f32, df as f32);
+    (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// A term's score in a document from its weighted term frequency and its idf.
+pub fn score(idf: f32, tf: f32) -> f32 {
+    idf * tf * (K1 + 1.0) / (K1 + tf)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rarer_term_or_one_more_often_present_scores_more() {
+        assert!(idf(1000, 1) > idf(1000, 10));
+        assert!(idf(1000, 1000) > 0.0);
+        let one = score(idf(100, 5), 1.0);
+        assert!(score(idf(100, 5), 2.0) > one);
+        // Saturation: twice the frequency is less than twice the score.
+        assert!(score(idf(100, 5), 2.0) < 2.0 * one);
+        // A field longer than average weighs each occurrence less.
+        assert!(field_norm(Field::Description, 20, 10.0) < field_norm(Field::Description, 5, 10.0));
+    }
+}

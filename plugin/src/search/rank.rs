@@ -1,0 +1,221 @@
+//! Ranking: a parsed query's BM25F scores summed from the index's postings, a boost for tools
+//! whose name the query spells out, exact names first, then greedy selection that crowds out a
+//! fifth tool of one server. Ranking reads the index; the index never reads a query.
+
+use std::cmp::Ordering;
+use std::collections::BinaryHeap;
+
+use rustc_hash::FxHashMap;
+
+use super::index::{Postings, SearchIndex};
+use super::query::{self, Form, Query};
+
+/// How much more a tool counts when the query names all the words of its own name, and when
+/// it names them in a row.
+const NAME_WORDS: f32 = 0.3;
+const NAME_PHRASE: f32 = 0.6;
+/// Each tool already chosen from a group multiplies the next one's score by this.
+const CROWDING: f32 = 0.85;
+
+impl SearchIndex {
+    /// The names of at most `top_k` eligible tools that match `query`, best first. A tool
+    /// whose whole name the query is ranks first; ties go to the smaller name.
+    pub fn search(&self, query: &str, top_k: usize, eligible: impl Fn(&str) -> bool) -> Vec<&str> {
+        self.search_scored(query, top_k, eligible)
+            .into_iter()
+            .map(|(name, _)| name)
+            .collect()
+    }
+
+    /// [`SearchIndex::search`] with each tool's score (exact name matches rank first whatever
+    /// their score).
+    pub fn search_scored(
+        &self,
+        text: &str,
+        top_k: usize,
+        eligible: impl Fn(&str) -> bool,
+    ) -> Vec<(&str, f32)> {
+        if self.names.is_empty() || top_k == 0 {
+            return Vec::new();
+        }
+        let query = query::parse(&self.dictionary, text);
+        let mut scores = self.scores(&query);
+        for (doc, score) in scores.iter_mut().enumerate() {
+            if *score > 0.0 {
+                *score *= self.name_boost(doc, &query);
+            }
+        }
+        let exact = self.exact_matches(text);
+        self.select(&scores, &exact, top_k, eligible)
+    }
+
+    /// Each tool's BM25F score for `query`: its own text's, plus its group's.
+    fn scores(&self, query: &Query) -> Vec<f32> {
+        let mut scores = accumulate(&self.postings, self.names.len(), &query.slots);
+        if self.group_count > 0 {
+            let group_scores = accumulate(&self.group_postings, self.group_count, &query.slots);
+            for (score, &group) in scores.iter_mut().zip(&self.groups) {
+                *score += group_scores[group as usize];
+            }
+        }
+        scores
+    }
+
+    /// More for a tool whose own name of two words or more the query spells out: all of its
+    /// words (`weather for the current city` for `get_current_weather`... in any order), or all
+    /// in a row (`create presentation` for `create_presentation`).
+    fn name_boost(&self, doc: usize, query: &Query) -> f32 {
+        let name = &self.name_words[doc];
+        if name.len() < 2 || !name.iter().all(|&t| query.says(t)) {
+            return 1.0;
+        }
+        let in_a_row = query
+            .words
+            .windows(name.len())
+            .any(|w| w.iter().zip(name).all(|(q, n)| *q == Some(*n)));
+        if in_a_row {
+            1.0 + NAME_PHRASE
+        } else {
+            1.0 + NAME_WORDS
+        }
+    }
+
+    /// Greedy selection with group crowding: each tool already chosen from a group lowers the
+    /// next ones from it, so tools that do the same thing on different servers are all offered
+    /// before a fifth tool of one server. A popped entry scored with a stale group count goes
+    /// back with its new score. `exact` tools come first whatever their score.
+    fn select(
+        &self,
+        scores: &[f32],
+        exact: &[u32],
+        top_k: usize,
+        eligible: impl Fn(&str) -> bool,
+    ) -> Vec<(&str, f32)> {
+        let mut ranked: BinaryHeap<Ranked> = scores
+            .iter()
+            .enumerate()
+            .filter(|&(_, &score)| score > 0.0)
+            .map(|(doc, &score)| Ranked {
+                exact: false,
+                score,
+                crowd: 0,
+                doc: doc as u32,
+            })
+            .collect();
+        for &doc in exact {
+            ranked.push(Ranked {
+                exact: true,
+                score: scores[doc as usize],
+                crowd: 0,
+                doc,
+            });
+        }
+        let mut chosen: Vec<u32> = Vec::with_capacity(top_k);
+        let mut crowd: FxHashMap<u32, u32> = FxHashMap::default();
+        let mut out: Vec<(&str, f32)> = Vec::with_capacity(top_k);
+        while let Some(mut best) = ranked.pop() {
+            if chosen.contains(&best.doc) {
+                continue;
+            }
+            let group = self.groups[best.doc as usize];
+            let count = crowd.get(&group).copied().unwrap_or(0);
+            if best.crowd != count {
+                best.score = scores[best.doc as usize] * CROWDING.powi(count as i32);
+                best.crowd = count;
+                ranked.push(best);
+                continue;
+            }
+            let name = self.names[best.doc as usize].as_str();
+            if !eligible(name) {
+                continue;
+            }
+            chosen.push(best.doc);
+            *crowd.entry(group).or_default() += 1;
+            out.push((name, scores[best.doc as usize]));
+            if out.len() == top_k {
+                break;
+            }
+        }
+        out
+    }
+}
+
+/// The score of each of `size` documents: per slot (a word of the query), the best of its
+/// forms, a form scoring the sum of its terms.
+fn accumulate(postings: &Postings, size: usize, slots: &[Vec<Form>]) -> Vec<f32> {
+    let mut scores = vec![0f32; size];
+    let mut best = vec![0f32; size];
+    let mut sum = vec![0f32; size];
+    let mut in_slot: Vec<u32> = Vec::new();
+    let mut in_form: Vec<u32> = Vec::new();
+    for slot in slots {
+        // Most slots are one term: add it straight away.
+        if let [form] = slot.as_slice()
+            && let [(term, weight)] = form.as_slice()
+        {
+            for posting in &postings[*term as usize] {
+                scores[posting.doc as usize] += weight * posting.score;
+            }
+            continue;
+        }
+        for form in slot {
+            for &(term, weight) in form {
+                for posting in &postings[term as usize] {
+                    let doc = posting.doc as usize;
+                    if sum[doc] == 0.0 {
+                        in_form.push(posting.doc);
+                    }
+                    sum[doc] += weight * posting.score;
+                }
+            }
+            for &doc in &in_form {
+                let doc = doc as usize;
+                if best[doc] == 0.0 {
+                    in_slot.push(doc as u32);
+                }
+                best[doc] = best[doc].max(sum[doc]);
+                sum[doc] = 0.0;
+            }
+            in_form.clear();
+        }
+        for &doc in &in_slot {
+            scores[doc as usize] += best[doc as usize];
+            best[doc as usize] = 0.0;
+        }
+        in_slot.clear();
+    }
+    scores
+}
+
+/// A candidate in the ranking: exact name matches first, then by score, then by name.
+#[derive(Debug, Clone, Copy)]
+struct Ranked {
+    exact: bool,
+    score: f32,
+    /// How many tools of its group were chosen when `score` was computed.
+    crowd: u32,
+    doc: u32,
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.exact
+            .cmp(&other.exact)
+            .then(self.score.total_cmp(&other.score))
+            .then(other.doc.cmp(&self.doc))
+    }
+}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
