@@ -26,8 +26,8 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 use crate::profile::{Problem, Problems, ProfileError};
-use crate::suggest::did_you_mean;
 use crate::yaml::LocatedValue;
+use lazy_tools::suggest::did_you_mean;
 
 /// The servers file in a profile folder.
 pub const MCP_FILE: &str = "mcp.yml";

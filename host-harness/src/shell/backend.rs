@@ -3,8 +3,8 @@
 
 use serde_json::Value;
 
-use super::core::ShellCore;
 use super::{Tool, ToolOutput};
+use crate::shell_core::ShellCore;
 
 /// A change to the global registry a backend asks for.
 #[derive(Debug, Clone, PartialEq)]
