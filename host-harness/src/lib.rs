@@ -15,6 +15,7 @@ pub mod profile;
 pub mod script;
 pub mod shell;
 pub mod shell_core;
+pub mod source;
 pub mod terminal;
 pub mod tokens;
 pub mod tool;

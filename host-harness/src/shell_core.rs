@@ -617,12 +617,16 @@ mod tests {
                 match change {
                     Change::Register { name, scope, owner } => {
                         let scope = scope.map(agent);
+                        let owner = owner.map(|o| format!("plugin{o}"));
+                        // Refused: the same name in the same scope, or the
+                        // name held anywhere by another owner.
                         let duplicate = core.tools().iter().any(|t| {
-                            t.name == tool_name(name) && t.origin.scope() == scope.as_deref()
+                            t.name == tool_name(name)
+                                && (t.origin.scope() == scope.as_deref() || t.owner != owner)
                         });
                         let origin = scope.clone().map_or(Origin::Builtin, Origin::Agent);
                         let mut tool = Tool::new(tool_name(name), "", origin);
-                        tool.owner = owner.map(|o| format!("plugin{o}"));
+                        tool.owner = owner;
                         let result = core.register(tool);
                         let known_scope = scope.as_deref().is_none_or(|s| core.has_agent(s));
                         proptest::prop_assert_eq!(

@@ -26,8 +26,8 @@ fn fixture_server(name: &str, args: &[&str]) -> ServerConfig {
 }
 
 /// A shell with the core built-ins, `servers` attached, agent `main`, and
-/// lazy-tools with its zero-config preset (defer everything but the
-/// built-ins) unless `plugin` is false.
+/// lazy-tools deferring everything but the core built-ins (the preset's
+/// entries, always applied) unless `plugin` is false.
 fn session(cache: &Path, servers: Vec<ServerConfig>, plugin: bool) -> (Shell, SharedServers) {
     let mut shell = Shell::new();
     shell.register_tools(core_builtins()).unwrap();
@@ -35,8 +35,14 @@ fn session(cache: &Path, servers: Vec<ServerConfig>, plugin: bool) -> (Shell, Sh
     shell.create_agent("main", None).unwrap();
     if plugin {
         let component = WasmHost::global().lazy_tools().unwrap();
+        // Always defer (the zero-config preset decides by budget, and these
+        // few tools fit in it): the sessions here are about deferred servers.
         shell
-            .install_plugin("lazy-tools", &component, &Value::Null)
+            .install_plugin(
+                "lazy-tools",
+                &component,
+                &serde_json::json!({"deferToolLoading": true}),
+            )
             .unwrap();
     }
     (shell, handle)

@@ -7,7 +7,7 @@
 pub mod cargo_build;
 pub mod cargo_env;
 pub mod git;
-pub mod source;
+pub use crate::source;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -22,10 +22,10 @@ use crate::profile::{
     PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
 };
 use crate::shell::{InstallError, Shell};
+use crate::source::Source;
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{LoadedFrom, WasmHost, hex};
 use lazy_tools::suggest::did_you_mean;
-use source::Source;
 
 /// What `add` did to one plugin row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

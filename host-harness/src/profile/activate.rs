@@ -2,7 +2,7 @@
 //! is loaded (through the precompiled cache) and installed with its config.
 //! Every failure is a problem at the place in the profile that caused it.
 
-use crate::install::source::Source;
+use crate::source::Source;
 use crate::terminal::escape;
 
 use super::{EffectivePlugin, Problem, Problems, config_problems};

@@ -30,6 +30,8 @@ export class ShellCore {
   agents = new Map();
   /** agent id -> source -> Set of allowed names */
   restrictions = new Map();
+  /** agent id -> source -> Set of exposed names (not inherited, WIT 0.3.0 `host.expose`) */
+  exposures = new Map();
 
   setGroup(name, description) {
     this.groups.set(name, description);
@@ -37,6 +39,17 @@ export class ShellCore {
 
   register(tool) {
     if (tool.scope !== undefined) this.requireAgent(tool.scope);
+    // A name has one owner (the shell, or one plugin) in every scope: a
+    // plugin's guard tool could otherwise stand in for a tool the agent's
+    // chain denies, since no restriction masks an agent's own scope.
+    const taken = this.tools.find((t) => t.name === tool.name && t.owner !== tool.owner);
+    if (taken) {
+      const by =
+        taken.owner !== undefined ? `plugin \`${taken.owner}\`` : `a ${originName(taken.origin)} tool`;
+      throw new ShellError(
+        `the name \`${tool.name}\` is taken by ${by}: a tool cannot take another's name`,
+      );
+    }
     if (this.tools.some((t) => t.name === tool.name && t.scope === tool.scope)) {
       throw new ShellError(
         `a tool named \`${tool.name}\` is already registered in ${scopeName(tool.scope)}`,
@@ -86,6 +99,7 @@ export class ShellCore {
     for (const agent of removed) {
       this.agents.delete(agent);
       this.restrictions.delete(agent);
+      this.exposures.delete(agent);
       this.tools = this.tools.filter((t) => t.scope !== agent);
       this.generation += 1n;
     }
@@ -112,9 +126,21 @@ export class ShellCore {
 
   /** Installs (an array) or lifts (null/undefined) the layer `source` on `agent`. */
   restrict(agent, source, allow) {
+    this.#installLayer(this.restrictions, agent, source, allow);
+  }
+
+  /**
+   * Installs (an array) or lifts (null/undefined) the exposure layer of
+   * `source` on `agent`: like a restriction on `agent`, but not inherited.
+   */
+  expose(agent, source, visible) {
+    this.#installLayer(this.exposures, agent, source, visible);
+  }
+
+  #installLayer(layers, agent, source, allow) {
     this.requireAgent(agent);
     if (allow === null || allow === undefined) {
-      this.restrictions.get(agent)?.delete(source);
+      layers.get(agent)?.delete(source);
       this.generation += 1n;
       return;
     }
@@ -124,14 +150,15 @@ export class ShellCore {
       const names = unknown.map((n) => `\`${n}\``).join(', ');
       throw new ShellError(`cannot restrict \`${agent}\`: unknown tool ${names}`);
     }
-    if (!this.restrictions.has(agent)) this.restrictions.set(agent, new Map());
-    this.restrictions.get(agent).set(source, new Set(allow));
+    if (!layers.has(agent)) layers.set(agent, new Map());
+    layers.get(agent).set(source, new Set(allow));
     this.generation += 1n;
   }
 
   /** Lifts every layer `source` installed, on every agent. */
   liftAll(source) {
     for (const layers of this.restrictions.values()) layers.delete(source);
+    for (const layers of this.exposures.values()) layers.delete(source);
     this.generation += 1n;
   }
 
@@ -139,11 +166,16 @@ export class ShellCore {
     return this.restrictions.get(agent)?.get(source);
   }
 
+  exposure(agent, source) {
+    return this.exposures.get(agent)?.get(source);
+  }
+
   /**
    * The tools `agent` may see and call, in prompt order: global tools in
-   * registration order, then each scope from the root down. `ignore` names
-   * one layer on `agent` itself to leave out (a plugin asking what the agent
-   * could have without its own allow set).
+   * registration order, then each scope from the root down. Restrictions
+   * apply along the chain; exposure layers only on `agent` itself. `ignore`
+   * names one source whose layers on `agent` itself are left out (a plugin
+   * asking what the agent could have without its own allow set and exposure).
    */
   effective(agent, ignore = undefined) {
     const chain = this.chain(agent);
@@ -153,13 +185,13 @@ export class ShellCore {
       if (tool.scope === undefined) visible.set(tool.name, tool);
     }
     for (const scope of chain) {
-      const layers = this.restrictions.get(scope);
-      if (layers) {
-        for (const [source, allow] of layers) {
-          if (scope === agent && source === ignore) continue;
-          for (const name of visible.keys()) {
-            if (!allow.has(name)) visible.delete(name);
-          }
+      const layers = [...(this.restrictions.get(scope) ?? [])];
+      // Exposure layers apply to the agent itself only, never inherited.
+      if (scope === agent) layers.push(...(this.exposures.get(scope) ?? []));
+      for (const [source, allow] of layers) {
+        if (scope === agent && source === ignore) continue;
+        for (const name of visible.keys()) {
+          if (!allow.has(name)) visible.delete(name);
         }
       }
       for (const tool of this.tools) {
@@ -183,5 +215,17 @@ export class ShellCore {
       if (tool) return tool;
     }
     return this.tools.find((t) => t.name === name && t.scope === undefined);
+  }
+}
+
+/** A tool's origin for messages (`built-in`, MCP server `x`, agent `y`). */
+function originName(origin) {
+  switch (origin.tag) {
+    case 'builtin':
+      return 'built-in';
+    case 'mcp':
+      return `MCP server \`${origin.val}\``;
+    default:
+      return `agent \`${origin.val}\``;
   }
 }

@@ -48,6 +48,15 @@ export function hostInterface(core, pluginId, logs) {
       }
     },
 
+    expose(agent, visible) {
+      try {
+        core.expose(agent, pluginId, visible);
+        return ok(undefined);
+      } catch (e) {
+        return err(e.message);
+      }
+    },
+
     log(level, message) {
       logs.push({ level, message });
     },

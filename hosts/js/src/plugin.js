@@ -110,6 +110,16 @@ export class PluginInstance {
     return this.#call('explain', agent, tool);
   }
 
+  /** `agent-forked` (0.3.0): the agent continues `source`'s conversation. */
+  agentForked(agent, parent, source) {
+    return this.#call('agentForked', agent, parent ?? undefined, source);
+  }
+
+  /** `{ok: true, value: {explanation: {state, rule, summary}, pointer}}` or a plugin error. */
+  explainLocated(agent, tool) {
+    return this.#call('explainLocated', agent, tool);
+  }
+
   dispose() {
     this.#infallible('dispose');
   }

@@ -120,7 +120,7 @@ function readStep(reader, pointer) {
   const node = reader.at(pointer);
   if (node === 'dispose_plugin') return { kind: 'dispose_plugin' };
   if (!isObject(node) || Object.keys(node).length !== 1) {
-    reader.fail(pointer, 'a step is one of visible, call, register, unregister, create_agent, dispose_agent, restrict, reconfigure, resend, dispose_plugin');
+    reader.fail(pointer, 'a step is one of visible, call, register, unregister, create_agent, fork_agent, dispose_agent, restrict, reconfigure, resend, dispose_plugin, explain');
   }
   const [kind] = Object.keys(node);
   const at = `${pointer}/${kind}`;
@@ -162,6 +162,23 @@ function readStep(reader, pointer) {
       return { kind, names: reader.strings(at, 'unregister') };
     case 'create_agent':
       return { kind, agent: readAgent(reader, at) };
+    case 'fork_agent':
+      reader.object(at, 'fork_agent', ['id', 'source'], ['id', 'source']);
+      return {
+        kind,
+        id: reader.string(`${at}/id`, 'fork_agent id'),
+        source: reader.string(`${at}/source`, 'fork_agent source'),
+      };
+    case 'explain':
+      reader.object(at, 'explain', ['agent', 'tool', 'state', 'summary_contains', 'pointer'], ['agent', 'tool']);
+      return {
+        kind,
+        agent: reader.string(`${at}/agent`, 'explain agent'),
+        tool: reader.string(`${at}/tool`, 'explain tool'),
+        state: reader.optionalString(`${at}/state`, 'explain state'),
+        summaryContains: reader.optionalStrings(`${at}/summary_contains`, 'explain summary_contains') ?? [],
+        pointer: reader.optionalString(`${at}/pointer`, 'explain pointer'),
+      };
     case 'dispose_agent':
       return { kind, agent: reader.string(at, 'dispose_agent') };
     case 'restrict': {
@@ -294,6 +311,31 @@ export function runStep(shell, pluginId, step) {
     case 'create_agent':
       createAgent(shell, step.agent);
       return `created ${step.agent.id}`;
+    case 'fork_agent': {
+      const slash = step.id.lastIndexOf('/');
+      const [parent, name] = slash < 0 ? [undefined, step.id] : [step.id.slice(0, slash), step.id.slice(slash + 1)];
+      shell.forkAgent(name, parent, step.source);
+      return `forked ${step.id} from ${step.source}`;
+    }
+    case 'explain': {
+      const located = shell.explainLocated(pluginId, step.agent, step.tool);
+      const { state, summary } = located.explanation;
+      if (step.state !== undefined && state !== step.state) {
+        throw new Error(`explain says ${state}, expected ${step.state}: ${summary}`);
+      }
+      for (const needle of step.summaryContains) {
+        if (!summary.includes(needle)) {
+          throw new Error(`the explanation does not contain \`${needle}\`: ${summary}`);
+        }
+      }
+      if (step.pointer !== undefined) {
+        const actual = located.pointer ?? 'none';
+        if (actual !== step.pointer) {
+          throw new Error(`the deciding entry is at \`${actual}\`, expected \`${step.pointer}\`: ${summary}`);
+        }
+      }
+      return summary;
+    }
     case 'dispose_agent':
       shell.disposeAgent(step.agent);
       return `disposed ${step.agent}`;

@@ -58,6 +58,27 @@ export class Shell {
     return id;
   }
 
+  /**
+   * Creates `name` under `parent` as a fork of `source` (it continues
+   * `source`'s conversation) and returns its id. The plugin starts it with
+   * what `source` loaded (`agent-forked`); a fresh child starts cold.
+   */
+  forkAgent(name, parent, source) {
+    this.core.requireAgent(source);
+    const id = parent === undefined ? name : `${parent}/${name}`;
+    this.core.createAgent(id, parent);
+    for (const plugin of this.plugins) {
+      this.#registerGuards(plugin, id);
+      const forked = plugin.instance.agentForked(id, parent, source);
+      if (!forked.ok) {
+        throw new Error(
+          `plugin \`${plugin.id}\` refused fork \`${id}\`: ${describePluginError(forked.error)}`,
+        );
+      }
+    }
+    return id;
+  }
+
   disposeAgent(id) {
     const removed = this.core.disposeAgent(id);
     for (const plugin of this.plugins) {
@@ -133,9 +154,17 @@ export class Shell {
 
   /** Why plugin `id` shows, defers or hides `tool` for `agent`. */
   explain(id, agent, tool) {
+    return this.explainLocated(id, agent, tool).explanation;
+  }
+
+  /**
+   * `explain`, with the JSON pointer of the plugin's config entry that
+   * decided (`pointer`: undefined when none did).
+   */
+  explainLocated(id, agent, tool) {
     this.core.requireAgent(agent);
     const plugin = this.plugin(id);
-    return unwrap(plugin, plugin.instance.explain(agent, tool));
+    return unwrap(plugin, plugin.instance.explainLocated(agent, tool));
   }
 
   /** What each plugin adds to `agent`'s system prompt: [plugin id, text] pairs. */
@@ -226,15 +255,20 @@ export class Shell {
 
   /** Registers a plugin's guard tools in `agent`'s scope and tells the plugin about the agent. */
   #attach(plugin, agent, parent) {
-    for (const guard of plugin.guards) {
-      this.core.register(
-        new Tool(guard.name, guard.description, ofAgent(agent), guard.parameters, plugin.id),
-      );
-    }
+    this.#registerGuards(plugin, agent);
     const created = plugin.instance.agentCreated(agent, parent);
     if (!created.ok) {
       throw new Error(
         `plugin \`${plugin.id}\` refused agent \`${agent}\`: ${describePluginError(created.error)}`,
+      );
+    }
+  }
+
+  /** Registers a plugin's guard tools in `agent`'s own scope. */
+  #registerGuards(plugin, agent) {
+    for (const guard of plugin.guards) {
+      this.core.register(
+        new Tool(guard.name, guard.description, ofAgent(agent), guard.parameters, plugin.id),
       );
     }
   }

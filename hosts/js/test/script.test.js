@@ -23,11 +23,13 @@ function withCase(files, fn) {
   }
 }
 
-const CASE = `tools: [bash, {name: gh__create_issue, server: gh}]
+// With no config the zero-config preset decides by budget, so a small
+// registry shows everything but the shipped alwaysDefer (browser tools).
+const CASE = `tools: [bash, {name: playwright__browser_click, server: playwright}]
 agents: [main]
 steps:
   - visible: {agent: main, exactly: [bash, tool_search, defer_execute_tool]}
-  - call: {agent: main, tool: gh__create_issue, expect: {outcome: OUTCOME}}
+  - call: {agent: main, tool: playwright__browser_click, expect: {outcome: OUTCOME}}
 `;
 
 test('a met expectation passes and a wrong one fails at its line', () => {
@@ -35,11 +37,11 @@ test('a met expectation passes and a wrong one fails at its line', () => {
     runCase(dir, component, () => new Shell()),
   );
   assert.equal(passed.transcript.length, 2);
-  assert.match(passed.transcript[1], /main calls gh__create_issue: denied by lazy-tools: /);
+  assert.match(passed.transcript[1], /main calls playwright__browser_click: denied by lazy-tools: /);
 
   withCase({ 'case.yml': CASE.replace('OUTCOME', 'ok') }, (dir) => {
     assert.throws(() => runCase(dir, component, () => new Shell()), {
-      message: /^case\.yml:5: step 2 failed: main calling `gh__create_issue`: denied by lazy-tools: .*expected ok, got denied$/s,
+      message: /^case\.yml:5: step 2 failed: main calling `playwright__browser_click`: denied by lazy-tools: .*expected ok, got denied$/s,
     });
   });
 });

@@ -44,6 +44,34 @@ test('a nearer scope shadows a farther tool of the same name', () => {
   assert.equal(c.resolve('main', 'bash').description, '');
 });
 
+test('exposure layers apply to their agent only; restrictions are inherited', () => {
+  const c = core();
+  c.expose('main', 'p', ['read']);
+  assert.deepEqual(names(c.effective('main')), ['read']);
+  assert.deepEqual(names(c.effective('main', 'p')), ['read', 'bash', 'gh_issue']);
+  // The child sees what its chain authorizes, not what main exposes.
+  assert.deepEqual(names(c.effective('main/worker')), ['read', 'bash', 'gh_issue']);
+  // A restriction on main is still inherited.
+  c.restrict('main', 'q', ['read', 'bash']);
+  assert.deepEqual(names(c.effective('main/worker')), ['read', 'bash']);
+  assert.throws(() => c.expose('main', 'p', ['nope']), { message: 'cannot restrict `main`: unknown tool `nope`' });
+  c.liftAll('p');
+  assert.equal(c.exposure('main', 'p'), undefined);
+});
+
+test('a tool name has one owner: a plugin cannot take a shell tool\'s name', () => {
+  const c = core();
+  assert.throws(() => c.register(new Tool('bash', '', ofAgent('main'), undefined, 'p')), {
+    message: 'the name `bash` is taken by a built-in tool: a tool cannot take another\'s name',
+  });
+  c.register(new Tool('guard', '', ofAgent('main'), undefined, 'p'));
+  // The same owner may hold the name in another scope.
+  c.register(new Tool('guard', '', ofAgent('main/worker'), undefined, 'p'));
+  assert.throws(() => c.register(new Tool('guard', '', builtin())), {
+    message: 'the name `guard` is taken by plugin `p`: a tool cannot take another\'s name',
+  });
+});
+
 test('restricting with an unknown name is an error and installs nothing', () => {
   const c = core();
   assert.throws(() => c.restrict('main', 'p', ['read', 'nope']), {
