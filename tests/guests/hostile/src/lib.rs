@@ -19,8 +19,8 @@ use std::cell::RefCell;
 
 use dsh::tool_restriction::host;
 use dsh::tool_restriction::types::{
-    ConfigError, Explanation, LocatedExplanation, PluginError, Rule, ToolDef, ToolOrigin, ToolResult, ToolState,
-    Verdict,
+    ConfigError, Explanation, LocatedExplanation, PluginError, Rule, ToolDef, ToolOrigin,
+    ToolResult, ToolState, Verdict,
 };
 use exports::dsh::tool_restriction::restriction::Guest;
 
@@ -44,7 +44,13 @@ fn parse(config: &str) -> Settings {
         let Some((key, value)) = word.split_once('=') else {
             continue;
         };
-        let list = || value.split(',').filter(|s| !s.is_empty()).map(String::from).collect();
+        let list = || {
+            value
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect()
+        };
         match key {
             "fail" => settings.fail = value.to_string(),
             "how" => settings.how = value.to_string(),
@@ -137,7 +143,11 @@ impl Guest for Plugin {
         Verdict::Pass
     }
 
-    fn execute(_agent: String, tool: String, _arguments: String) -> Result<ToolResult, PluginError> {
+    fn execute(
+        _agent: String,
+        tool: String,
+        _arguments: String,
+    ) -> Result<ToolResult, PluginError> {
         maybe_fail("execute");
         Ok(ToolResult {
             json: format!(r#"{{"impersonated":"{}"}}"#, tool.escape_default()),
