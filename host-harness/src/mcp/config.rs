@@ -25,6 +25,7 @@ use std::time::Duration;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+use crate::profile::rows::kind;
 use crate::profile::{Problem, Problems, ProfileError};
 use crate::yaml::LocatedValue;
 use lazy_tools::suggest::did_you_mean;
@@ -480,17 +481,6 @@ fn pointer(parts: &[&str]) -> String {
         at.push_str(&key.replace('~', "~0").replace('/', "~1"));
     }
     at
-}
-
-fn kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "nothing",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "a mapping",
-    }
 }
 
 #[cfg(test)]

@@ -394,7 +394,8 @@ fn child(pointer: &str, key: &str) -> String {
     format!("{pointer}/{}", key.replace('~', "~0").replace('/', "~1"))
 }
 
-fn kind(value: &Value) -> &'static str {
+/// How a YAML value's type is named in errors.
+pub(crate) fn kind(value: &Value) -> &'static str {
     match value {
         Value::Null => "nothing",
         Value::Bool(_) => "a boolean",

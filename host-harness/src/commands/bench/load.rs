@@ -9,6 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
+use super::timing::{median, repeat};
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{WasmHost, hex};
 
@@ -29,7 +30,7 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         &sha256[..16]
     );
 
-    let compile = time(compile_runs, || {
+    let compile = repeat(compile_runs, || {
         Component::new(host.engine(), &bytes)
             .map(drop)
             .map_err(|e| anyhow::anyhow!("{e:#}"))
@@ -44,7 +45,7 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         .len();
     // `load_from_disk_cache` skips the in-process map: every run checks,
     // verifies and maps the entry as a new process would.
-    let cached = time(runs, || {
+    let cached = repeat(runs, || {
         host.load_from_disk_cache(path, &sha256, &cache)?
             .map(drop)
             .context("the cache entry was rejected")
@@ -54,13 +55,13 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
     // the unkeyed check of cache format 2 (read the code, xxh3-128 it, map
     // it), which a copied or patched entry could pass.
     let code_path = entry.clone();
-    let map_only = time(runs, || {
+    let map_only = repeat(runs, || {
         // SAFETY: the entry was written by this process just above.
         unsafe { Component::deserialize_file(host.engine(), &code_path) }
             .map(drop)
             .map_err(|e| anyhow::anyhow!("{e:#}"))
     })?;
-    let unkeyed = time(runs, || {
+    let unkeyed = repeat(runs, || {
         let code = std::fs::read(&code_path)?;
         std::hint::black_box(xxhash_rust::xxh3::xxh3_128(&code));
         // SAFETY: as above.
@@ -98,22 +99,6 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         median(&compile).as_secs_f64() / median(&cached).as_secs_f64()
     );
     Ok(())
-}
-
-fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<Duration>> {
-    (0..runs)
-        .map(|_| {
-            let started = Instant::now();
-            f()?;
-            Ok(started.elapsed())
-        })
-        .collect()
-}
-
-fn median(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    sorted[sorted.len() / 2]
 }
 
 fn ms(duration: Duration) -> String {

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
+use super::timing::median;
 use crate::mcp::reference::{self, Set};
 use crate::mcp::{self, Event, ListingCache, McpConfig, ServerConfig};
 use crate::shell::{Shell, core_builtins};
@@ -51,13 +52,13 @@ pub fn run(runs: usize) -> Result<()> {
     );
     println!(
         "  eager (lazyStart: false): {:>8.1} ms  (min {:.1}, max {:.1})",
-        ms(median(&mut eager)),
+        ms(median(&eager)),
         ms(eager[0]),
         ms(eager[runs - 1])
     );
     println!(
         "  lazy  (default):          {:>8.1} ms  (min {:.1}, max {:.1})",
-        ms(median(&mut lazy)),
+        ms(median(&lazy)),
         ms(lazy[0]),
         ms(lazy[runs - 1])
     );
@@ -101,11 +102,6 @@ fn session(
         .filter(|t| matches!(t.origin, crate::shell::Origin::Mcp(_)))
         .count();
     Ok((elapsed, tools))
-}
-
-fn median(values: &mut [Duration]) -> Duration {
-    values.sort();
-    values[values.len() / 2]
 }
 
 fn ms(d: Duration) -> f64 {

@@ -8,6 +8,7 @@ pub mod profile_read;
 pub mod queries;
 pub mod search;
 pub mod speed;
+pub mod timing;
 
 use std::alloc::System;
 use std::path::{Path, PathBuf};

@@ -2,10 +2,11 @@
 //! config is a mapping of many keys), against parsing the same YAML with no
 //! places and no checks.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 
+use super::timing::{median, repeat};
 use crate::profile::{INSTALLED_FILE, Profile};
 
 /// Times `Profile::load_installed` on a generated `cordis.yml` of `keys`
@@ -27,13 +28,13 @@ pub fn run(keys: usize, runs: usize) -> Result<()> {
         text.len() as f64 / 1e6
     );
 
-    let raw = time(runs, || {
+    let raw = repeat(runs, || {
         let value: serde_json::Value =
             serde_saphyr::from_str(&text).context("parsing the generated profile")?;
         std::hint::black_box(value);
         Ok(())
     })?;
-    let load = time(runs, || {
+    let load = repeat(runs, || {
         let rows = Profile::load_installed(dir.path())
             .map_err(|e| anyhow::anyhow!("{e}"))
             .context("reading the generated profile")?;
@@ -49,22 +50,6 @@ pub fn run(keys: usize, runs: usize) -> Result<()> {
         ms(median(&load))
     );
     Ok(())
-}
-
-fn time(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<Duration>> {
-    (0..runs)
-        .map(|_| {
-            let started = Instant::now();
-            f()?;
-            Ok(started.elapsed())
-        })
-        .collect()
-}
-
-fn median(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    sorted[sorted.len() / 2]
 }
 
 fn ms(duration: Duration) -> String {
