@@ -61,9 +61,10 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
         &mut shell,
         &main,
         "find academic papers on arXiv by keyword",
+        3,
     )?;
     println!("3. The model searches in English:\n{english}");
-    let chinese = search(&mut shell, &main, "查询股票的实时价格")?;
+    let chinese = search(&mut shell, &main, "查询股票的实时价格", 3)?;
     println!(
         "4. The model searches in Chinese (查询股票的实时价格, \"look up a stock's live price\"):\n{chinese}"
     );
@@ -102,8 +103,9 @@ pub fn run(catalog: Option<&Path>) -> Result<()> {
     Ok(())
 }
 
-fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
-    let args = json!({"queries": [query], "top_k": 3});
+/// Runs `tool_search` for one query and shows its result, indented.
+pub(super) fn search(shell: &mut Shell, agent: &str, query: &str, top_k: u32) -> Result<String> {
+    let args = json!({"queries": [query], "top_k": top_k});
     let outcome = shell.call(agent, "tool_search", &args)?;
     let CallOutcome::Completed(output) = outcome else {
         bail!("tool_search did not run: {outcome:?}");
@@ -119,11 +121,11 @@ fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
     ))
 }
 
-fn tokens(tools: &[ToolSchema]) -> u64 {
+pub(super) fn tokens(tools: &[ToolSchema]) -> u64 {
     Tokenizer::O200k.count_tools(tools)
 }
 
-fn size(tools: &[ToolSchema]) -> String {
+pub(super) fn size(tools: &[ToolSchema]) -> String {
     let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
     format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
 }

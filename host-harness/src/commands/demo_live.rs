@@ -15,6 +15,8 @@ use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, na
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
+use super::demo::{search, size, tokens};
+
 pub fn run() -> Result<()> {
     let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
     let work = tempfile::tempdir().context("creating a scratch folder")?;
@@ -88,7 +90,7 @@ pub fn run() -> Result<()> {
         running(&handle)
     );
 
-    let found = search(&mut shell, &main, "write a file")?;
+    let found = search(&mut shell, &main, "write a file", 1)?;
     println!(
         "4. The model searches:\n{found}\n   Loading started the server: {}.",
         started_servers(&handle)
@@ -107,7 +109,7 @@ pub fn run() -> Result<()> {
         std::fs::read_to_string(&path)?
     );
 
-    let found = search(&mut shell, &main, "remember a fact about a person")?;
+    let found = search(&mut shell, &main, "remember a fact about a person", 1)?;
     println!("6. It searches for memory:\n{found}");
     run_tool(
         &mut shell,
@@ -153,20 +155,6 @@ pub fn run() -> Result<()> {
         running(&handle)
     );
     Ok(())
-}
-
-fn search(shell: &mut Shell, agent: &str, query: &str) -> Result<String> {
-    let args = json!({"queries": [query], "top_k": 1});
-    let output = run_tool(shell, agent, "tool_search", args.clone())?;
-    Ok(format!(
-        "   tool_search {args}\n{}",
-        output
-            .text
-            .lines()
-            .map(|l| format!("   {l}"))
-            .collect::<Vec<_>>()
-            .join("\n")
-    ))
 }
 
 fn run_tool(shell: &mut Shell, agent: &str, tool: &str, args: Value) -> Result<ToolOutput> {
@@ -216,13 +204,4 @@ fn shorten(text: &str, max: usize) -> String {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
     }
-}
-
-fn tokens(tools: &[ToolSchema]) -> u64 {
-    Tokenizer::O200k.count_tools(tools)
-}
-
-fn size(tools: &[ToolSchema]) -> String {
-    let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
-    format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
 }
