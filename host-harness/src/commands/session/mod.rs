@@ -10,10 +10,11 @@
 pub mod repl;
 
 use std::io::IsTerminal as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
 
+use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};
@@ -42,22 +43,36 @@ impl ProfileShell {
 }
 
 /// Starts a shell as dsh does for `profile`: built-ins, the catalog's tools
-/// (if any), the profile's MCP servers (`mcp.yml`: their tools, started
-/// when needed), the agent `main`, then the profile's enabled plugins. A
+/// (if any), the agent `main`, the profile's MCP servers (`mcp.yml`: their
+/// tools, started when needed), then the profile's enabled plugins. A
 /// profile problem is reported at its file, line and column.
 pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<ProfileShell> {
+    start_with(home, profile, |shell| {
+        shell.register_tools(core_builtins())?;
+        if let Some(path) = catalog {
+            shell.register_catalog(&Catalog::load(path)?)?;
+        }
+        shell.create_agent(MAIN_AGENT, None)?;
+        Ok(())
+    })
+}
+
+/// Starts a shell for `profile` whose tools and agents `world` sets up
+/// before the profile's MCP servers and plugins start.
+fn start_with(
+    home: &DshHome,
+    profile: &str,
+    world: impl FnOnce(&mut Shell) -> Result<()>,
+) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
     let loaded = Profile::load(&dir).map_err(|e| invalid(profile, e))?;
     let (plugins, warnings) = loaded.plugins().map_err(|e| invalid(profile, e.into()))?;
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let mut shell = Shell::new();
-    shell.register_tools(core_builtins())?;
-    if let Some(path) = catalog {
-        shell.register_catalog(&Catalog::load(path)?)?;
-    }
     let servers = McpConfig::load(&dir).map_err(|e| invalid(profile, e))?;
+    let mut shell = Shell::new();
+    world(&mut shell)?;
     let mcp = if servers.servers.is_empty() {
         None
     } else {
@@ -67,7 +82,6 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
             ListingCache::in_home(home.root()),
         )?)
     };
-    shell.create_agent(MAIN_AGENT, None)?;
     let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
         .map_err(|problems| anyhow!("profile `{profile}` cannot start:\n{problems}"))?;
@@ -79,26 +93,74 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
     })
 }
 
+/// `host-harness session`.
+#[derive(clap::Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    profile: ProfileArg,
+    #[command(flatten)]
+    catalog: CatalogArg,
+    /// Register no catalog: only the built-ins and the profile's MCP servers.
+    #[arg(long, conflicts_with = "catalog")]
+    no_catalog: bool,
+    /// A steps file to run instead of an interactive session: YAML `tools`,
+    /// `agents` and `steps` with expectations, as in
+    /// examples/session-steps.yml (the format is in README.md, "Scripted
+    /// sessions").
+    #[arg(long, value_name = "FILE")]
+    steps: Option<PathBuf>,
+}
+
+impl SessionArgs {
+    pub fn run(self) -> Result<()> {
+        let catalog = (!self.no_catalog).then(|| self.catalog.path());
+        run(
+            &DshHome::from_env()?,
+            &self.profile.profile,
+            catalog.as_deref(),
+            self.steps.as_deref(),
+        )
+    }
+}
+
 pub fn run(
     home: &DshHome,
     profile: &str,
     catalog: Option<&Path>,
     steps: Option<&Path>,
 ) -> Result<()> {
-    let mut session = start(home, profile, catalog)?;
-    match steps {
-        Some(steps) => run_steps(&mut session, steps, &mut std::io::stdout().lock()),
-        None => {
-            let stdin = std::io::stdin();
-            let prompt = stdin.is_terminal();
-            repl::Repl::new(session).run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)
-        }
-    }
+    let Some(path) = steps else {
+        let session = start(home, profile, catalog)?;
+        let stdin = std::io::stdin();
+        let prompt = stdin.is_terminal();
+        return repl::Repl::new(session).run(
+            &mut stdin.lock(),
+            &mut std::io::stdout().lock(),
+            prompt,
+        );
+    };
+    let script = Script::load(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let set_up = |shell: &mut Shell| {
+        script
+            .set_up(shell, base)
+            .with_context(|| format!("setting up {}", path.display()))
+    };
+    // A file that declares its tools or agents is the whole world, as a
+    // fixture case is: the shell starts with nothing else. One that only
+    // has steps runs in the session's usual world.
+    let mut session = if script.declares_world() {
+        start_with(home, profile, set_up)?
+    } else {
+        let mut session = start(home, profile, catalog)?;
+        set_up(&mut session.shell)?;
+        session
+    };
+    run_script(&mut session, &script, path, &mut std::io::stdout().lock())
 }
 
-/// Runs a steps file on the session and prints a transcript line per step.
-/// The file may register more tools and agents (`main` and the built-ins
-/// exist already); steps that address a plugin address the profile's first.
+/// Runs a steps file on a started session: its tools, catalog and agents
+/// are added to the session's, then every step runs.
 pub fn run_steps(
     session: &mut ProfileShell,
     path: &Path,
@@ -109,6 +171,17 @@ pub fn run_steps(
     script
         .set_up(&mut session.shell, base)
         .with_context(|| format!("setting up {}", path.display()))?;
+    run_script(session, &script, path, out)
+}
+
+/// Runs the steps and prints a transcript line per step; steps that address
+/// a plugin address the profile's first.
+fn run_script(
+    session: &mut ProfileShell,
+    script: &Script,
+    path: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
     let plugin = session.plugin_ids().into_iter().next().unwrap_or_default();
     for (index, step) in script.steps.iter().enumerate() {
         let line = step.referenced.line();
