@@ -9,8 +9,7 @@ use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
 use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
 use serde_json::{Value, json};
 
-#[path = "support/guests.rs"]
-mod guests;
+use crate::guests;
 
 const HOSTILE: &str = "hostile";
 
