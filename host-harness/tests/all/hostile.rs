@@ -54,12 +54,7 @@ fn shell(config: &str) -> Shell {
 }
 
 fn names(shell: &mut Shell, agent: &str) -> Vec<String> {
-    shell
-        .next_request(agent)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    crate::common::visible_names(shell, agent)
 }
 
 const EXPORTS: &[&str] = &[

@@ -69,12 +69,7 @@ fn shell(tokenizer: Option<Tokenizer>, tools: Vec<Tool>, config: Value) -> Shell
 }
 
 fn visible(shell: &mut Shell) -> Vec<String> {
-    shell
-        .next_request("main")
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    crate::common::visible_names(shell, "main")
 }
 
 /// What the tools cost as the model receives them, counted by the harness.
