@@ -16,6 +16,7 @@ mod build;
 mod dictionary;
 mod fields;
 mod index;
+mod lexicon;
 mod names;
 mod query;
 mod rank;

@@ -155,6 +155,33 @@ fn a_chinese_query_finds_a_tool_described_in_english() {
 }
 
 #[test]
+fn maintained_dictionaries_reach_words_the_vocabulary_lacks() {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        tool("space__comet_orbit", "Orbit of a comet.", none.clone()),
+        tool("space__planet_facts", "Facts about a planet.", none.clone()),
+        tool(
+            "garage__list_automobiles",
+            "List the automobiles in a garage.",
+            none.clone(),
+        ),
+        tool("garage__list_tools", "List the tools on the wall.", none),
+    ];
+    let index = SearchIndex::build(&Registry::new(tools, vec![]));
+    // CC-CEDICT glosses: 彗星 -> comet, 行星 -> planet.
+    assert_eq!(first(&index, "彗星").as_deref(), Some("space__comet_orbit"));
+    assert_eq!(
+        first(&index, "这颗行星").as_deref(),
+        Some("space__planet_facts")
+    );
+    // WordNet synonyms: car -> automobile.
+    assert_eq!(
+        first(&index, "list cars").as_deref(),
+        Some("garage__list_automobiles")
+    );
+}
+
+#[test]
 fn an_english_query_finds_a_tool_described_in_chinese() {
     let index = catalog();
     assert_eq!(
