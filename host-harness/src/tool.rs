@@ -45,8 +45,9 @@ pub struct Tool {
     /// The plugin that runs this tool (its guard tools); `None` for the
     /// shell's own and MCP tools.
     pub owner: Option<String>,
-    /// What the shell knows of the tool for search beyond its definition.
-    pub search_text: Option<SearchText>,
+    /// What the shell knows of the tool for search beyond its definition (boxed: most tools
+    /// have none).
+    pub search_text: Option<Box<SearchText>>,
 }
 
 /// Search text for a tool beyond its definition (a catalog's `x-lazy-tools`, or what a
@@ -85,7 +86,7 @@ impl Tool {
     }
 
     pub fn with_search_text(mut self, text: Option<SearchText>) -> Self {
-        self.search_text = text;
+        self.search_text = text.map(Box::new);
         self
     }
 
