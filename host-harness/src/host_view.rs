@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGroup};
 
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -109,6 +109,22 @@ impl Host for HostView {
 
     fn tools_generation(&self) -> u64 {
         self.core().generation()
+    }
+
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        self.core()
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let text = tool.search_text.as_ref()?;
+                Some(Enrichment {
+                    tool: tool.name.clone(),
+                    keywords: text.keywords.clone(),
+                    examples: text.examples.clone(),
+                    descriptions: text.descriptions.clone(),
+                })
+            })
+            .collect()
     }
 }
 

@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use crate::host::{Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
-use crate::registry::{Origin, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, Origin, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, ToolResult, Verdict};
 
 wit_bindgen::generate!({
@@ -62,6 +62,18 @@ impl Host for WitHost {
 
     fn tools_generation(&self) -> u64 {
         wit_host::tools_generation()
+    }
+
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        wit_host::tool_enrichment()
+            .into_iter()
+            .map(|e| Enrichment {
+                tool: e.tool,
+                keywords: e.keywords,
+                examples: e.examples,
+                descriptions: e.descriptions,
+            })
+            .collect()
     }
 }
 

@@ -31,10 +31,12 @@ pub fn definitions() -> Vec<ToolDef> {
     vec![
         ToolDef {
             name: TOOL_SEARCH.into(),
-            description: "Find and load tools that are not visible yet. Name tools exactly \
-                with tool_names, or describe the capability you need with queries (English \
-                or Chinese, e.g. [\"read a PDF\", \"读取PDF\"]). Matching tools become \
-                callable on your next request; call them only after this result returns."
+            description: "Find and load tools that are not visible yet. Write each query as \
+                what the tool does and on what, in English where you can: \"create issue in \
+                github repository\", \"convert pdf to text\", not \"github\" or a whole task. \
+                One capability per query; for several needs send several queries in one call. \
+                If you know a tool's exact name, pass it in tool_names instead. Matching tools \
+                become callable on your next request; call them only after this result returns."
                 .into(),
             parameters: json!({
                 "type": "object",
@@ -47,7 +49,10 @@ pub fn definitions() -> Vec<ToolDef> {
                     "queries": {
                         "type": "array",
                         "items": {"type": "string"},
-                        "description": "Keyword descriptions of the capability you need."
+                        "maxItems": MAX_QUERIES,
+                        "description": "One short query per capability: action + object (+ service), \
+                            e.g. [\"send message to slack channel\", \"read file from disk\"]. \
+                            English works best; other languages (中文) also work."
                     },
                     "top_k": {
                         "type": "integer",

@@ -476,7 +476,8 @@ impl<H: Host> LazyTools<H> {
     }
 
     fn load_registry(&mut self) {
-        self.registry = Registry::new(self.host.registry(), self.host.tool_groups());
+        self.registry = Registry::new(self.host.registry(), self.host.tool_groups())
+            .with_enrichment(self.host.tool_enrichment());
         self.index = SearchIndex::build(&self.registry);
         // Same policy: a name classified before keeps its decision.
         let known = std::mem::take(&mut self.classes);

@@ -50,7 +50,12 @@ pub struct TokenReport {
     pub catalog_tokens: u64,
     pub visible_tools: usize,
     pub catalog_tools: usize,
+    /// The schemas of `tool_search` and `defer_execute_tool` as the model receives them.
+    pub guard_schema_tokens: u64,
 }
+
+/// The guard tools whose schemas [`TokenReport::guard_schema_tokens`] counts.
+pub const SEARCH_GUARDS: [&str; 2] = ["tool_search", "defer_execute_tool"];
 
 /// Builds the report: the catalog alone in a shell, then lazy-tools with
 /// `config` (a `catalog` mode, if given, overrides the config's).
@@ -88,6 +93,13 @@ pub fn report(
 
     let cold = shell.assemble(&agent)?;
     let (cold_start, catalog_tokens) = cost(&cold, tokenizer);
+    let guards: Vec<_> = cold
+        .tools
+        .iter()
+        .filter(|t| SEARCH_GUARDS.contains(&t.name.as_str()))
+        .cloned()
+        .collect();
+    let guard_schema_tokens = tokenizer.count_tools(&guards);
 
     let visible: Vec<String> = cold.tools.iter().map(|t| t.name.clone()).collect();
     let to_activate: Vec<String> = catalog
@@ -123,6 +135,7 @@ pub fn report(
         catalog_tokens,
         visible_tools: cold.tools.len(),
         catalog_tools: catalog.tool_count(),
+        guard_schema_tokens,
     })
 }
 
@@ -226,6 +239,11 @@ pub fn run(
         r.activated,
         r.after_activation,
         pct(r.after_activation_ratio)
+    );
+    println!(
+        "  guard schemas ({})  {:>8}",
+        SEARCH_GUARDS.join(" + "),
+        r.guard_schema_tokens
     );
     Ok(())
 }

@@ -70,6 +70,12 @@ export function hostInterface(core, pluginId, logs) {
     },
 
     toolsGeneration: () => core.generation,
+
+    // WIT 0.3.0: search text beyond each tool's definition.
+    toolEnrichment: () =>
+      core.tools
+        .filter((t) => t.searchText !== undefined)
+        .map((t) => ({ tool: t.name, ...t.searchText })),
   };
 }
 

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use lazy_tools::host::{Host as _, LogLevel};
-use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGroup};
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
@@ -70,6 +70,28 @@ impl dsh::tool_restriction::host::Host for PluginState {
 
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
         self.host_call(|s| s.host().count_tokens(&texts))
+    }
+
+    fn tool_enrichment(&mut self) -> Vec<wit::Enrichment> {
+        self.host_call(|s| {
+            s.host()
+                .tool_enrichment()
+                .into_iter()
+                .map(
+                    |Enrichment {
+                         tool,
+                         keywords,
+                         examples,
+                         descriptions,
+                     }| wit::Enrichment {
+                        tool,
+                        keywords,
+                        examples,
+                        descriptions,
+                    },
+                )
+                .collect()
+        })
     }
 }
 
