@@ -59,6 +59,8 @@ enum Command {
         /// A steps file (the format of tests/cases/*/case.yml).
         #[arg(long)]
         steps: Option<PathBuf>,
+        #[command(flatten)]
+        state: commands::session::StateArgs,
     },
     /// Which rule decides a tool's visibility for an agent, in one line.
     Explain {
@@ -136,7 +138,8 @@ fn run(command: Command) -> Result<()> {
             profile,
             catalog,
             steps,
-        } => commands::session::run(
+            state,
+        } => state.run(
             &DshHome::from_env()?,
             &profile,
             catalog.as_deref(),

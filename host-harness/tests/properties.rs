@@ -12,7 +12,7 @@ use host_harness::wasm_host::WasmHost;
 use proptest::prelude::*;
 use serde_json::json;
 
-const GUARDS: [&str; 2] = ["tool_search", "defer_execute_tool"];
+const GUARDS: [&str; 3] = ["tool_search", "defer_execute_tool", "load_tools"];
 
 /// A small universe so that patterns, restrictions and activations collide.
 const TOOL_NAMES: &[&str] = &[

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::{ToolDef, ToolGroup};
+use crate::registry::{LazyGroup, ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -30,4 +30,9 @@ pub trait Host {
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
     /// Changes whenever what some agent may call can have changed.
     fn tools_generation(&self) -> u64;
+    /// The groups the host loads on demand (WIT 0.3.0 `host.lazy-groups`).
+    fn lazy_groups(&self) -> Vec<LazyGroup>;
+    /// Loads lazy group `name`: the host registers its tools and returns
+    /// them, or says why it could not (WIT 0.3.0 `host.load-group`).
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String>;
 }

@@ -70,6 +70,16 @@ export function hostInterface(core, pluginId, logs) {
     },
 
     toolsGeneration: () => core.generation,
+
+    lazyGroups: () => [...core.lazyGroups.values()].map(({ decl }) => decl),
+
+    loadGroup(name) {
+      try {
+        return ok(core.loadGroup(name).map(toolToWit));
+      } catch (e) {
+        return err(e.message);
+      }
+    },
   };
 }
 

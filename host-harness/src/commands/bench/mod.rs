@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod profile_read;
 pub mod queries;
 pub mod search;
+pub mod session;
 pub mod speed;
 pub mod timing;
 
@@ -86,6 +87,9 @@ pub enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// What eager, inject and dispatch cost a prefix-caching provider over
+    /// one scripted session (input, cached and uncached tokens).
+    Session(session::Args),
 }
 
 /// Runs a benchmark; `heap` is the process's counting allocator, if it has one, for memory
@@ -103,6 +107,7 @@ pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> 
         ),
         BenchCommand::Profile { keys, runs } => profile_read::run(keys, runs),
         BenchCommand::McpStartup { runs } => mcp_startup::run(runs),
+        BenchCommand::Session(args) => args.run(),
         BenchCommand::Verdict { catalog } => {
             super::bench_verdict::run(&catalog.unwrap_or_else(super::demo::bundled_catalog))
         }

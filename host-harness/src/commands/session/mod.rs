@@ -10,7 +10,7 @@
 pub mod repl;
 
 use std::io::IsTerminal as _;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
 
@@ -79,19 +79,78 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
     })
 }
 
+/// Saving and resuming a session's load state (what each agent loaded),
+/// through the plugins' `export-state` / `restore-state` (WIT 0.3.0).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StateArgs {
+    /// When the session ends, write the first plugin's load state (JSON)
+    /// to this file.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Before the session starts, restore a load state written by
+    /// `--save` (with the same strategy; the session's agents get their
+    /// loads when they exist).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
+}
+
+impl StateArgs {
+    /// Runs `session` with this state handling.
+    pub fn run(
+        &self,
+        home: &DshHome,
+        profile: &str,
+        catalog: Option<&Path>,
+        steps: Option<&Path>,
+    ) -> Result<()> {
+        let mut session = start(home, profile, catalog)?;
+        let plugin = session.plugin_ids().into_iter().next();
+        if let Some(path) = &self.resume {
+            let plugin = plugin
+                .as_deref()
+                .context("--resume: the profile runs no plugin to restore into")?;
+            let state = std::fs::read_to_string(path)
+                .with_context(|| format!("reading {}", path.display()))?;
+            session
+                .shell
+                .restore_state(plugin, &state)
+                .with_context(|| format!("resuming from {}", path.display()))?;
+        }
+        let mut session = run_session(session, steps)?;
+        if let Some(path) = &self.save {
+            let plugin = plugin
+                .as_deref()
+                .context("--save: the profile runs no plugin whose state to save")?;
+            let state = session.shell.export_state(plugin)?;
+            crate::atomic_write::write_atomic(path, state.as_bytes())
+                .with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(())
+    }
+}
+
 pub fn run(
     home: &DshHome,
     profile: &str,
     catalog: Option<&Path>,
     steps: Option<&Path>,
 ) -> Result<()> {
-    let mut session = start(home, profile, catalog)?;
+    StateArgs::default().run(home, profile, catalog, steps)
+}
+
+/// Runs the steps (or the person's commands) and gives the session back.
+fn run_session(mut session: ProfileShell, steps: Option<&Path>) -> Result<ProfileShell> {
     match steps {
-        Some(steps) => run_steps(&mut session, steps, &mut std::io::stdout().lock()),
+        Some(steps) => {
+            run_steps(&mut session, steps, &mut std::io::stdout().lock())?;
+            Ok(session)
+        }
         None => {
             let stdin = std::io::stdin();
             let prompt = stdin.is_terminal();
-            repl::Repl::new(session).run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)
+            let mut repl = repl::Repl::new(session);
+            repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
+            Ok(repl.into_session())
         }
     }
 }
