@@ -47,7 +47,6 @@ impl Args {
             .clone()
             .unwrap_or_else(crate::commands::demo::bundled_catalog);
         let catalog = Catalog::load(&path)?;
-        let picks = pick_tools(&catalog)?;
         println!(
             "bench session: {} ({} tools), {MAIN_REQUESTS} requests of main with {} loads, a child \
              agent with {CHILD_REQUESTS} requests and 1 load; tokens: o200k; cached = the longest \
@@ -56,9 +55,8 @@ impl Args {
             catalog.tool_count(),
             LOAD_AT.len()
         );
-        let mut totals = Vec::new();
-        for strategy in [Strategy::Eager, Strategy::Inject, Strategy::Dispatch] {
-            let requests = run_session(&catalog, strategy, &picks)?;
+        let totals = measure(&catalog)?;
+        for (strategy, requests) in &totals {
             if self.per_request {
                 println!("\n{}:", strategy.name());
                 println!(
@@ -76,7 +74,6 @@ impl Args {
                     );
                 }
             }
-            totals.push((strategy, requests));
         }
         println!(
             "\n| strategy | requests | input tokens | cached (prefix) | uncached input | tools array changes |"
@@ -93,13 +90,7 @@ impl Args {
                 input - cached
             );
         }
-        let uncached = |s: Strategy| -> u64 {
-            totals
-                .iter()
-                .find(|(t, _)| *t == s)
-                .map(|(_, r)| r.iter().map(|r| r.input - r.cached).sum())
-                .unwrap_or_default()
-        };
+        let uncached = |s: Strategy| uncached(&totals, s);
         let (inject, dispatch) = (uncached(Strategy::Inject), uncached(Strategy::Dispatch));
         println!(
             "\ndispatch / inject uncached input: {:.2} (target: at most 0.50); dispatch's tools \
@@ -110,8 +101,27 @@ impl Args {
     }
 }
 
+/// Runs the scripted session for each strategy: every request's cost, in
+/// order. Fails if dispatch changes an agent's tools array.
+pub fn measure(catalog: &Catalog) -> Result<Vec<(Strategy, Vec<RequestCost>)>> {
+    let picks = pick_tools(catalog)?;
+    [Strategy::Eager, Strategy::Inject, Strategy::Dispatch]
+        .into_iter()
+        .map(|strategy| Ok((strategy, run_session(catalog, strategy, &picks)?)))
+        .collect()
+}
+
+/// A strategy's uncached input tokens over the session.
+pub fn uncached(totals: &[(Strategy, Vec<RequestCost>)], strategy: Strategy) -> u64 {
+    totals
+        .iter()
+        .find(|(t, _)| *t == strategy)
+        .map(|(_, r)| r.iter().map(|r| r.input - r.cached).sum())
+        .unwrap_or_default()
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Strategy {
+pub enum Strategy {
     Eager,
     Inject,
     Dispatch,
@@ -162,11 +172,13 @@ fn pick_tools(catalog: &Catalog) -> Result<Vec<Pick>> {
     Ok((0..wanted).map(|i| candidates[i * step].clone()).collect())
 }
 
-struct RequestCost {
-    agent: &'static str,
-    input: u64,
-    cached: u64,
-    tools_changed: bool,
+/// One request: its input tokens, the part a prefix cache reuses, and
+/// whether the agent's tools array changed since its previous request.
+pub struct RequestCost {
+    pub agent: &'static str,
+    pub input: u64,
+    pub cached: u64,
+    pub tools_changed: bool,
 }
 
 /// A conversation: its messages as the provider receives them.
