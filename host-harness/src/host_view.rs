@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, LazyGroup, Origin as PluginOrigin, ToolDef, ToolGroup};
 
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -125,6 +125,30 @@ impl Host for HostView {
                 })
             })
             .collect()
+    }
+
+    fn lazy_groups(&self) -> Vec<LazyGroup> {
+        self.core()
+            .lazy_groups()
+            .map(|g| LazyGroup {
+                name: g.name.clone(),
+                description: g.description.clone(),
+                tool_names: g.tool_names.clone(),
+            })
+            .collect()
+    }
+
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
+        let loader = self.core().begin_group_load(name)?;
+        // The loader runs without the shell's lock (it may start a server).
+        let tools = loader.load(name)?;
+        let mut core = self.core();
+        for tool in &tools {
+            core.register_loaded(tool.clone())
+                .map_err(|e| format!("group `{name}`: {e}"))?;
+        }
+        tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
+        Ok(tools.iter().map(tool_def).collect())
     }
 }
 

@@ -6,8 +6,8 @@
 use std::fmt;
 
 pub use crate::wasm_host::wit::since_v0_3_0::wit::{
-    ConfigError, Explanation, LocatedExplanation, PluginError as PluginCallError, Rule, ToolResult,
-    ToolState, Verdict,
+    CallResolution, ConfigError, Explanation, ForwardedCall, LocatedExplanation,
+    PluginError as PluginCallError, Rule, ToolResult, ToolState, Verdict,
 };
 
 impl fmt::Display for ConfigError {

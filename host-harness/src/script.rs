@@ -12,7 +12,7 @@ use serde_saphyr::Spanned;
 
 use crate::catalog::Catalog;
 use crate::plugin_api::ToolState;
-use crate::shell::{CallOutcome, Origin, Shell, Tool};
+use crate::shell::{CallOutcome, GroupLoader, LazyGroupDecl, Origin, Shell, Tool};
 
 /// A session script.
 #[derive(Debug, Deserialize)]
@@ -28,6 +28,10 @@ pub struct Script {
     /// Agents created before the plugin starts, parents first.
     #[serde(default)]
     pub agents: Vec<AgentEntry>,
+    /// Groups the shell loads on demand (a scripted loader): their tools
+    /// are registered when a plugin loads the group.
+    #[serde(default)]
+    pub lazy_groups: Vec<LazyGroupSpec>,
     #[serde(default)]
     pub steps: Vec<Spanned<Step>>,
 }
@@ -81,6 +85,39 @@ impl ToolEntry {
             Some(parameters) => tool.with_parameters(parameters),
             None => tool,
         })
+    }
+}
+
+/// A lazy group and what loading it does.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LazyGroupSpec {
+    pub name: String,
+    pub description: String,
+    /// What loading it registers.
+    #[serde(default)]
+    pub tools: Vec<ToolEntry>,
+    /// The tool names the shell declares before loading (default: the
+    /// names of `tools`).
+    #[serde(default)]
+    pub declare: Option<Vec<String>>,
+    /// Loading fails with this message (a server that does not start).
+    #[serde(default)]
+    pub fail: Option<String>,
+}
+
+/// The script's loader: each group's tools, or its failure.
+#[derive(Debug)]
+struct ScriptedLoader {
+    groups: std::collections::BTreeMap<String, Result<Vec<Tool>, String>>,
+}
+
+impl GroupLoader for ScriptedLoader {
+    fn load(&self, group: &str) -> Result<Vec<Tool>, String> {
+        self.groups
+            .get(group)
+            .cloned()
+            .unwrap_or_else(|| Err(format!("no group `{group}`")))
     }
 }
 
@@ -139,6 +176,50 @@ pub enum Step {
     DisposePlugin,
     /// What the plugin's `explain` says of a tool for an agent.
     Explain(ExplainStep),
+    /// A new run: the plugin's load state is saved, the plugin started
+    /// afresh (with `config`, or the one it has) and the state restored.
+    Resume(ResumeStep),
+    /// How many times the shell loaded a lazy group.
+    LazyLoads(LazyLoadsStep),
+    /// The agent's request (tools array and system prompt) stays byte for
+    /// byte the same before and after each of `during`.
+    Steady(SteadyStep),
+    /// What the agent's system prompt holds.
+    Prompt(PromptStep),
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ResumeStep {
+    #[serde(default)]
+    pub config: Option<Value>,
+    /// The expected error, when the restore must be refused.
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LazyLoadsStep {
+    pub group: String,
+    pub times: u32,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SteadyStep {
+    pub agent: String,
+    pub during: Vec<Step>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PromptStep {
+    pub agent: String,
+    #[serde(default)]
+    pub contains: Vec<String>,
+    #[serde(default)]
+    pub excludes: Vec<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -289,6 +370,31 @@ impl Script {
             create_agent(shell, &agent.spec())?;
         }
         shell.register_tools(scoped)?;
+        if !self.lazy_groups.is_empty() {
+            let mut decls = Vec::new();
+            let mut groups = std::collections::BTreeMap::new();
+            for spec in &self.lazy_groups {
+                let tools = spec
+                    .tools
+                    .iter()
+                    .map(ToolEntry::to_tool)
+                    .collect::<Result<Vec<_>>>()?;
+                decls.push(LazyGroupDecl {
+                    name: spec.name.clone(),
+                    description: spec.description.clone(),
+                    tool_names: spec
+                        .declare
+                        .clone()
+                        .unwrap_or_else(|| tools.iter().map(|t| t.name.clone()).collect()),
+                });
+                let outcome = match &spec.fail {
+                    Some(message) => Err(message.clone()),
+                    None => Ok(tools),
+                };
+                groups.insert(spec.name.clone(), outcome);
+            }
+            shell.set_lazy_groups(decls, std::sync::Arc::new(ScriptedLoader { groups }))?;
+        }
         Ok(())
     }
 }
@@ -433,7 +539,82 @@ pub fn run_step(shell: &mut Shell, plugin: &str, step: &Step) -> Result<String> 
             shell.dispose_plugin(plugin)?;
             Ok(format!("disposed plugin {plugin}"))
         }
+        Step::Resume(r) => {
+            let result = shell.resume_plugin(plugin, r.config.as_ref());
+            expect_error(result, r.error.as_deref())?;
+            Ok("resumed".into())
+        }
+        Step::LazyLoads(l) => {
+            let times = shell
+                .core()
+                .lazy_group_loads(&l.group)
+                .ok_or_else(|| anyhow!("no lazy group `{}`", l.group))?;
+            if times != l.times {
+                bail!(
+                    "group `{}` was loaded {times} times, expected {}",
+                    l.group,
+                    l.times
+                );
+            }
+            Ok(format!("group {} loaded {times} times", l.group))
+        }
+        Step::Steady(steady) => {
+            let first = request_bytes(shell, &steady.agent)?;
+            for (index, step) in steady.during.iter().enumerate() {
+                run_step(shell, plugin, step)
+                    .with_context(|| format!("steady step {}", index + 1))?;
+                let now = request_bytes(shell, &steady.agent)?;
+                if now != first {
+                    bail!(
+                        "after steady step {}, {}'s request changed:\nbefore: {first}\nafter:  {now}",
+                        index + 1,
+                        steady.agent
+                    );
+                }
+            }
+            Ok(format!(
+                "{}'s request stayed the same over {} steps",
+                steady.agent,
+                steady.during.len()
+            ))
+        }
+        Step::Prompt(p) => {
+            let prompt = shell.assemble(&p.agent)?.system_prompt.unwrap_or_default();
+            for needle in &p.contains {
+                if !prompt.contains(needle.as_str()) {
+                    bail!("the system prompt does not contain `{needle}`: {prompt}");
+                }
+            }
+            for needle in &p.excludes {
+                if prompt.contains(needle.as_str()) {
+                    bail!("the system prompt contains `{needle}`: {prompt}");
+                }
+            }
+            Ok(prompt)
+        }
     }
+}
+
+/// The agent's next request as the provider would receive it: the tools
+/// array as JSON, then the system prompt.
+pub fn request_bytes(shell: &mut Shell, agent: &str) -> Result<String> {
+    let request = shell.assemble(agent)?;
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|t| {
+            serde_json::json!({
+                "name": t.name,
+                "description": t.description,
+                "input_schema": t.input_schema,
+            })
+        })
+        .collect();
+    Ok(format!(
+        "{}\n{}",
+        Value::Array(tools),
+        request.system_prompt.unwrap_or_default()
+    ))
 }
 
 fn expect_error(result: Result<()>, expected: Option<&str>) -> Result<()> {

@@ -39,6 +39,22 @@ pub trait TokenCounter: fmt::Debug + Send + Sync {
     fn count(&self, text: &str) -> u32;
 }
 
+/// Loads a lazy group's tools on demand (WIT 0.3.0 `host.load-group`): an
+/// MCP server started on first use, a script's loader. The core registers
+/// what it returns.
+pub trait GroupLoader: fmt::Debug + Send + Sync {
+    fn load(&self, group: &str) -> Result<Vec<Tool>, String>;
+}
+
+/// A group the shell can load on demand, as it declares it to plugins.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyGroupDecl {
+    pub name: String,
+    pub description: String,
+    /// The tools it will register, as far as the shell knows them.
+    pub tool_names: Vec<String>,
+}
+
 #[derive(Debug, Clone)]
 struct Agent {
     parent: Option<AgentId>,
@@ -107,6 +123,12 @@ pub struct ShellCore {
     /// It masks what that agent alone sees and may call; descendants do not
     /// inherit it, so a child may load what its chain authorizes.
     exposures: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
+    /// Groups loaded on demand, by name, and how often each was loaded.
+    lazy_groups: BTreeMap<String, (LazyGroupDecl, u32)>,
+    loader: Option<Arc<dyn GroupLoader>>,
+    /// Set when a plugin's `load-group` registered tools: the shell tells
+    /// every plugin once the call is over.
+    loaded_outside: bool,
 }
 
 impl ShellCore {
@@ -122,6 +144,52 @@ impl ShellCore {
 
     pub fn groups(&self) -> impl Iterator<Item = (&str, &str)> {
         self.groups.iter().map(|(n, d)| (n.as_str(), d.as_str()))
+    }
+
+    /// Declares a lazy group and the loader that loads every lazy group.
+    pub fn declare_lazy_group(&mut self, decl: LazyGroupDecl) {
+        self.lazy_groups.insert(decl.name.clone(), (decl, 0));
+    }
+
+    pub fn set_group_loader(&mut self, loader: Arc<dyn GroupLoader>) {
+        self.loader = Some(loader);
+    }
+
+    pub fn lazy_groups(&self) -> impl Iterator<Item = &LazyGroupDecl> {
+        self.lazy_groups.values().map(|(decl, _)| decl)
+    }
+
+    /// How many times lazy group `name` was loaded (`None`: no such group).
+    pub fn lazy_group_loads(&self, name: &str) -> Option<u32> {
+        self.lazy_groups.get(name).map(|(_, n)| *n)
+    }
+
+    /// The loader for lazy group `name`, counting the load; an error when
+    /// there is no such group or no loader.
+    pub fn begin_group_load(&mut self, name: &str) -> Result<Arc<dyn GroupLoader>, String> {
+        let Some((_, loads)) = self.lazy_groups.get_mut(name) else {
+            return Err(format!("the shell has no lazy group `{name}`"));
+        };
+        *loads += 1;
+        self.loader
+            .clone()
+            .ok_or_else(|| format!("the shell cannot load group `{name}`: it has no loader"))
+    }
+
+    /// Registers a tool a lazy group's load returned (an identical one
+    /// already registered is kept).
+    pub fn register_loaded(&mut self, tool: Tool) -> Result<(), ShellError> {
+        if self.tools.contains(&tool) {
+            return Ok(());
+        }
+        self.register(tool)?;
+        self.loaded_outside = true;
+        Ok(())
+    }
+
+    /// Whether a lazy load registered tools since the last call (and clears it).
+    pub fn take_loaded_outside(&mut self) -> bool {
+        std::mem::take(&mut self.loaded_outside)
     }
 
     pub fn set_tokenizer<C: TokenCounter + 'static>(&mut self, tokenizer: Option<C>) {

@@ -9,7 +9,9 @@
 use std::collections::BTreeMap;
 
 use crate::config::CatalogMode;
-use crate::guards::{TOOL_SEARCH, first_sentence};
+use crate::groups::GroupLine;
+use crate::guards::{DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH, first_sentence};
+use crate::registry::Registry;
 
 /// One deferred tool as the catalog shows it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -18,6 +20,97 @@ pub struct Entry {
     pub description: String,
     /// The server (group) name and description, if any.
     pub group: Option<(String, String)>,
+}
+
+/// The catalog entries of an agent's deferred tools (`deferred`: every tool
+/// the policy hides from it, loaded or not, so loading never changes the
+/// text), with the definitions `agent` sees.
+pub fn entries<'a>(
+    deferred: impl IntoIterator<Item = &'a str>,
+    registry: &Registry,
+    agent: &str,
+) -> Vec<Entry> {
+    let mut entries: Vec<Entry> = deferred
+        .into_iter()
+        .filter_map(|name| registry.lookup(name, agent))
+        .map(|tool| Entry {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            group: registry
+                .group_of(tool)
+                .map(|g| (g.name.clone(), g.description.clone())),
+        })
+        .collect();
+    entries.sort();
+    entries
+}
+
+const DISPATCH_HEADER: &str = "Tool groups you can load (their tools are not in your tool \
+list). Call load_tools with a group_id (and tool_names to load only some) to get their schemas, \
+then call a tool in the same turn with deferred_tool_call({\"tool_name\": ..., \"arguments\": \
+{...}}). tool_search finds tools by what they do.";
+
+/// The `dispatch` strategy's catalog: one line per group, in id order,
+/// within `cap` tokens (tool names dropped first, then whole groups). It
+/// depends only on the lines, never on what is loaded.
+pub fn render_dispatch(
+    lines: &[GroupLine],
+    description_chars: usize,
+    cap: u32,
+    count: impl Fn(&str) -> u32,
+) -> Option<String> {
+    debug_assert!(
+        DISPATCH_HEADER.contains(LOAD_TOOLS) && DISPATCH_HEADER.contains(DEFERRED_TOOL_CALL)
+    );
+    if lines.is_empty() || cap == 0 {
+        return None;
+    }
+    let fits = |text: &String| count(text) <= cap;
+    for with_tools in [true, false] {
+        let text = dispatch_text(lines, lines.len(), with_tools, description_chars);
+        if fits(&text) {
+            return Some(text);
+        }
+    }
+    largest_fitting(
+        lines.len(),
+        |k| dispatch_text(lines, k, false, description_chars),
+        fits,
+    )
+}
+
+fn dispatch_text(
+    lines: &[GroupLine],
+    k: usize,
+    with_tools: bool,
+    description_chars: usize,
+) -> String {
+    let mut text = String::from(DISPATCH_HEADER);
+    for line in &lines[..k] {
+        text.push_str("\n- ");
+        text.push_str(&line.id);
+        if let Some(display) = &line.display_name {
+            text.push_str(&format!(" ({display})"));
+        }
+        let description = first_sentence(&line.description, description_chars);
+        if !description.is_empty() {
+            text.push_str(": ");
+            text.push_str(&description);
+        }
+        if with_tools && !line.tools.is_empty() {
+            text.push_str(" — tools: ");
+            text.push_str(&line.tools.join(", "));
+        } else if !line.tools.is_empty() {
+            text.push_str(&format!(" ({} tools)", line.tools.len()));
+        }
+    }
+    if k < lines.len() {
+        text.push_str(&format!(
+            "\n… and {} more groups; find their tools with {TOOL_SEARCH}.",
+            lines.len() - k
+        ));
+    }
+    text
 }
 
 /// Renders the catalog for `mode` within `cap` tokens; `count` gives the

@@ -5,8 +5,8 @@ use std::cell::RefCell;
 
 use crate::host::{Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
-use crate::registry::{Enrichment, Origin, ToolDef, ToolGroup};
-use crate::{LazyTools, PluginError, ToolResult, Verdict};
+use crate::registry::{Enrichment, LazyGroup, Origin, ToolDef, ToolGroup};
+use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 
 wit_bindgen::generate!({
     path: "../wit/since_v0.3.0",
@@ -74,6 +74,21 @@ impl Host for WitHost {
                 descriptions: e.descriptions,
             })
             .collect()
+    }
+
+    fn lazy_groups(&self) -> Vec<LazyGroup> {
+        wit_host::lazy_groups()
+            .into_iter()
+            .map(|g| LazyGroup {
+                name: g.name,
+                description: g.description,
+                tool_names: g.tool_names,
+            })
+            .collect()
+    }
+
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
+        wit_host::load_group(name).map(|tools| tools.into_iter().map(tool_from_wit).collect())
     }
 }
 
@@ -147,18 +162,38 @@ impl Guest for Component {
         arguments: String,
     ) -> Result<wit::ToolResult, wit::PluginError> {
         with(|p| p.execute(&agent, &tool, &arguments))
-            .map(
-                |ToolResult {
-                     json,
-                     text,
-                     is_error,
-                 }| wit::ToolResult {
-                    json,
-                    text,
-                    is_error,
-                },
-            )
+            .map(result_to_wit)
             .map_err(error_to_wit)
+    }
+
+    fn resolve_call(
+        agent: String,
+        tool: String,
+        arguments: String,
+    ) -> Result<wit::CallResolution, wit::PluginError> {
+        with(|p| p.resolve_call(&agent, &tool, &arguments))
+            .map(|resolution| match resolution {
+                Resolution::Direct => wit::CallResolution::Direct,
+                Resolution::Forward {
+                    tool,
+                    arguments,
+                    implicitly_loaded,
+                } => wit::CallResolution::Forward(wit::ForwardedCall {
+                    tool,
+                    arguments,
+                    implicitly_loaded,
+                }),
+                Resolution::Reject(result) => wit::CallResolution::Reject(result_to_wit(result)),
+            })
+            .map_err(error_to_wit)
+    }
+
+    fn export_state() -> Result<String, wit::PluginError> {
+        with(|p| p.export_state()).map_err(error_to_wit)
+    }
+
+    fn restore_state(state: String) -> Result<(), String> {
+        with(|p| p.restore_state(&state))
     }
 
     fn system_prompt(agent: String) -> Result<Option<String>, wit::PluginError> {
@@ -216,6 +251,20 @@ fn tool_to_wit(t: ToolDef) -> wit::ToolDef {
             Origin::Mcp(server) => wit::ToolOrigin::Mcp(server),
             Origin::Agent(agent) => wit::ToolOrigin::Agent(agent),
         },
+    }
+}
+
+fn result_to_wit(
+    ToolResult {
+        json,
+        text,
+        is_error,
+    }: ToolResult,
+) -> wit::ToolResult {
+    wit::ToolResult {
+        json,
+        text,
+        is_error,
     }
 }
 

@@ -44,6 +44,8 @@ const KEYS: &[&str] = &[
     "catalog",
     "catalogTokens",
     "catalogDescriptionChars",
+    "strategy",
+    "groups",
 ];
 
 /// The largest config accepted, in bytes of JSON.
@@ -146,6 +148,36 @@ pub enum CatalogMode {
     Groups,
 }
 
+/// How loaded tools reach the model, `strategy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Strategy {
+    /// A loaded tool joins the tools array from the next request.
+    #[default]
+    Inject,
+    /// The tools array and the catalog never change; `load_tools` returns
+    /// schemas and `deferred_tool_call` forwards calls in the same turn.
+    Dispatch,
+}
+
+impl Strategy {
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Inject => "inject",
+            Self::Dispatch => "dispatch",
+        }
+    }
+}
+
+/// A group of tools the profile declares (`groups:`): loadable as a whole
+/// with `load_tools`, listed as one catalog line in `dispatch`.
+#[derive(Debug, Clone)]
+pub struct GroupDecl {
+    pub name: String,
+    pub display_name: Option<String>,
+    pub description: String,
+    pub members: PatternList,
+}
+
 /// A pattern list (`neverDefer`, `alwaysDefer`, a family's members).
 #[derive(Debug, Clone, Default)]
 pub struct PatternList {
@@ -230,6 +262,9 @@ pub struct Config {
     pub catalog_tokens: u32,
     /// How much of a description the `names` catalog keeps.
     pub catalog_description_chars: u32,
+    pub strategy: Strategy,
+    /// Groups the profile declares, in the order written.
+    pub groups: Vec<GroupDecl>,
 }
 
 impl Default for Config {
@@ -269,6 +304,8 @@ impl Config {
             catalog: CatalogMode::None,
             catalog_tokens: DEFAULT_CATALOG_TOKENS,
             catalog_description_chars: DEFAULT_CATALOG_DESCRIPTION_CHARS,
+            strategy: Strategy::Inject,
+            groups: Vec::new(),
         }
     }
 }
@@ -367,6 +404,10 @@ impl Config {
         if let Some(chars) = parse_count(map, "catalogDescriptionChars", 0, &mut errors) {
             config.catalog_description_chars = chars;
         }
+        if let Some(strategy) = parse_strategy(map, &mut errors) {
+            config.strategy = strategy;
+        }
+        config.groups = parse_groups(map, &mut errors);
         if errors.is_empty() {
             Ok(config)
         } else {
@@ -551,6 +592,122 @@ fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Ve
             name: name.clone(),
             members,
             core,
+        });
+    }
+    parsed
+}
+
+fn parse_strategy(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Option<Strategy> {
+    let value = map.get("strategy")?;
+    match value.as_str() {
+        Some("inject") => Some(Strategy::Inject),
+        Some("dispatch") => Some(Strategy::Dispatch),
+        _ => {
+            errors.push(ConfigError::new(
+                "/strategy",
+                format!("expected inject or dispatch, found {}", describe(value)),
+            ));
+            None
+        }
+    }
+}
+
+/// The longest group name, display name or description accepted.
+pub const MAX_GROUP_TEXT_CHARS: usize = 2_000;
+
+/// `groups: {name: {displayName?, description, members: [...]}}`.
+fn parse_groups(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<GroupDecl> {
+    let Some(value) = map.get("groups") else {
+        return Vec::new();
+    };
+    let Value::Object(groups) = value else {
+        errors.push(ConfigError::new(
+            "/groups",
+            format!(
+                "expected a mapping of group names to {{displayName, description, members}}, found {}",
+                kind(value)
+            ),
+        ));
+        return Vec::new();
+    };
+    if let Some(error) = too_many(&["groups"], groups.len(), MAX_FAMILIES) {
+        errors.push(error);
+        return Vec::new();
+    }
+    let mut parsed = Vec::new();
+    for (name, group) in groups {
+        let at = |key: &str| pointer(&["groups", name, key]);
+        if name.trim().is_empty() || name.chars().count() > MAX_GROUP_TEXT_CHARS {
+            errors.push(ConfigError::new(
+                pointer(&["groups", name]),
+                format!("a group name has 1 to {MAX_GROUP_TEXT_CHARS} characters"),
+            ));
+            continue;
+        }
+        let Value::Object(fields) = group else {
+            errors.push(ConfigError::new(
+                pointer(&["groups", name]),
+                format!(
+                    "expected a mapping with description and members, found {}",
+                    kind(group)
+                ),
+            ));
+            continue;
+        };
+        for key in fields.keys() {
+            if !["displayName", "description", "members"].contains(&key.as_str()) {
+                errors.push(ConfigError::new(
+                    at(key),
+                    format!(
+                        "unknown key `{key}` in group `{name}`; expected displayName, description and members{}",
+                        crate::suggest::did_you_mean(key, ["displayName", "description", "members"])
+                    ),
+                ));
+            }
+        }
+        let mut text = |key: &str, required: bool| match fields.get(key) {
+            Some(Value::String(s))
+                if !s.trim().is_empty() && s.chars().count() <= MAX_GROUP_TEXT_CHARS =>
+            {
+                Some(s.trim().to_string())
+            }
+            Some(other) => {
+                errors.push(ConfigError::new(
+                    at(key),
+                    format!(
+                        "expected a text of 1 to {MAX_GROUP_TEXT_CHARS} characters, found {}",
+                        describe(other)
+                    ),
+                ));
+                None
+            }
+            None => {
+                if required {
+                    errors.push(ConfigError::new(
+                        pointer(&["groups", name]),
+                        format!("group `{name}` needs `{key}`"),
+                    ));
+                }
+                None
+            }
+        };
+        let display_name = text("displayName", false);
+        let description = text("description", true).unwrap_or_default();
+        let members = match fields.get("members") {
+            Some(value) => parse_patterns(value, &["groups", name, "members"], "members", errors),
+            None => {
+                errors.push(ConfigError::new(
+                    pointer(&["groups", name]),
+                    format!("group `{name}` needs `members`"),
+                ));
+                PatternList::default()
+            }
+        };
+        parsed.push(GroupDecl {
+            name: name.clone(),
+            display_name,
+            description,
+            members,
         });
     }
     parsed

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::{Enrichment, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -35,4 +35,9 @@ pub trait Host {
     fn tool_enrichment(&self) -> Vec<Enrichment> {
         Vec::new()
     }
+    /// The groups the host loads on demand (WIT 0.3.0 `host.lazy-groups`).
+    fn lazy_groups(&self) -> Vec<LazyGroup>;
+    /// Loads lazy group `name`: the host registers its tools and returns
+    /// them, or says why it could not (WIT 0.3.0 `host.load-group`).
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String>;
 }

@@ -3,69 +3,46 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
-use crate::catalog::{self, Entry};
-use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch};
-use crate::guards::{
-    self, ActivateArgs, ActivateOutput, DEFAULT_TOP_K, MAX_QUERIES, MAX_QUERY_CHARS, MAX_TOP_K,
-    Match, SearchArgs, SearchOutput, Status,
-};
+use crate::catalog;
+use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
+use crate::groups::{Groups, LazyLoads};
+use crate::guards::handlers::{self, GroupLookup, Loads, Target};
+use crate::guards::{self, Match, Schema, Status};
 use crate::host::{Host, LogLevel};
+pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
-use crate::registry::{Registry, ToolDef};
+use crate::registry::{LazyGroup, Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::{AgentState, CatalogCache};
 use crate::suggest;
 use crate::tokens::{TokenCosts, estimate_tokens};
 
-/// Misuse by the host (mirrors the WIT `plugin-error`).
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PluginError {
-    #[error("lazy-tools is not configured yet")]
-    NotConfigured,
-    #[error("unknown agent `{0}`")]
-    UnknownAgent(String),
-    #[error("`{0}` is not a lazy-tools tool")]
-    UnknownTool(String),
-    #[error("the host refused: {0}")]
-    Host(String),
+/// The format name and version of an exported load state.
+const STATE_FORMAT: &str = "lazy-tools/load-state";
+const STATE_VERSION: u32 = 1;
+/// The largest state `restore-state` reads.
+pub const MAX_STATE_BYTES: usize = 16 << 20;
+
+/// An exported load state: per agent, the tools loaded (with the
+/// fingerprint of the definition loaded, as hex) and how far each group is
+/// loaded (for people; restoring derives it again).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedState {
+    format: String,
+    version: u32,
+    strategy: String,
+    agents: BTreeMap<String, SavedAgent>,
 }
 
-/// The answer of the pre-execute hook (mirrors the WIT `verdict`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
-    Pass,
-    Deny(String),
-}
-
-/// The result of a guard tool (mirrors the WIT `tool-result`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolResult {
-    pub json: String,
-    pub text: String,
-    pub is_error: bool,
-}
-
-impl ToolResult {
-    fn ok(value: &impl Serialize, text: String) -> Self {
-        Self {
-            json: serde_json::to_string(value)
-                .unwrap_or_else(|e| json!({"error": e.to_string()}).to_string()),
-            text,
-            is_error: false,
-        }
-    }
-
-    fn error(message: impl Into<String>) -> Self {
-        let message = message.into();
-        Self {
-            json: json!({ "error": message }).to_string(),
-            text: message,
-            is_error: true,
-        }
-    }
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SavedAgent {
+    tools: BTreeMap<String, String>,
+    #[serde(default)]
+    groups: BTreeMap<String, String>,
 }
 
 pub struct LazyTools<H: Host> {
@@ -79,6 +56,14 @@ pub struct LazyTools<H: Host> {
     /// Schema token costs; counted only when a budget needs them.
     costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
+    /// Servers, declared and lazy groups; rebuilt with the registry.
+    groups: Groups,
+    /// What the host declared it can load on demand.
+    lazy: Vec<LazyGroup>,
+    /// Lazy groups asked for this run, and what came of it.
+    lazy_loads: LazyLoads,
+    /// Loads restored for agents that do not exist yet.
+    restored: BTreeMap<String, BTreeMap<String, u64>>,
 }
 
 impl<H: Host> LazyTools<H> {
@@ -91,6 +76,10 @@ impl<H: Host> LazyTools<H> {
             index: SearchIndex::default(),
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
+            groups: Groups::default(),
+            lazy: Vec::new(),
+            lazy_loads: LazyLoads::new(),
+            restored: BTreeMap::new(),
         }
     }
 
@@ -101,6 +90,19 @@ impl<H: Host> LazyTools<H> {
     /// Applies a new configuration; on error the previous one stays in force.
     pub fn configure(&mut self, config_json: &str) -> Result<(), Vec<ConfigError>> {
         let config = Config::from_json(config_json)?;
+        if let Some(old) = &self.policy
+            && old.config().strategy != config.strategy
+        {
+            return Err(vec![ConfigError {
+                pointer: "/strategy".into(),
+                entry: Some(config.strategy.name().into()),
+                message: format!(
+                    "the strategy cannot change while the plugin runs (it is {}): the shell \
+                     registered that strategy's tools; reinstall the plugin to change it",
+                    old.config().strategy.name()
+                ),
+            }]);
+        }
         let policy = Policy::new(config).map_err(|message| {
             vec![ConfigError {
                 pointer: String::new(),
@@ -120,13 +122,21 @@ impl<H: Host> LazyTools<H> {
         } else {
             self.classify_all(HashMap::new());
             self.count_costs();
+            self.build_groups();
         }
         self.refresh_all();
         Ok(())
     }
 
+    /// The guard tools of the configured strategy (inject before any config).
     pub fn guard_tools(&self) -> Vec<ToolDef> {
-        guards::definitions()
+        guards::definitions(self.strategy())
+    }
+
+    fn strategy(&self) -> Strategy {
+        self.policy
+            .as_ref()
+            .map_or(Strategy::Inject, |p| p.config().strategy)
     }
 
     /// A fresh agent starts with nothing loaded, whatever its parent loaded:
@@ -134,7 +144,13 @@ impl<H: Host> LazyTools<H> {
     /// `allowed-tools` carries it). The parent is the host's business.
     pub fn agent_created(&mut self, agent: &str, _parent: Option<&str>) -> Result<(), PluginError> {
         self.policy()?;
-        self.agents.entry(agent.to_string()).or_default();
+        if !self.agents.contains_key(agent) {
+            let mut state = AgentState::default();
+            if let Some(loads) = self.restored.remove(agent) {
+                state.restore(loads);
+            }
+            self.agents.insert(agent.to_string(), state);
+        }
         self.refresh(agent)
     }
 
@@ -166,9 +182,15 @@ impl<H: Host> LazyTools<H> {
         Ok(())
     }
 
+    /// The tools array: with `dispatch`, only what the policy shows (loads
+    /// never change it); with `inject`, that and what the agent loaded.
     pub fn visible_tools(&mut self, agent: &str) -> Result<Vec<String>, PluginError> {
         self.ensure_fresh(agent)?;
-        Ok(self.agent(agent)?.visible().to_vec())
+        let state = self.agent(agent)?;
+        Ok(match self.strategy() {
+            Strategy::Inject => state.visible().to_vec(),
+            Strategy::Dispatch => state.base_visible().to_vec(),
+        })
     }
 
     /// Denies a direct call to a deferred tool that is not activated. It runs
@@ -181,9 +203,14 @@ impl<H: Host> LazyTools<H> {
                 &format!("lazy-tools: pre-execute for `{agent}` on cached state: {e}"),
             );
         }
+        let strategy = self.strategy();
         match self.agents.get(agent) {
-            Some(state) if state.is_lapsed(tool) => Verdict::Deny(guards::changed_hint(tool)),
-            Some(state) if state.is_pending(tool) => Verdict::Deny(guards::deferred_hint(tool)),
+            Some(state) if state.is_lapsed(tool) => {
+                Verdict::Deny(guards::changed_hint(tool, strategy))
+            }
+            Some(state) if state.is_pending(tool) => {
+                Verdict::Deny(guards::deferred_hint(tool, strategy))
+            }
             _ => Verdict::Pass,
         }
     }
@@ -196,11 +223,130 @@ impl<H: Host> LazyTools<H> {
     ) -> Result<ToolResult, PluginError> {
         self.policy()?;
         self.agent(agent)?;
+        let strategy = self.strategy();
         match tool {
-            guards::TOOL_SEARCH => self.tool_search(agent, arguments),
-            guards::DEFER_EXECUTE_TOOL => self.defer_execute_tool(agent, arguments),
+            guards::TOOL_SEARCH => handlers::tool_search(self, agent, arguments),
+            guards::DEFER_EXECUTE_TOOL if strategy == Strategy::Inject => {
+                handlers::defer_execute_tool(self, agent, arguments)
+            }
+            guards::LOAD_TOOLS => handlers::load_tools(self, agent, arguments),
+            // A shell that knows no `resolve-call` runs the envelope itself.
+            guards::DEFERRED_TOOL_CALL if strategy == Strategy::Dispatch => {
+                Ok(ToolResult::error(format!(
+                    "{}: this shell did not unwrap the call (it must call resolve-call first); \
+                     call the tool directly instead",
+                    guards::DEFERRED_TOOL_CALL
+                )))
+            }
             other => Err(PluginError::UnknownTool(other.to_string())),
         }
+    }
+
+    /// Unwraps a `deferred_tool_call` into the real tool and arguments
+    /// (loading the tool when the agent may load it); any other call is
+    /// `Direct`. The shell calls it before anything else.
+    pub fn resolve_call(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Resolution, PluginError> {
+        if tool != guards::DEFERRED_TOOL_CALL || self.strategy() != Strategy::Dispatch {
+            return Ok(Resolution::Direct);
+        }
+        self.policy()?;
+        self.agent(agent)?;
+        handlers::resolve_call(self, agent, tool, arguments)
+    }
+
+    /// The load state of every agent, as versioned JSON.
+    pub fn export_state(&self) -> Result<String, PluginError> {
+        self.policy()?;
+        let mut agents = BTreeMap::new();
+        for (id, state) in &self.agents {
+            let deferred = state.deferred();
+            let mut groups = BTreeMap::new();
+            for group in self.groups.ids() {
+                let members = self
+                    .groups
+                    .members_for(group, &deferred)
+                    .unwrap_or_default();
+                let loaded = members.iter().filter(|m| state.is_activated(m)).count();
+                if loaded > 0 {
+                    let how = if loaded == members.len() {
+                        "full"
+                    } else {
+                        "partial"
+                    };
+                    groups.insert(group.to_string(), how.to_string());
+                }
+            }
+            let tools = state
+                .loads()
+                .iter()
+                .map(|(name, fingerprint)| (name.clone(), format!("{fingerprint:016x}")))
+                .collect();
+            agents.insert(id.clone(), SavedAgent { tools, groups });
+        }
+        let saved = SavedState {
+            format: STATE_FORMAT.into(),
+            version: STATE_VERSION,
+            strategy: self.strategy().name().into(),
+            agents,
+        };
+        serde_json::to_string_pretty(&saved).map_err(|e| PluginError::Host(e.to_string()))
+    }
+
+    /// Restores an exported load state: existing agents get their loads
+    /// now, others when they are created.
+    pub fn restore_state(&mut self, text: &str) -> Result<(), String> {
+        self.policy().map_err(|e| e.to_string())?;
+        if text.len() > MAX_STATE_BYTES {
+            return Err(format!(
+                "a saved state of {} bytes; at most {MAX_STATE_BYTES}",
+                text.len()
+            ));
+        }
+        let saved: SavedState =
+            serde_json::from_str(text).map_err(|e| format!("not a lazy-tools load state: {e}"))?;
+        if saved.format != STATE_FORMAT || saved.version != STATE_VERSION {
+            return Err(format!(
+                "a load state of format `{}` version {}; this plugin reads `{STATE_FORMAT}` version {STATE_VERSION}",
+                saved.format, saved.version
+            ));
+        }
+        let strategy = self.strategy().name();
+        if saved.strategy != strategy {
+            return Err(format!(
+                "the state was saved with strategy `{}`, but this plugin runs `{strategy}`: \
+                 resume with the same strategy",
+                saved.strategy
+            ));
+        }
+        let mut parsed = BTreeMap::new();
+        for (agent, saved) in saved.agents {
+            let mut loads = BTreeMap::new();
+            for (tool, fingerprint) in saved.tools {
+                let value = u64::from_str_radix(&fingerprint, 16).map_err(|_| {
+                    format!("agent `{agent}`, tool `{tool}`: `{fingerprint}` is not a fingerprint")
+                })?;
+                loads.insert(tool, value);
+            }
+            parsed.insert(agent, loads);
+        }
+        for (agent, loads) in parsed {
+            match self.agents.get_mut(&agent) {
+                Some(state) => {
+                    state.restore(loads);
+                    state.seen_generation = None;
+                }
+                None => {
+                    self.restored.insert(agent, loads);
+                }
+            }
+        }
+        self.refresh_all();
+        Ok(())
     }
 
     /// Lifts every exposure layer this plugin installed.
@@ -220,14 +366,19 @@ impl<H: Host> LazyTools<H> {
     }
 
     /// Text for the agent's system prompt: the catalog of deferred tools,
-    /// the same for any registry or activation order.
+    /// the same for any registry or activation order. With `dispatch` it is
+    /// one line per group, and a `catalog` of `none` means `groups`.
     pub fn system_prompt(&mut self, agent: &str) -> Result<Option<String>, PluginError> {
         let config = self.policy()?.config();
-        let (mode, chars, cap) = (
+        let (mut mode, chars, cap) = (
             config.catalog,
             config.catalog_description_chars as usize,
             config.catalog_tokens,
         );
+        let dispatch = config.strategy == Strategy::Dispatch;
+        if dispatch && mode == CatalogMode::None {
+            mode = CatalogMode::Groups;
+        }
         self.ensure_fresh(agent)?;
         if mode == CatalogMode::None {
             return Ok(None);
@@ -239,28 +390,18 @@ impl<H: Host> LazyTools<H> {
         {
             return Ok(cache.text.clone());
         }
-        // Every tool the policy hides from this agent, loaded or not, so that
-        // loading a tool never changes the text.
-        let mut entries: Vec<Entry> = state
-            .allowed_names()
-            .filter(|name| self.decide(agent, name).hides(state.budget.over))
-            .filter_map(|name| self.registry.lookup(name, agent))
-            .map(|tool| Entry {
-                name: tool.name.clone(),
-                description: tool.description.clone(),
-                group: self
-                    .registry
-                    .group_of(tool)
-                    .map(|g| (g.name.clone(), g.description.clone())),
-            })
-            .collect();
-        entries.sort();
         let host = &self.host;
-        let text = catalog::render(mode, entries, chars, cap, |text| {
+        let count = |text: &str| {
             host.count_tokens(&[text.to_string()])
                 .and_then(|counts| counts.first().copied())
                 .unwrap_or_else(|| estimate_tokens(text))
-        });
+        };
+        let text = if dispatch && mode == CatalogMode::Groups {
+            catalog::render_dispatch(&self.groups.lines(&state.deferred()), chars, cap, count)
+        } else {
+            let entries = catalog::entries(state.deferred(), &self.registry, agent);
+            catalog::render(mode, entries, chars, cap, count)
+        };
         if let Some(state) = self.agents.get_mut(agent) {
             state.catalog = Some(CatalogCache {
                 generation: state.seen_generation,
@@ -300,171 +441,6 @@ impl<H: Host> LazyTools<H> {
         Ok(explanation)
     }
 
-    fn tool_search(&mut self, agent: &str, arguments: &str) -> Result<ToolResult, PluginError> {
-        let args: SearchArgs = match parse_args(guards::TOOL_SEARCH, arguments) {
-            Ok(args) => args,
-            Err(result) => return Ok(result),
-        };
-        let top_k = args.top_k.unwrap_or(i64::from(DEFAULT_TOP_K));
-        if !(1..=i64::from(MAX_TOP_K)).contains(&top_k) {
-            return Ok(ToolResult::error(format!(
-                "tool_search: top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
-            )));
-        }
-        if args.tool_names.is_empty() && args.queries.is_empty() {
-            return Ok(ToolResult::error(
-                "tool_search: give tool_names (exact names) or queries (what the tool should do)",
-            ));
-        }
-        if let Some(problem) = query_problem(&args.queries) {
-            return Ok(ToolResult::error(format!("tool_search: {problem}")));
-        }
-        if let Some(problem) = names_problem(&args.tool_names) {
-            return Ok(ToolResult::error(format!("tool_search: {problem}")));
-        }
-        self.ensure_fresh(agent)?;
-        let mut matches: Vec<Match> = Vec::new();
-        let mut seen = HashSet::new();
-        for name in &args.tool_names {
-            let name = name.trim();
-            if seen.insert(name.to_string()) {
-                let (first, core) = self.activate_with_family(agent, name, &mut seen);
-                matches.push(first);
-                matches.extend(core);
-            }
-        }
-        for query in &args.queries {
-            let state = self.agent(agent)?;
-            let hits: Vec<String> = self
-                .index
-                .search(query, top_k as usize, |name| {
-                    state.is_pending(name) && !seen.contains(name)
-                })
-                .into_iter()
-                .map(str::to_string)
-                .collect();
-            for name in hits {
-                if seen.insert(name.clone()) {
-                    let (first, core) = self.activate_with_family(agent, &name, &mut seen);
-                    matches.push(first);
-                    matches.extend(core);
-                }
-            }
-        }
-        self.install(agent)?;
-        let output = SearchOutput {
-            matches,
-            remaining_deferred: self.agent(agent)?.pending_count(),
-        };
-        let text = output.text();
-        Ok(ToolResult::ok(&output, text))
-    }
-
-    fn defer_execute_tool(
-        &mut self,
-        agent: &str,
-        arguments: &str,
-    ) -> Result<ToolResult, PluginError> {
-        let args: ActivateArgs = match parse_args(guards::DEFER_EXECUTE_TOOL, arguments) {
-            Ok(args) => args,
-            Err(result) => return Ok(result),
-        };
-        if let Some(problem) = names_problem(std::slice::from_ref(&args.tool_name)) {
-            return Ok(ToolResult::error(format!(
-                "{}: {problem}",
-                guards::DEFER_EXECUTE_TOOL
-            )));
-        }
-        self.ensure_fresh(agent)?;
-        let mut seen = HashSet::new();
-        let (m, core) = self.activate_with_family(agent, args.tool_name.trim(), &mut seen);
-        self.install(agent)?;
-        let output = ActivateOutput {
-            tool_name: m.name,
-            status: m.status,
-            reason: m.reason,
-            also_loaded: core.into_iter().map(|m| m.name).collect(),
-        };
-        let text = output.text();
-        Ok(ToolResult::ok(&output, text))
-    }
-
-    /// Activates `name` and, when it loads, the core tools of every family
-    /// it belongs to: the match for `name`, and those of the core tools.
-    fn activate_with_family(
-        &mut self,
-        agent: &str,
-        name: &str,
-        seen: &mut HashSet<String>,
-    ) -> (Match, Vec<Match>) {
-        let first = self.activate(agent, name);
-        let mut matches = Vec::new();
-        if first.status != Status::Loaded {
-            return (first, matches);
-        }
-        let (Some(policy), Some(state)) = (&self.policy, self.agents.get(agent)) else {
-            return (first, matches);
-        };
-        let mut core: Vec<(String, String)> = Vec::new();
-        for family in policy.config().families.iter() {
-            if family.members.first_match(name).is_none() {
-                continue;
-            }
-            for pending in state.pending_names() {
-                if family.core.first_match(pending).is_some() {
-                    core.push((pending.to_string(), family.name.clone()));
-                }
-            }
-        }
-        core.sort();
-        for (tool, family) in core {
-            if seen.insert(tool.clone()) {
-                let mut m = self.activate(agent, &tool);
-                m.via = Some(format!("the core of family `{family}`"));
-                matches.push(m);
-            }
-        }
-        (first, matches)
-    }
-
-    /// Activates one tool for `agent` by exact name, never beyond what the
-    /// agent may call. A hint names only tools the agent may call.
-    fn activate(&mut self, agent: &str, name: &str) -> Match {
-        let definition = self.registry.lookup(name, agent);
-        let description = definition
-            .map(|t| guards::first_sentence(&t.description, 200))
-            .unwrap_or_default();
-        let fingerprint = definition.map(ToolDef::fingerprint);
-        let Some(state) = self.agents.get_mut(agent) else {
-            return unavailable(name, "unknown agent".into());
-        };
-        let status = if let Some(fingerprint) = fingerprint
-            && state.activate(name, fingerprint)
-        {
-            Status::Loaded
-        } else if state.visible().iter().any(|v| v == name) {
-            Status::AlreadyLoaded
-        } else if self.registry.contains(name) {
-            return unavailable(
-                name,
-                "this agent may not call it: a restriction of its chain or of another plugin hides it".into(),
-            );
-        } else {
-            let reason = format!(
-                "no tool of that name{}",
-                suggest::did_you_mean(name, state.allowed_names())
-            );
-            return unavailable(name, reason);
-        };
-        Match {
-            name: name.to_string(),
-            description,
-            status,
-            reason: None,
-            via: None,
-        }
-    }
-
     fn policy(&self) -> Result<&Policy, PluginError> {
         self.policy.as_ref().ok_or(PluginError::NotConfigured)
     }
@@ -478,11 +454,45 @@ impl<H: Host> LazyTools<H> {
     fn load_registry(&mut self) {
         self.registry = Registry::new(self.host.registry(), self.host.tool_groups())
             .with_enrichment(self.host.tool_enrichment());
+        self.lazy = self.host.lazy_groups();
         self.index = SearchIndex::build(&self.registry);
+        self.build_groups();
         // Same policy: a name classified before keeps its decision.
         let known = std::mem::take(&mut self.classes);
         self.classify_all(known);
         self.count_costs();
+    }
+
+    fn build_groups(&mut self) {
+        let declared = self
+            .policy
+            .as_ref()
+            .map(|p| p.config().groups.as_slice())
+            .unwrap_or_default();
+        self.groups = Groups::build(&self.registry, declared, &self.lazy, &self.lazy_loads);
+    }
+
+    /// Asks the host to load lazy group `id`, once per run: later calls get
+    /// what the first one got.
+    fn load_lazy(&mut self, id: &str) -> Result<(), String> {
+        if let Some(done) = self.lazy_loads.get(id) {
+            return done.clone().map(|_| ());
+        }
+        let outcome = self
+            .host
+            .load_group(id)
+            .map(|tools| tools.into_iter().map(|t| t.name).collect::<Vec<_>>());
+        if let Err(e) = &outcome {
+            self.host.log(
+                LogLevel::Warn,
+                &format!("lazy-tools: the host could not load group `{id}`: {e}"),
+            );
+        }
+        self.lazy_loads.insert(id.to_string(), outcome.clone());
+        // Its tools are registered now: see them before answering.
+        self.load_registry();
+        self.refresh_all();
+        outcome.map(|_| ())
     }
 
     /// Counts schema tokens when the config weighs them (auto mode); new
@@ -614,14 +624,150 @@ impl<H: Host> LazyTools<H> {
     }
 }
 
-/// A guard tool's arguments; a bad shape is an error result the model
-/// reads, not an error of the plugin.
-fn parse_args<T: serde::de::DeserializeOwned>(
-    tool: &str,
-    arguments: &str,
-) -> Result<T, ToolResult> {
-    serde_json::from_str(arguments)
-        .map_err(|e| ToolResult::error(format!("{tool}: invalid arguments: {e}")))
+impl<H: Host> Loads for LazyTools<H> {
+    fn strategy(&self) -> Strategy {
+        LazyTools::strategy(self)
+    }
+
+    fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
+        self.ensure_fresh(agent)
+    }
+
+    /// Activates one tool for `agent` by exact name, never beyond what the
+    /// agent may call. A hint names only tools the agent may call.
+    fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError> {
+        let definition = self.registry.lookup(name, agent);
+        let description = definition
+            .map(|t| guards::first_sentence(&t.description, 200))
+            .unwrap_or_default();
+        let fingerprint = definition.map(ToolDef::fingerprint);
+        let Some(state) = self.agents.get_mut(agent) else {
+            return Err(PluginError::UnknownAgent(agent.to_string()));
+        };
+        let status = if let Some(fingerprint) = fingerprint
+            && state.activate(name, fingerprint)
+        {
+            Status::Loaded
+        } else if state.visible().iter().any(|v| v == name) {
+            Status::AlreadyLoaded
+        } else if self.registry.contains(name) {
+            return Ok(unavailable(
+                name,
+                "this agent may not call it: a restriction of its chain or of another plugin hides it".into(),
+            ));
+        } else {
+            let reason = format!(
+                "no tool of that name{}",
+                suggest::did_you_mean(name, state.allowed_names())
+            );
+            return Ok(unavailable(name, reason));
+        };
+        Ok(Match {
+            name: name.to_string(),
+            description,
+            status,
+            reason: None,
+            via: None,
+        })
+    }
+
+    fn family_core(&self, agent: &str, name: &str) -> Vec<(String, String)> {
+        let (Some(policy), Some(state)) = (&self.policy, self.agents.get(agent)) else {
+            return Vec::new();
+        };
+        let mut core: Vec<(String, String)> = Vec::new();
+        for family in policy.config().families.iter() {
+            if family.members.first_match(name).is_none() {
+                continue;
+            }
+            for pending in state.pending_names() {
+                if family.core.first_match(pending).is_some() {
+                    core.push((pending.to_string(), family.name.clone()));
+                }
+            }
+        }
+        core.sort();
+        core
+    }
+
+    fn search(
+        &self,
+        agent: &str,
+        query: &str,
+        top_k: usize,
+        skip: &HashSet<String>,
+    ) -> Vec<String> {
+        let Some(state) = self.agents.get(agent) else {
+            return Vec::new();
+        };
+        self.index
+            .search(query, top_k, |name| {
+                state.is_pending(name) && !skip.contains(name)
+            })
+            .into_iter()
+            .map(str::to_string)
+            .collect()
+    }
+
+    fn install(&mut self, agent: &str) -> Result<(), PluginError> {
+        LazyTools::install(self, agent)
+    }
+
+    fn pending_count(&self, agent: &str) -> usize {
+        self.agents.get(agent).map_or(0, AgentState::pending_count)
+    }
+
+    fn is_loaded(&self, agent: &str, name: &str) -> bool {
+        self.agents
+            .get(agent)
+            .is_some_and(|s| s.visible().iter().any(|v| v == name))
+    }
+
+    fn schema(&self, agent: &str, name: &str) -> Option<Schema> {
+        let tool = self.registry.lookup(name, agent)?;
+        Some(Schema {
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: serde_json::from_str(&tool.parameters)
+                .unwrap_or_else(|_| serde_json::Value::String(tool.parameters.clone())),
+        })
+    }
+
+    fn group(&mut self, agent: &str, id: &str) -> Result<GroupLookup, PluginError> {
+        let lazy = self.groups.get(id).is_some_and(|g| g.lazy.is_some());
+        if lazy && let Err(reason) = self.load_lazy(id) {
+            return Ok(GroupLookup::Failed(reason));
+        }
+        let state = self.agent(agent)?;
+        Ok(match self.groups.members_for(id, &state.deferred()) {
+            Some(members) => GroupLookup::Members(members),
+            None => GroupLookup::Unknown(format!(
+                "no group of that id{}",
+                suggest::did_you_mean(id, self.groups.ids())
+            )),
+        })
+    }
+
+    fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {
+        if !self.registry.contains(name)
+            && let Some(group) = self.groups.lazy_group_declaring(name).map(str::to_string)
+            && let Err(reason) = self.load_lazy(&group)
+        {
+            return Ok(Err(reason));
+        }
+        let state = self.agent(agent)?;
+        Ok(Ok(if state.is_pending(name) {
+            Target::Pending
+        } else if self.registry.contains(name) {
+            // Loaded, visible, or refused by the shell like any call.
+            Target::Ready
+        } else {
+            Target::Unknown(format!(
+                "no tool named `{name}`{}",
+                suggest::did_you_mean(name, state.allowed_names())
+            ))
+        }))
+    }
 }
 
 /// A visible default for a state that cannot happen (a name classified
@@ -634,50 +780,6 @@ fn policy_missing() -> Decision {
     }
 }
 
-/// What is wrong with the queries of a `tool_search` call, if anything.
-fn query_problem(queries: &[String]) -> Option<String> {
-    if queries.len() > MAX_QUERIES {
-        return Some(format!(
-            "at most {MAX_QUERIES} queries per call, got {}",
-            queries.len()
-        ));
-    }
-    queries.iter().enumerate().find_map(|(i, query)| {
-        let chars = query.chars().count();
-        if query.trim().is_empty() {
-            Some(format!("query {} is empty", i + 1))
-        } else if chars > MAX_QUERY_CHARS {
-            Some(format!(
-                "query {} has {chars} characters; at most {MAX_QUERY_CHARS}",
-                i + 1
-            ))
-        } else {
-            None
-        }
-    })
-}
-
-/// What is wrong with the tool names of a guard-tool call, if anything.
-fn names_problem(names: &[String]) -> Option<String> {
-    if names.len() > guards::MAX_TOOL_NAMES {
-        return Some(format!(
-            "at most {} tool names per call, got {}",
-            guards::MAX_TOOL_NAMES,
-            names.len()
-        ));
-    }
-    names.iter().enumerate().find_map(|(i, name)| {
-        let chars = name.chars().count();
-        (chars > guards::MAX_TOOL_NAME_CHARS).then(|| {
-            format!(
-                "tool name {} has {chars} characters; at most {}",
-                i + 1,
-                guards::MAX_TOOL_NAME_CHARS
-            )
-        })
-    })
-}
-
 fn unavailable(name: &str, reason: String) -> Match {
     Match {
         name: name.to_string(),
@@ -685,56 +787,5 @@ fn unavailable(name: &str, reason: String) -> Match {
         status: Status::Unavailable,
         reason: Some(reason),
         via: None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn queries(list: &[&str]) -> Vec<String> {
-        list.iter().map(|q| q.to_string()).collect()
-    }
-
-    #[test]
-    fn queries_within_the_limits_pass() {
-        assert_eq!(query_problem(&queries(&["read a file", "读取文件"])), None);
-        assert_eq!(query_problem(&[]), None);
-        let longest = "字".repeat(MAX_QUERY_CHARS);
-        assert_eq!(query_problem(&[longest]), None);
-        assert_eq!(query_problem(&queries(&["q"; MAX_QUERIES])), None);
-    }
-
-    #[test]
-    fn tool_names_are_bounded_like_queries() {
-        let longest = "n".repeat(guards::MAX_TOOL_NAME_CHARS);
-        assert_eq!(names_problem(&[longest]), None);
-        // A 1 MB name cost 45 s of "did you mean" against every registered name.
-        let huge = "n".repeat(1 << 20);
-        assert_eq!(
-            names_problem(&[String::new(), huge]).as_deref(),
-            Some("tool name 2 has 1048576 characters; at most 256")
-        );
-        assert_eq!(
-            names_problem(&queries(&["t"; guards::MAX_TOOL_NAMES + 1])).as_deref(),
-            Some("at most 50 tool names per call, got 51")
-        );
-    }
-
-    #[test]
-    fn queries_past_the_limits_say_what_is_wrong() {
-        assert_eq!(
-            query_problem(&queries(&["ok", "  "])).as_deref(),
-            Some("query 2 is empty")
-        );
-        let long = "字".repeat(MAX_QUERY_CHARS + 1);
-        assert_eq!(
-            query_problem(&[long]).as_deref(),
-            Some("query 1 has 501 characters; at most 500")
-        );
-        assert_eq!(
-            query_problem(&queries(&["q"; MAX_QUERIES + 1])).as_deref(),
-            Some("at most 10 queries per call, got 11")
-        );
     }
 }

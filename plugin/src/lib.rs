@@ -12,9 +12,11 @@
 
 mod catalog;
 mod config;
+mod groups;
 pub mod guards;
 pub mod host;
 mod lazy_tools;
+mod outcome;
 mod pattern;
 mod policy;
 pub mod registry;
@@ -27,5 +29,6 @@ pub mod tokens;
 mod component;
 
 pub use config::ConfigError;
-pub use lazy_tools::{LazyTools, PluginError, ToolResult, Verdict};
+pub use config::Strategy;
+pub use lazy_tools::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};

@@ -24,13 +24,21 @@ pub struct ToolDef {
 impl ToolDef {
     /// A fingerprint of what the model is shown: name, description and
     /// parameters. An activation holds it, so a tool whose definition
-    /// changes is not shown again without being loaded again. (In-memory
-    /// only: the std hasher is stable within one build.)
+    /// changes is not shown again without being loaded again. FNV-1a over
+    /// the three texts (each followed by a 0xff byte, which UTF-8 never
+    /// holds): stable across builds, so a saved state restores in a later
+    /// run.
     pub fn fingerprint(&self) -> u64 {
-        use std::hash::{Hash, Hasher};
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (&self.name, &self.description, &self.parameters).hash(&mut hasher);
-        hasher.finish()
+        const OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
+        const PRIME: u64 = 0x0100_0000_01b3;
+        let mut hash = OFFSET;
+        for part in [&self.name, &self.description, &self.parameters] {
+            for byte in part.bytes().chain([0xff]) {
+                hash ^= u64::from(byte);
+                hash = hash.wrapping_mul(PRIME);
+            }
+        }
+        hash
     }
 }
 
@@ -54,6 +62,15 @@ pub struct Enrichment {
     pub keywords: Vec<String>,
     pub examples: Vec<String>,
     pub descriptions: Vec<String>,
+}
+
+/// A group the host can load on demand (mirrors the WIT `lazy-group`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyGroup {
+    pub name: String,
+    pub description: String,
+    /// The tools it will register, as far as the host knows them.
+    pub tool_names: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -111,6 +128,11 @@ impl Registry {
     /// What the shell adds to a tool's text for search.
     pub fn enrichment_of(&self, name: &str) -> Option<&Enrichment> {
         self.enrichment.get(name)
+    }
+
+    /// The described groups (MCP servers), by name.
+    pub fn group(&self, name: &str) -> Option<&ToolGroup> {
+        self.groups.get(name)
     }
 
     pub fn tools(&self) -> &[ToolDef] {

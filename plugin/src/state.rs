@@ -1,7 +1,7 @@
 //! Per-agent state: what the agent may call, what it has loaded, and the
 //! exposure layer this plugin installed for it.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::policy::{BudgetStanding, Decision};
 
@@ -29,6 +29,11 @@ pub struct AgentState {
     allowed: HashSet<String>,
     /// Allowed tools the model sees: not deferred, or activated.
     visible: Vec<String>,
+    /// Allowed tools the policy does not defer: the tools array of the
+    /// `dispatch` strategy, which loading never changes.
+    base_visible: Vec<String>,
+    /// Allowed tools the policy defers, loaded or not.
+    deferred: BTreeSet<String>,
     /// Allowed tools that are deferred and not activated.
     pending: HashSet<String>,
     /// The exposure layer this plugin has installed (`None`: none installed).
@@ -70,13 +75,17 @@ impl AgentState {
         fingerprint: impl Fn(&str) -> Option<u64>,
     ) {
         self.visible.clear();
+        self.base_visible.clear();
+        self.deferred.clear();
         self.pending.clear();
         self.lapsed.clear();
         for (name, decision) in allowed.iter().zip(decisions) {
             if !decision.hides(self.budget.over) {
                 self.visible.push(name.clone());
+                self.base_visible.push(name.clone());
                 continue;
             }
+            self.deferred.insert(name.clone());
             match self.activated.get(name) {
                 Some(loaded) if fingerprint(name) == Some(*loaded) => {
                     self.visible.push(name.clone())
@@ -93,8 +102,31 @@ impl AgentState {
         self.allowed = allowed.into_iter().collect();
     }
 
+    /// What the model may call: the tools the policy shows and those loaded.
     pub fn visible(&self) -> &[String] {
         &self.visible
+    }
+
+    /// The tools the policy shows, whatever is loaded.
+    pub fn base_visible(&self) -> &[String] {
+        &self.base_visible
+    }
+
+    /// The allowed tools the policy defers, loaded or not, sorted.
+    pub fn deferred(&self) -> BTreeSet<&str> {
+        self.deferred.iter().map(String::as_str).collect()
+    }
+
+    /// Every tool loaded on demand with the fingerprint of its definition
+    /// (lapsed ones included: they hold the definition that was loaded).
+    pub fn loads(&self) -> &BTreeMap<String, u64> {
+        &self.activated
+    }
+
+    /// Adds loads saved by an earlier run; they count from the next
+    /// refresh, for the definitions they were made for.
+    pub fn restore(&mut self, loads: BTreeMap<String, u64>) {
+        self.activated.extend(loads);
     }
 
     /// The names the agent may call, in no particular order.

@@ -4,6 +4,7 @@
 
 mod backend;
 mod builtins;
+mod validate;
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -16,8 +17,8 @@ pub use self::builtins::core_builtins;
 // The core and the tool types live below the shell (plugins see the core
 // through `host_view`); they are re-exported where the shell's users look.
 use crate::catalog::Catalog;
-use crate::plugin_api::{ConfigError, Explanation, LocatedExplanation, Verdict};
-pub use crate::shell_core::{ShellCore, ShellError};
+use crate::plugin_api::{CallResolution, ConfigError, Explanation, LocatedExplanation, Verdict};
+pub use crate::shell_core::{GroupLoader, LazyGroupDecl, ShellCore, ShellError};
 pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::wasm_host::{LimitExceeded, Limits, PluginComponent, PluginInstance, WasmHost};
 
@@ -61,6 +62,9 @@ pub enum InstallError {
 struct ShellPlugin {
     id: String,
     instance: PluginInstance,
+    /// What it was installed from, so a resume can start it afresh.
+    component: PluginComponent,
+    config: Value,
     /// The plugin's own tools, registered in every agent's scope.
     guards: Vec<Tool>,
     /// Set when the plugin trapped or ran out of time or memory: it is no
@@ -274,6 +278,8 @@ impl Shell {
         self.plugins.push(ShellPlugin {
             id: id.to_string(),
             instance,
+            component: component.clone(),
+            config: config.clone(),
             guards,
             quarantined: None,
         });
@@ -364,7 +370,10 @@ impl Shell {
     pub fn reconfigure(&mut self, id: &str, config: &Value) -> Result<(), InstallError> {
         let index = self.live_index(id)?;
         match self.plugins[index].instance.configure(&config.to_string()) {
-            Ok(Ok(())) => Ok(()),
+            Ok(Ok(())) => {
+                self.plugins[index].config = config.clone();
+                Ok(())
+            }
             Ok(Err(errors)) => Err(InstallError::Config {
                 plugin: id.to_string(),
                 errors,
@@ -414,6 +423,73 @@ impl Shell {
         }
         disposed.with_context(|| format!("plugin `{id}` trapped in dispose"))?;
         self.notify_registry_changed()
+    }
+
+    /// Declares lazy groups and the loader that loads them (WIT 0.3.0
+    /// `host.lazy-groups` / `host.load-group`); plugins hear of them with the
+    /// registry.
+    pub fn set_lazy_groups(
+        &mut self,
+        groups: Vec<LazyGroupDecl>,
+        loader: Arc<dyn GroupLoader>,
+    ) -> Result<()> {
+        {
+            let mut core = self.core();
+            for group in groups {
+                core.declare_lazy_group(group);
+            }
+            core.set_group_loader(loader);
+        }
+        self.notify_registry_changed()
+    }
+
+    /// Plugin `id`'s load state (WIT 0.3.0 `export-state`), to resume later.
+    pub fn export_state(&mut self, id: &str) -> Result<String> {
+        let index = self.live_index(id)?;
+        match self.plugins[index].instance.export_state() {
+            Ok(Some(state)) => state.map_err(|e| anyhow!("plugin `{id}`: {e}")),
+            Ok(None) => bail!(
+                "plugin `{id}` speaks dsh:tool-restriction@{}, which cannot save its state",
+                self.plugins[index].instance.contract_version()
+            ),
+            Err(failure) => {
+                self.quarantine(index, "export-state", &failure);
+                bail!(
+                    "plugin `{id}` failed in export-state and is disabled: {}",
+                    failure_reason(&failure)
+                )
+            }
+        }
+    }
+
+    /// Gives plugin `id` a state saved by an earlier run.
+    pub fn restore_state(&mut self, id: &str, state: &str) -> Result<()> {
+        let index = self.live_index(id)?;
+        match self.plugins[index].instance.restore_state(state) {
+            Ok(restored) => restored.map_err(|e| anyhow!("plugin `{id}` cannot restore: {e}")),
+            Err(failure) => {
+                self.quarantine(index, "restore-state", &failure);
+                bail!(
+                    "plugin `{id}` failed in restore-state and is disabled: {}",
+                    failure_reason(&failure)
+                )
+            }
+        }
+    }
+
+    /// A new run of plugin `id` over the same shell: its state is saved,
+    /// it is removed and installed afresh (with `config`, or the one it
+    /// had), and the state restored, as a resumed session does.
+    pub fn resume_plugin(&mut self, id: &str, config: Option<&Value>) -> Result<()> {
+        let state = self.export_state(id)?;
+        let index = self.live_index(id)?;
+        let component = self.plugins[index].component.clone();
+        let config = config
+            .cloned()
+            .unwrap_or_else(|| self.plugins[index].config.clone());
+        self.dispose_plugin(id)?;
+        self.install_plugin(id, &component, &config)?;
+        self.restore_state(id, &state)
     }
 
     /// Direct access to a plugin instance, for lifecycle tests.
@@ -590,7 +666,76 @@ impl Shell {
         self.notify_registry_changed()
     }
 
+    /// Asks the plugin that owns `tool` to resolve the call (WIT 0.3.0
+    /// `resolve-call`): a forwarded call comes back as the real tool and
+    /// arguments, so everything after sees only those.
+    fn resolve_forwarded(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        arguments: &Value,
+    ) -> Result<Resolved> {
+        let owner = self
+            .core()
+            .resolve(agent, tool)?
+            .and_then(|t| t.owner.clone());
+        let Some(index) = owner.and_then(|owner| {
+            self.plugins
+                .iter()
+                .position(|p| p.id == owner && p.quarantined.is_none())
+        }) else {
+            return Ok(Resolved::Direct);
+        };
+        let resolution =
+            self.plugins[index]
+                .instance
+                .resolve_call(agent, tool, &arguments.to_string());
+        // A lazy group the plugin loaded registered tools: every plugin hears.
+        if self.core().take_loaded_outside() {
+            self.notify_registry_changed()?;
+        }
+        let plugin = &self.plugins[index].id;
+        Ok(match resolution {
+            Ok(Ok(CallResolution::Direct)) => Resolved::Direct,
+            Ok(Ok(CallResolution::Forward(call))) => {
+                let Ok(real) = serde_json::from_str(&call.arguments) else {
+                    bail!("plugin `{plugin}` forwarded `{tool}` with arguments that are not JSON");
+                };
+                tracing::info!(agent, envelope = tool, tool = %call.tool, implicitly_loaded = call.implicitly_loaded, "forwarded call");
+                Resolved::Forward {
+                    tool: call.tool,
+                    arguments: real,
+                }
+            }
+            Ok(Ok(CallResolution::Reject(result))) => {
+                let json = serde_json::from_str(&result.json).with_context(|| {
+                    format!("plugin `{plugin}` rejected `{tool}` with a result that is not JSON")
+                })?;
+                Resolved::Done(CallOutcome::Completed(ToolOutput {
+                    json,
+                    text: result.text,
+                    is_error: result.is_error,
+                }))
+            }
+            Ok(Err(e)) => bail!("plugin `{plugin}` could not resolve `{tool}`: {e}"),
+            Err(failure) => {
+                let reason = failure_reason(&failure);
+                let plugin = plugin.clone();
+                self.quarantine(index, "resolve-call", &failure);
+                Resolved::Done(CallOutcome::Refused(format!(
+                    "tool `{tool}` failed: its plugin `{plugin}` is disabled ({reason})"
+                )))
+            }
+        })
+    }
+
     fn call_checked(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
+        let (tool, arguments, forwarded) = match self.resolve_forwarded(agent, tool, arguments)? {
+            Resolved::Direct => (tool.to_string(), arguments.clone(), false),
+            Resolved::Forward { tool, arguments } => (tool, arguments, true),
+            Resolved::Done(outcome) => return Ok(outcome),
+        };
+        let (tool, arguments) = (tool.as_str(), &arguments);
         let resolved = self.core().resolve(agent, tool)?.cloned();
         if resolved.is_none() {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
@@ -627,6 +772,9 @@ impl Shell {
             return Ok(CallOutcome::Refused(format!(
                 "tool `{tool}` is not available to agent `{agent}`"
             )));
+        }
+        if forwarded && let Some(invalid) = validate::check(&resolved, arguments) {
+            return Ok(CallOutcome::Completed(invalid));
         }
         let Some(owner) = resolved.owner.as_deref() else {
             let ran = self
@@ -727,6 +875,17 @@ impl Shell {
             tracing::warn!("{e:#}");
         }
     }
+}
+
+/// What `resolve-call` made of a call.
+enum Resolved {
+    Direct,
+    Forward {
+        tool: String,
+        arguments: Value,
+    },
+    /// Nothing runs: the plugin answered (a rejected envelope) or failed.
+    Done(CallOutcome),
 }
 
 /// Without a backend for it (built-ins, catalog tools), a call that passes

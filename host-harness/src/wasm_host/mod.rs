@@ -25,8 +25,8 @@ use limits::{AsClock, CallClock, MemoryWatch};
 pub use limits::{CallKind, LimitExceeded, Limits};
 use wit::PluginBindings;
 use wit::since_v0_3_0::wit::{
-    ConfigError, Explanation, LocatedExplanation, PluginError, PluginError as PluginCallError,
-    ToolResult, Verdict,
+    CallResolution, ConfigError, Explanation, LocatedExplanation, PluginError,
+    PluginError as PluginCallError, ToolResult, Verdict,
 };
 
 /// The path of the lazy-tools component this crate was built with.
@@ -527,6 +527,39 @@ impl PluginInstance {
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
             tool,
+        )
+    }
+
+    /// Unwraps a forwarded call; `direct` for anything else.
+    pub fn resolve_call(
+        &mut self,
+        agent: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<CallResolution, PluginCallError>> {
+        // It may load a lazy group (a server start): a long call.
+        self.bindings.resolve_call(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
+            agent,
+            tool,
+            arguments,
+        )
+    }
+
+    /// The plugin's load state; `None` for a plugin older than 0.3.0.
+    pub fn export_state(&mut self) -> Result<Option<Result<String, PluginCallError>>> {
+        self.bindings.export_state(begin(
+            &mut self.store,
+            &self.limits,
+            self.epochs,
+            CallKind::Short,
+        ))
+    }
+
+    pub fn restore_state(&mut self, state: &str) -> Result<Result<(), String>> {
+        self.bindings.restore_state(
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            state,
         )
     }
 

@@ -15,8 +15,8 @@ use super::{IntoAnyhow as _, PluginState};
 use crate::tool::Tool;
 use since_v0_3_0 as latest;
 use since_v0_3_0::wit::{
-    ConfigError, Explanation, LocatedExplanation, PluginError, PluginError as PluginCallError,
-    ToolResult, Verdict,
+    CallResolution, ConfigError, Explanation, LocatedExplanation, PluginError,
+    PluginError as PluginCallError, ToolResult, Verdict,
 };
 
 /// Every contract version this host supports, newest first.
@@ -250,6 +250,56 @@ impl PluginBindings {
                         pointer: None,
                     }))
             }
+        }
+    }
+
+    /// Unwraps a forwarded call (0.3.0); older plugins have no forwarder,
+    /// so every call is `direct`.
+    pub fn resolve_call(
+        &self,
+        store: &mut Store<PluginState>,
+        agent: &str,
+        tool: &str,
+        arguments: &str,
+    ) -> Result<Result<CallResolution, PluginCallError>> {
+        match self {
+            Self::V0_3_0(b) => Ok(b.dsh_tool_restriction_restriction().call_resolve_call(
+                store,
+                &agent.to_owned(),
+                tool,
+                arguments,
+            )?),
+            Self::V0_1_0(_) | Self::V0_2_0(_) => Ok(Ok(CallResolution::Direct)),
+        }
+    }
+
+    /// The plugin's load state (0.3.0); older plugins have none to save.
+    pub fn export_state(
+        &self,
+        store: &mut Store<PluginState>,
+    ) -> Result<Option<Result<String, PluginCallError>>> {
+        match self {
+            Self::V0_3_0(b) => Ok(Some(
+                b.dsh_tool_restriction_restriction()
+                    .call_export_state(store)?,
+            )),
+            Self::V0_1_0(_) | Self::V0_2_0(_) => Ok(None),
+        }
+    }
+
+    pub fn restore_state(
+        &self,
+        store: &mut Store<PluginState>,
+        state: &str,
+    ) -> Result<Result<(), String>> {
+        match self {
+            Self::V0_3_0(b) => Ok(b
+                .dsh_tool_restriction_restriction()
+                .call_restore_state(store, state)?),
+            Self::V0_1_0(_) | Self::V0_2_0(_) => Ok(Err(format!(
+                "the plugin speaks dsh:tool-restriction@{}, which cannot restore a state",
+                self.version()
+            ))),
         }
     }
 

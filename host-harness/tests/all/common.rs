@@ -3,7 +3,7 @@
 use host_harness::shell::Shell;
 
 /// lazy-tools' guard tools, in the order it registers them.
-pub const GUARDS: [&str; 2] = ["tool_search", "defer_execute_tool"];
+pub const GUARDS: [&str; 3] = ["tool_search", "defer_execute_tool", "load_tools"];
 
 /// The names of the tools on `agent`'s next request, in prompt order (or
 /// collected into a set).

@@ -53,7 +53,10 @@ fn runs(component: &host_harness::wasm_host::PluginComponent) {
         .into_iter()
         .map(|t| t.name)
         .collect();
-    assert_eq!(names, ["bash", "tool_search", "defer_execute_tool"]);
+    assert_eq!(
+        names,
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
+    );
 }
 
 #[test]

@@ -63,6 +63,7 @@ const EXPORTS: &[&str] = &[
     "visible-tools",
     "pre-execute",
     "execute",
+    "resolve-call",
     "registry-changed",
     "system-prompt",
 ];
@@ -111,7 +112,8 @@ fn trigger(shell: &mut Shell, export: &str, how: &str) -> Option<Shell> {
             // The plugin's verdict is gone with it; the call goes on.
             assert!(matches!(outcome, CallOutcome::Completed(_)), "{outcome:?}");
         }
-        "execute" => {
+        // The shell resolves a call to a plugin's tool before anything else.
+        "execute" | "resolve-call" => {
             let outcome = shell
                 .call("main/child", "hostile_guard", &Value::Null)
                 .unwrap();

@@ -4,6 +4,7 @@
 //! their own, one trial per fixture folder. See `../README.md`.
 
 mod bench_search;
+mod bench_session;
 mod common;
 mod component_cache;
 mod contract_versions;

@@ -95,7 +95,8 @@ fn budget_boundary_just_under_and_just_over() {
             "gh__list_issues",
             "slack__post",
             "tool_search",
-            "defer_execute_tool"
+            "defer_execute_tool",
+            "load_tools"
         ]
     );
     let why = at
@@ -113,7 +114,7 @@ fn budget_boundary_just_under_and_just_over() {
     let mut over = shell(Some(Tokenizer::O200k), tools(), auto(tokens - 1));
     assert_eq!(
         visible(&mut over),
-        ["bash", "tool_search", "defer_execute_tool"]
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
     );
     let why = over
         .explain("lazy-tools", "main", "gh__create_issue")
@@ -130,29 +131,29 @@ fn budget_boundary_just_under_and_just_over() {
 fn auto_mode_never_flaps() {
     let budget = exact(&tools(), Tokenizer::O200k);
     let mut shell = shell(Some(Tokenizer::O200k), tools(), auto(budget));
-    assert_eq!(visible(&mut shell).len(), 6);
+    assert_eq!(visible(&mut shell).len(), 7);
     // A server connects and pushes the schemas over the budget: deferral
     // starts, for every eligible tool.
     shell.register_tools([big_tool()]).unwrap();
     assert_eq!(
         visible(&mut shell),
-        ["bash", "tool_search", "defer_execute_tool"]
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
     );
     // It leaves again: back under the budget, but the others stay deferred.
     shell.unregister_tools(&["db__query"], None).unwrap();
     assert_eq!(
         visible(&mut shell),
-        ["bash", "tool_search", "defer_execute_tool"]
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
     );
     shell.register_tools([big_tool()]).unwrap();
     shell.unregister_tools(&["db__query"], None).unwrap();
     assert_eq!(
         visible(&mut shell),
-        ["bash", "tool_search", "defer_execute_tool"]
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
     );
     // A new config weighs the budget afresh.
     shell.reconfigure("lazy-tools", &auto(budget)).unwrap();
-    assert_eq!(visible(&mut shell).len(), 6);
+    assert_eq!(visible(&mut shell).len(), 7);
 }
 
 #[test]
@@ -160,11 +161,11 @@ fn without_a_counter_the_estimate_decides_and_errs_high() {
     let tokens = exact(&tools(), Tokenizer::O200k);
     // With the host's counter the tools fit; the estimate says they do not.
     let mut counted = shell(Some(Tokenizer::O200k), tools(), auto(tokens));
-    assert_eq!(visible(&mut counted).len(), 6);
+    assert_eq!(visible(&mut counted).len(), 7);
     let mut estimated = shell(None, tools(), auto(tokens));
     assert_eq!(
         visible(&mut estimated),
-        ["bash", "tool_search", "defer_execute_tool"]
+        ["bash", "tool_search", "defer_execute_tool", "load_tools"]
     );
 }
 

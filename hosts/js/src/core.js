@@ -22,6 +22,12 @@ export class ShellCore {
   tools = [];
   /** MCP servers (and other groups) by name, with their descriptions. */
   groups = new Map();
+  /** Lazy groups by name: `{decl: {name, description, toolNames}, loads}`. */
+  lazyGroups = new Map();
+  /** Loads a lazy group: `(name) => Tool[]`, throwing why it could not. */
+  groupLoader = undefined;
+  /** Set when a plugin's `load-group` registered tools, for the shell to tell every plugin. */
+  loadedOutside = false;
   /** A function from text to a token count, when the shell counts tokens. */
   tokenCounter = undefined;
   /** Bumped on every change to what some agent may call (`host.tools-generation`). */
@@ -32,6 +38,24 @@ export class ShellCore {
   restrictions = new Map();
   /** agent id -> source -> Set of exposed names (not inherited, WIT 0.3.0 `host.expose`) */
   exposures = new Map();
+
+  /** Registers what lazy group `name` loads; counts the load. Returns the tools. */
+  loadGroup(name) {
+    const group = this.lazyGroups.get(name);
+    if (!group) throw new Error(`the shell has no lazy group \`${name}\``);
+    group.loads += 1;
+    if (!this.groupLoader) throw new Error(`the shell cannot load group \`${name}\`: it has no loader`);
+    const tools = this.groupLoader(name);
+    for (const tool of tools) {
+      const same = this.tools.some(
+        (t) => t.name === tool.name && t.scope === tool.scope && t.parametersJson === tool.parametersJson && t.description === tool.description,
+      );
+      if (same) continue;
+      this.register(tool);
+      this.loadedOutside = true;
+    }
+    return tools;
+  }
 
   setGroup(name, description) {
     this.groups.set(name, description);

@@ -76,6 +76,16 @@ export function hostInterface(core, pluginId, logs) {
       core.tools
         .filter((t) => t.searchText !== undefined)
         .map((t) => ({ tool: t.name, ...t.searchText })),
+
+    lazyGroups: () => [...core.lazyGroups.values()].map(({ decl }) => decl),
+
+    loadGroup(name) {
+      try {
+        return ok(core.loadGroup(name).map(toolToWit));
+      } catch (e) {
+        return err(e.message);
+      }
+    },
   };
 }
 

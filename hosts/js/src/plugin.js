@@ -120,6 +120,24 @@ export class PluginInstance {
     return this.#call('explainLocated', agent, tool);
   }
 
+  /**
+   * `resolve-call` (0.3.0): `{ok: true, value: {tag: 'direct'} | {tag: 'forward', val:
+   * {tool, arguments, implicitlyLoaded}} | {tag: 'reject', val: tool-result}}` or a plugin error.
+   */
+  resolveCall(agent, tool, argumentsJson) {
+    return this.#call('resolveCall', agent, tool, argumentsJson);
+  }
+
+  /** `{ok: true, value: json}` or a plugin error. */
+  exportState() {
+    return this.#call('exportState');
+  }
+
+  /** `{ok: true}` or `{ok: false, error: message}`. */
+  restoreState(state) {
+    return this.#call('restoreState', state);
+  }
+
   dispose() {
     this.#infallible('dispose');
   }

@@ -120,7 +120,7 @@ function readStep(reader, pointer) {
   const node = reader.at(pointer);
   if (node === 'dispose_plugin') return { kind: 'dispose_plugin' };
   if (!isObject(node) || Object.keys(node).length !== 1) {
-    reader.fail(pointer, 'a step is one of visible, call, register, unregister, create_agent, fork_agent, dispose_agent, restrict, reconfigure, resend, dispose_plugin, explain');
+    reader.fail(pointer, 'a step is one of visible, call, register, unregister, create_agent, fork_agent, dispose_agent, restrict, reconfigure, resend, dispose_plugin, explain, resume, lazy_loads, steady, prompt');
   }
   const [kind] = Object.keys(node);
   const at = `${pointer}/${kind}`;
@@ -203,17 +203,54 @@ function readStep(reader, pointer) {
       if (Object.keys(event).length !== 1) reader.fail(at, 'resend one event');
       return { kind, event: name, agent: reader.string(`${at}/${name}`, `resend ${name}`) };
     }
+    case 'resume': {
+      const step = reader.object(at, 'resume', ['config', 'error']);
+      return { kind, config: step.config, error: reader.optionalString(`${at}/error`, 'resume error') };
+    }
+    case 'lazy_loads': {
+      const step = reader.object(at, 'lazy_loads', ['group', 'times'], ['group', 'times']);
+      return { kind, group: reader.string(`${at}/group`, 'lazy_loads group'), times: step.times };
+    }
+    case 'steady':
+      reader.object(at, 'steady', ['agent', 'during'], ['agent', 'during']);
+      return {
+        kind,
+        agent: reader.string(`${at}/agent`, 'steady agent'),
+        during: reader.list(`${at}/during`, 'steady during').map((p) => readStep(reader, p)),
+      };
+    case 'prompt':
+      reader.object(at, 'prompt', ['agent', 'contains', 'excludes'], ['agent']);
+      return {
+        kind,
+        agent: reader.string(`${at}/agent`, 'prompt agent'),
+        contains: reader.optionalStrings(`${at}/contains`, 'prompt contains') ?? [],
+        excludes: reader.optionalStrings(`${at}/excludes`, 'prompt excludes') ?? [],
+      };
     default:
       return reader.fail(at, `unknown step \`${kind}\``);
   }
+}
+
+/** A lazy group: `{name, description, tools, declare?, fail?}`. */
+function readLazyGroup(reader, pointer) {
+  reader.object(pointer, 'lazy group', ['name', 'description', 'tools', 'declare', 'fail'], ['name', 'description']);
+  const tools = reader.list(`${pointer}/tools`, 'lazy group tools').map((p) => readTool(reader, p));
+  return {
+    name: reader.string(`${pointer}/name`, 'lazy group name'),
+    description: reader.string(`${pointer}/description`, 'lazy group description'),
+    tools,
+    declare: reader.optionalStrings(`${pointer}/declare`, 'lazy group declare'),
+    fail: reader.optionalString(`${pointer}/fail`, 'lazy group fail'),
+  };
 }
 
 /** A parsed script: `{catalog, tools, agents, steps: [{step, line}]}`. */
 export function parseScript(file, text) {
   const located = LocatedValue.parse(file, text);
   const reader = new Reader(located);
-  reader.object('', 'script', ['catalog', 'tools', 'agents', 'steps']);
+  reader.object('', 'script', ['catalog', 'tools', 'agents', 'lazy_groups', 'steps']);
   return {
+    lazyGroups: reader.list('/lazy_groups', 'lazy_groups').map((p) => readLazyGroup(reader, p)),
     catalog: reader.optionalString('/catalog', 'catalog'),
     tools: reader.list('/tools', 'tools').map((p) => readTool(reader, p)),
     agents: reader.list('/agents', 'agents').map((p) => readAgent(reader, p)),
@@ -245,6 +282,27 @@ export function setUp(script, shell, base) {
   shell.registerTools(script.tools.filter((t) => t.scope === undefined));
   for (const agent of script.agents) createAgent(shell, agent);
   shell.registerTools(script.tools.filter((t) => t.scope !== undefined));
+  if (script.lazyGroups.length > 0) {
+    const byName = new Map(script.lazyGroups.map((g) => [g.name, g]));
+    shell.setLazyGroups(
+      script.lazyGroups.map((g) => ({
+        name: g.name,
+        description: g.description,
+        toolNames: g.declare ?? g.tools.map((t) => t.name),
+      })),
+      (name) => {
+        const group = byName.get(name);
+        if (group.fail !== undefined) throw new Error(group.fail);
+        return group.tools;
+      },
+    );
+  }
+}
+
+/** The agent's next request as a provider receives it: the tools array, then the system prompt. */
+export function requestBytes(shell, agent) {
+  const request = shell.assemble(agent);
+  return `${JSON.stringify(request.tools)}\n${request.systemPrompt ?? ''}`;
 }
 
 /** One line a person reads. */
@@ -362,6 +420,42 @@ export function runStep(shell, pluginId, step) {
     case 'dispose_plugin':
       shell.disposePlugin(pluginId);
       return `disposed plugin ${pluginId}`;
+    case 'resume':
+      expectError(() => shell.resumePlugin(pluginId, step.config), step.error);
+      return 'resumed';
+    case 'lazy_loads': {
+      const group = shell.core.lazyGroups.get(step.group);
+      if (!group) throw new Error(`no lazy group \`${step.group}\``);
+      if (group.loads !== step.times) {
+        throw new Error(`group \`${step.group}\` was loaded ${group.loads} times, expected ${step.times}`);
+      }
+      return `group ${step.group} loaded ${group.loads} times`;
+    }
+    case 'steady': {
+      const first = requestBytes(shell, step.agent);
+      step.during.forEach((inner, index) => {
+        try {
+          runStep(shell, pluginId, inner);
+        } catch (e) {
+          throw new Error(`steady step ${index + 1}: ${e.message}`);
+        }
+        const now = requestBytes(shell, step.agent);
+        if (now !== first) {
+          throw new Error(`after steady step ${index + 1}, ${step.agent}'s request changed:\nbefore: ${first}\nafter:  ${now}`);
+        }
+      });
+      return `${step.agent}'s request stayed the same over ${step.during.length} steps`;
+    }
+    case 'prompt': {
+      const prompt = shell.assemble(step.agent).systemPrompt ?? '';
+      for (const needle of step.contains) {
+        if (!prompt.includes(needle)) throw new Error(`the system prompt does not contain \`${needle}\`: ${prompt}`);
+      }
+      for (const needle of step.excludes) {
+        if (prompt.includes(needle)) throw new Error(`the system prompt contains \`${needle}\`: ${prompt}`);
+      }
+      return prompt;
+    }
     default:
       throw new Error(`unknown step ${step.kind}`);
   }

@@ -116,7 +116,7 @@ export class Shell {
     const guards = instance
       .guardTools()
       .map((def) => new Tool(def.name, def.description, def.origin, parseParameters(id, def)));
-    const plugin = { id, instance, guards };
+    const plugin = { id, instance, guards, component, config };
     this.plugins.push(plugin);
     const agents = [...this.core.agents].sort(
       ([a], [b]) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0),
@@ -126,8 +126,42 @@ export class Shell {
 
   /** Gives a running plugin a new config. */
   reconfigure(id, config) {
-    const configured = this.plugin(id).instance.configure(JSON.stringify(config ?? null));
+    const plugin = this.plugin(id);
+    const configured = plugin.instance.configure(JSON.stringify(config ?? null));
     if (!configured.ok) throw new ConfigRejected(id, configured.error);
+    plugin.config = config;
+  }
+
+  /** Declares lazy groups (`{name, description, toolNames}`) and the loader that loads them. */
+  setLazyGroups(decls, loader) {
+    for (const decl of decls) this.core.lazyGroups.set(decl.name, { decl, loads: 0 });
+    this.core.groupLoader = loader;
+    this.#notifyRegistryChanged();
+  }
+
+  /** Plugin `id`'s load state (0.3.0 `export-state`). */
+  exportState(id) {
+    const plugin = this.plugin(id);
+    return unwrap(plugin, plugin.instance.exportState());
+  }
+
+  /** Gives plugin `id` a state saved by an earlier run. */
+  restoreState(id, state) {
+    const restored = this.plugin(id).instance.restoreState(state);
+    if (!restored.ok) throw new Error(`plugin \`${id}\` cannot restore: ${restored.error}`);
+  }
+
+  /**
+   * A new run of plugin `id` over the same shell: its state saved, the plugin
+   * installed afresh (with `config`, or the one it had), the state restored.
+   */
+  resumePlugin(id, config = undefined) {
+    const state = this.exportState(id);
+    const plugin = this.plugin(id);
+    const next = config === undefined ? plugin.config : config;
+    this.disposePlugin(id);
+    this.installPlugin(id, plugin.component, next);
+    this.restoreState(id, state);
   }
 
   /**
@@ -213,7 +247,26 @@ export class Shell {
    * Returns `{kind: 'denied', by, reason}`, `{kind: 'refused', reason}` or
    * `{kind: 'completed', json, text, isError}`.
    */
-  call(agent, tool, args) {
+  call(agent, envelope, envelopeArgs) {
+    // The plugin that owns the tool unwraps a forwarded call first: every
+    // hook and check below sees the real tool and arguments.
+    let [tool, args, forwarded] = [envelope, envelopeArgs, false];
+    const ownerId = this.core.resolve(agent, envelope)?.owner;
+    const owning = this.plugins.find((p) => p.id === ownerId);
+    if (owning) {
+      const resolution = unwrap(owning, owning.instance.resolveCall(agent, envelope, JSON.stringify(envelopeArgs)));
+      if (this.core.loadedOutside) {
+        this.core.loadedOutside = false;
+        this.#notifyRegistryChanged();
+      }
+      if (resolution.tag === 'reject') {
+        const r = resolution.val;
+        return { kind: 'completed', json: JSON.parse(r.json), text: r.text, isError: r.isError };
+      }
+      if (resolution.tag === 'forward') {
+        [tool, args, forwarded] = [resolution.val.tool, JSON.parse(resolution.val.arguments), true];
+      }
+    }
     const resolved = this.core.resolve(agent, tool);
     if (!resolved) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
     for (const [name, hook] of this.hooks) {
@@ -230,6 +283,10 @@ export class Shell {
         kind: 'refused',
         reason: `tool \`${tool}\` is not available to agent \`${agent}\``,
       };
+    }
+    if (forwarded) {
+      const invalid = checkArguments(resolved, args);
+      if (invalid) return invalid;
     }
     if (resolved.owner === undefined) return emulatedRun(resolved, args);
     const owner = this.plugins.find((p) => p.id === resolved.owner);
@@ -286,6 +343,62 @@ function parseParameters(plugin, def) {
     throw new Error(
       `the plugin \`${plugin}\`'s tool \`${def.name}\` has parameters that are not JSON: ${e.message}`,
     );
+  }
+}
+
+/**
+ * A forwarded call's arguments against the tool's JSON Schema: the subset
+ * the fixtures' tools use (type, required, properties, additionalProperties,
+ * enum, items). A mismatch is an error result with the whole schema.
+ */
+function checkArguments(tool, args) {
+  const problems = [];
+  schemaProblems(tool.parameters, args, '', problems);
+  if (problems.length === 0) return undefined;
+  const schema = { name: tool.name, description: tool.description, parameters: tool.parameters };
+  const text =
+    `The arguments of "${tool.name}" do not match its schema:\n` +
+    problems.map((p) => `- ${p}\n`).join('') +
+    `Its schema: ${JSON.stringify(schema)}\nCall it again with arguments that match.`;
+  return {
+    kind: 'completed',
+    json: { error: 'invalid arguments', tool: tool.name, problems, schema },
+    text,
+    isError: true,
+  };
+}
+
+const typeOf = (v) =>
+  v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
+
+function schemaProblems(schema, value, at, out) {
+  if (schema === null || typeof schema !== 'object') return;
+  if (schema.type !== undefined) {
+    const types = Array.isArray(schema.type) ? schema.type : [schema.type];
+    const actual = typeOf(value);
+    const ok = types.some((t) => t === actual || (t === 'number' && actual === 'integer'));
+    if (!ok) {
+      out.push(`${at}: ${JSON.stringify(value)} is not of type ${types.map((t) => `"${t}"`).join(', ')}`);
+      return;
+    }
+  }
+  if (schema.enum !== undefined && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
+    out.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+  }
+  if (typeOf(value) === 'object') {
+    for (const key of schema.required ?? []) {
+      if (!(key in value)) out.push(`${at}: "${key}" is a required property`);
+    }
+    const props = schema.properties ?? {};
+    for (const [key, v] of Object.entries(value)) {
+      if (key in props) schemaProblems(props[key], v, `${at}/${key}`, out);
+      else if (schema.additionalProperties === false) {
+        out.push(`${at}: additional property "${key}" is not allowed`);
+      }
+    }
+  }
+  if (typeOf(value) === 'array' && schema.items) {
+    value.forEach((v, i) => schemaProblems(schema.items, v, `${at}/${i}`, out));
   }
 }
 

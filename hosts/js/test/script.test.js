@@ -28,7 +28,7 @@ function withCase(files, fn) {
 const CASE = `tools: [bash, {name: playwright__browser_click, server: playwright}]
 agents: [main]
 steps:
-  - visible: {agent: main, exactly: [bash, tool_search, defer_execute_tool]}
+  - visible: {agent: main, exactly: [bash, tool_search, defer_execute_tool, load_tools]}
   - call: {agent: main, tool: playwright__browser_click, expect: {outcome: OUTCOME}}
 `;
 

@@ -7,6 +7,7 @@ pub mod metrics;
 pub mod profile_read;
 pub mod queries;
 pub mod search;
+pub mod session;
 pub mod speed;
 pub mod timing;
 pub mod verdict;
@@ -38,6 +39,9 @@ pub enum BenchCommand {
     /// reference MCP servers from npm, every server started with the
     /// session (eager) against lazy start; lazy-tools installed in both.
     McpStartup(mcp_startup::Args),
+    /// What eager, inject and dispatch cost a prefix-caching provider over
+    /// one scripted session (input, cached and uncached tokens).
+    Session(session::Args),
 }
 
 impl BenchCommand {
@@ -51,6 +55,7 @@ impl BenchCommand {
             BenchCommand::Search(args) => args.run(),
             BenchCommand::SearchSpeed(args) => args.run(heap),
             BenchCommand::McpStartup(args) => args.run(),
+            BenchCommand::Session(args) => args.run(),
         }
     }
 }

@@ -109,6 +109,8 @@ pub struct SessionArgs {
     /// sessions").
     #[arg(long, value_name = "FILE")]
     steps: Option<PathBuf>,
+    #[command(flatten)]
+    state: StateArgs,
 }
 
 impl SessionArgs {
@@ -119,7 +121,58 @@ impl SessionArgs {
             &self.profile.profile,
             catalog.as_deref(),
             self.steps.as_deref(),
+            &self.state,
         )
+    }
+}
+
+/// Saving and resuming a session's load state (what each agent loaded),
+/// through the plugins' `export-state` / `restore-state` (WIT 0.3.0).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct StateArgs {
+    /// When the session ends, write the first plugin's load state (JSON)
+    /// to this file.
+    #[arg(long, value_name = "FILE")]
+    pub save: Option<PathBuf>,
+    /// Before the session starts, restore a load state written by
+    /// `--save` (with the same strategy; the session's agents get their
+    /// loads when they exist).
+    #[arg(long, value_name = "FILE")]
+    pub resume: Option<PathBuf>,
+}
+
+impl StateArgs {
+    /// Restores the state `--resume` names into the session's first plugin.
+    fn resume(&self, session: &mut ProfileShell) -> Result<()> {
+        let Some(path) = &self.resume else {
+            return Ok(());
+        };
+        let plugin = session
+            .plugin_ids()
+            .into_iter()
+            .next()
+            .context("--resume: the profile runs no plugin to restore into")?;
+        let state =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        session
+            .shell
+            .restore_state(&plugin, &state)
+            .with_context(|| format!("resuming from {}", path.display()))
+    }
+
+    /// Writes the session's first plugin's state to the file `--save` names.
+    fn save(&self, session: &mut ProfileShell) -> Result<()> {
+        let Some(path) = &self.save else {
+            return Ok(());
+        };
+        let plugin = session
+            .plugin_ids()
+            .into_iter()
+            .next()
+            .context("--save: the profile runs no plugin whose state to save")?;
+        let state = session.shell.export_state(&plugin)?;
+        crate::atomic_write::write_atomic(path, state.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -128,20 +181,13 @@ pub fn run(
     profile: &str,
     catalog: Option<&Path>,
     steps: Option<&Path>,
+    state: &StateArgs,
 ) -> Result<()> {
-    let Some(path) = steps else {
-        let session = start(home, profile, catalog)?;
-        let stdin = std::io::stdin();
-        let prompt = stdin.is_terminal();
-        return repl::Repl::new(session).run(
-            &mut stdin.lock(),
-            &mut std::io::stdout().lock(),
-            prompt,
-        );
-    };
-    let script = Script::load(path)?;
-    let base = path.parent().unwrap_or(Path::new("."));
-    let set_up = |shell: &mut Shell| {
+    let script = steps
+        .map(|path| Script::load(path).map(|script| (path, script)))
+        .transpose()?;
+    let set_up = |shell: &mut Shell, path: &Path, script: &Script| {
+        let base = path.parent().unwrap_or(Path::new("."));
         script
             .set_up(shell, base)
             .with_context(|| format!("setting up {}", path.display()))
@@ -149,14 +195,32 @@ pub fn run(
     // A file that declares its tools or agents is the whole world, as a
     // fixture case is: the shell starts with nothing else. One that only
     // has steps runs in the session's usual world.
-    let mut session = if script.declares_world() {
-        start_with(home, profile, set_up)?
-    } else {
-        let mut session = start(home, profile, catalog)?;
-        set_up(&mut session.shell)?;
-        session
+    let mut session = match &script {
+        Some((path, script)) if script.declares_world() => {
+            start_with(home, profile, |shell| set_up(shell, path, script))?
+        }
+        Some((path, script)) => {
+            let mut session = start(home, profile, catalog)?;
+            set_up(&mut session.shell, path, script)?;
+            session
+        }
+        None => start(home, profile, catalog)?,
     };
-    run_script(&mut session, &script, path, &mut std::io::stdout().lock())
+    state.resume(&mut session)?;
+    let mut session = match &script {
+        Some((path, script)) => {
+            run_script(&mut session, script, path, &mut std::io::stdout().lock())?;
+            session
+        }
+        None => {
+            let stdin = std::io::stdin();
+            let prompt = stdin.is_terminal();
+            let mut repl = repl::Repl::new(session);
+            repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
+            repl.into_session()
+        }
+    };
+    state.save(&mut session)
 }
 
 /// Runs a steps file on a started session: its tools, catalog and agents

@@ -51,6 +51,11 @@ impl Repl {
         }
     }
 
+    /// The session, once the person is done (to save its state).
+    pub fn into_session(self) -> ProfileShell {
+        self.session
+    }
+
     /// Reads commands until `quit` or the end of `input`. With `prompt`
     /// (a terminal), shows the agent before each command.
     pub fn run(

@@ -93,6 +93,26 @@ impl dsh::tool_restriction::host::Host for PluginState {
                 .collect()
         })
     }
+
+    fn lazy_groups(&mut self) -> Vec<wit::LazyGroup> {
+        self.host()
+            .lazy_groups()
+            .into_iter()
+            .map(|g| wit::LazyGroup {
+                name: g.name,
+                description: g.description,
+                tool_names: g.tool_names,
+            })
+            .collect()
+    }
+
+    fn load_group(&mut self, name: String) -> Result<Vec<wit::ToolDef>, String> {
+        self.host_call(|s| {
+            s.host()
+                .load_group(&name)
+                .map(|tools| tools.into_iter().map(def_to_wit).collect())
+        })
+    }
 }
 
 /// A shell tool as a WIT record: what the `registry` import sends for it.

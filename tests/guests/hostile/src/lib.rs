@@ -19,8 +19,8 @@ use std::cell::RefCell;
 
 use dsh::tool_restriction::host;
 use dsh::tool_restriction::types::{
-    ConfigError, Explanation, LocatedExplanation, PluginError, Rule, ToolDef, ToolOrigin,
-    ToolResult, ToolState, Verdict,
+    CallResolution, ConfigError, Explanation, LocatedExplanation, PluginError, Rule, ToolDef,
+    ToolOrigin, ToolResult, ToolState, Verdict,
 };
 use exports::dsh::tool_restriction::restriction::Guest;
 
@@ -182,6 +182,23 @@ impl Guest for Plugin {
             explanation: Self::explain(agent, tool)?,
             pointer: None,
         })
+    }
+
+    fn resolve_call(
+        _agent: String,
+        _tool: String,
+        _arguments: String,
+    ) -> Result<CallResolution, PluginError> {
+        maybe_fail("resolve-call");
+        Ok(CallResolution::Direct)
+    }
+
+    fn export_state() -> Result<String, PluginError> {
+        Ok("{}".into())
+    }
+
+    fn restore_state(_state: String) -> Result<(), String> {
+        Err("the hostile plugin keeps no state".into())
     }
 
     fn dispose() {}

@@ -1,0 +1,240 @@
+//! Tool groups: each MCP server, each group the profile declares (member
+//! patterns) and each lazy group the host can load on demand. `load_tools`
+//! loads a group's members, and the `dispatch` catalog shows one line per
+//! group.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use crate::config::GroupDecl;
+use crate::registry::{LazyGroup, Origin, Registry};
+
+/// The group of deferred tools that belong to no other group.
+pub const OTHER: &str = "other";
+const OTHER_DESCRIPTION: &str = "Tools outside any server or declared group.";
+
+/// What became of a lazy group this run: the names it registered, or why
+/// it failed. A group is asked for at most once per run.
+pub type LazyLoads = BTreeMap<String, Result<Vec<String>, String>>;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Group {
+    pub display_name: Option<String>,
+    pub description: String,
+    /// Registered members, by name.
+    pub members: BTreeSet<String>,
+    /// What the host declared, for a lazy group.
+    pub lazy: Option<LazyGroup>,
+}
+
+/// One catalog line: a group as an agent sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GroupLine {
+    pub id: String,
+    pub display_name: Option<String>,
+    pub description: String,
+    pub tools: Vec<String>,
+}
+
+/// Every group, by id; rebuilt on a registry or config change.
+#[derive(Debug, Default)]
+pub struct Groups {
+    by_id: BTreeMap<String, Group>,
+    /// Names that belong to some group.
+    grouped: HashSet<String>,
+}
+
+impl Groups {
+    pub fn build(
+        registry: &Registry,
+        declared: &[GroupDecl],
+        lazy: &[LazyGroup],
+        loads: &LazyLoads,
+    ) -> Self {
+        let mut by_id: BTreeMap<String, Group> = BTreeMap::new();
+        let blank = || Group {
+            display_name: None,
+            description: String::new(),
+            members: BTreeSet::new(),
+            lazy: None,
+        };
+        for tool in registry.tools() {
+            if let Origin::Mcp(server) = &tool.origin {
+                let group = by_id.entry(server.clone()).or_insert_with(|| Group {
+                    description: registry
+                        .group(server)
+                        .map(|g| g.description.clone())
+                        .unwrap_or_default(),
+                    ..blank()
+                });
+                group.members.insert(tool.name.clone());
+            }
+        }
+        for decl in declared {
+            let group = by_id.entry(decl.name.clone()).or_insert_with(blank);
+            group.display_name = decl.display_name.clone();
+            group.description = decl.description.clone();
+            for tool in registry.tools() {
+                if decl.members.first_match(&tool.name).is_some()
+                    && !matches!(tool.origin, Origin::Agent(_))
+                {
+                    group.members.insert(tool.name.clone());
+                }
+            }
+        }
+        for decl in lazy {
+            let group = by_id.entry(decl.name.clone()).or_insert_with(blank);
+            if group.description.is_empty() {
+                group.description = decl.description.clone();
+            }
+            if let Some(Ok(names)) = loads.get(&decl.name) {
+                group
+                    .members
+                    .extend(names.iter().filter(|n| registry.contains(n)).cloned());
+            }
+            group.lazy = Some(decl.clone());
+        }
+        let grouped = by_id
+            .values()
+            .flat_map(|g| g.members.iter().cloned())
+            .collect();
+        Self { by_id, grouped }
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Group> {
+        self.by_id.get(id)
+    }
+
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.by_id
+            .keys()
+            .map(String::as_str)
+            .chain(std::iter::once(OTHER))
+    }
+
+    /// The lazy group that declares `tool`, if any.
+    pub fn lazy_group_declaring(&self, tool: &str) -> Option<&str> {
+        self.by_id.iter().find_map(|(id, g)| {
+            g.lazy
+                .as_ref()
+                .filter(|l| l.tool_names.iter().any(|n| n == tool))
+                .map(|_| id.as_str())
+        })
+    }
+
+    /// The members of group `id` among `deferred` (an agent's deferred
+    /// tools), sorted; `None` for an unknown group.
+    pub fn members_for(&self, id: &str, deferred: &BTreeSet<&str>) -> Option<Vec<String>> {
+        if id == OTHER && !self.by_id.contains_key(OTHER) {
+            return Some(
+                deferred
+                    .iter()
+                    .filter(|n| !self.grouped.contains(**n))
+                    .map(|n| n.to_string())
+                    .collect(),
+            );
+        }
+        let group = self.by_id.get(id)?;
+        Some(
+            group
+                .members
+                .iter()
+                .filter(|n| deferred.contains(n.as_str()))
+                .cloned()
+                .collect(),
+        )
+    }
+
+    /// The catalog lines for an agent whose deferred tools are `deferred`:
+    /// every group with a deferred member, and every lazy group as the host
+    /// declared it (loaded or not, so loading never changes its line).
+    pub fn lines(&self, deferred: &BTreeSet<&str>) -> Vec<GroupLine> {
+        let mut lines = Vec::new();
+        for (id, group) in &self.by_id {
+            let tools = match &group.lazy {
+                Some(decl) => {
+                    let mut names = decl.tool_names.clone();
+                    names.sort();
+                    names.dedup();
+                    names
+                }
+                None => self.members_for(id, deferred).unwrap_or_default(),
+            };
+            if tools.is_empty() && group.lazy.is_none() {
+                continue;
+            }
+            lines.push(GroupLine {
+                id: id.clone(),
+                display_name: group.display_name.clone(),
+                description: match &group.lazy {
+                    Some(decl) => decl.description.clone(),
+                    None => group.description.clone(),
+                },
+                tools,
+            });
+        }
+        if !self.by_id.contains_key(OTHER) {
+            let other = self.members_for(OTHER, deferred).unwrap_or_default();
+            if !other.is_empty() {
+                lines.push(GroupLine {
+                    id: OTHER.to_string(),
+                    display_name: None,
+                    description: OTHER_DESCRIPTION.to_string(),
+                    tools: other,
+                });
+            }
+        }
+        lines
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::PatternList;
+    use crate::pattern::Pattern;
+    use crate::registry::{ToolDef, ToolGroup};
+
+    fn tool(name: &str, origin: Origin) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: String::new(),
+            parameters: "{}".into(),
+            origin,
+        }
+    }
+
+    #[test]
+    fn servers_declared_and_lazy_groups_each_get_a_line() {
+        let registry = Registry::new(
+            vec![
+                tool("gh__issue", Origin::Mcp("gh".into())),
+                tool("todo", Origin::Builtin),
+                tool("note", Origin::Builtin),
+            ],
+            vec![ToolGroup {
+                name: "gh".into(),
+                description: "GitHub.".into(),
+            }],
+        );
+        let declared = [GroupDecl {
+            name: "notes".into(),
+            display_name: Some("Notes".into()),
+            description: "Notes.".into(),
+            members: PatternList {
+                patterns: vec![("note".into(), Pattern::new("note").unwrap())],
+            },
+        }];
+        let lazy = [LazyGroup {
+            name: "db".into(),
+            description: "A database.".into(),
+            tool_names: vec!["db__query".into()],
+        }];
+        let groups = Groups::build(&registry, &declared, &lazy, &LazyLoads::new());
+        let deferred: BTreeSet<&str> = ["gh__issue", "todo", "note"].into();
+        let ids: Vec<String> = groups.lines(&deferred).into_iter().map(|l| l.id).collect();
+        assert_eq!(ids, ["db", "gh", "notes", "other"]);
+        assert_eq!(groups.members_for("other", &deferred).unwrap(), ["todo"]);
+        assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
+        assert_eq!(groups.members_for("nope", &deferred), None);
+    }
+}

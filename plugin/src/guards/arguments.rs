@@ -1,0 +1,205 @@
+//! The guard tools' arguments and the limits that keep one call cheap: a
+//! bad shape or size is an error result the model reads, never an error of
+//! the plugin.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::outcome::ToolResult;
+
+pub const DEFAULT_TOP_K: u32 = 5;
+pub const MAX_TOP_K: u32 = 50;
+/// Limits that keep one call cheap: a query is a few words, not a document.
+pub const MAX_QUERY_CHARS: usize = 500;
+pub const MAX_QUERIES: usize = 10;
+/// Tool names are bounded like queries: a name is compared with every
+/// registered name for "did you mean", so a huge one costs seconds.
+pub const MAX_TOOL_NAME_CHARS: usize = 256;
+pub const MAX_TOOL_NAMES: usize = 50;
+/// The largest forwarded call (`deferred_tool_call`'s whole arguments).
+pub const MAX_FORWARD_BYTES: usize = 1 << 20;
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchArgs {
+    #[serde(default)]
+    pub tool_names: Vec<String>,
+    #[serde(default)]
+    pub queries: Vec<String>,
+    #[serde(default)]
+    pub top_k: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActivateArgs {
+    #[serde(rename = "toolName")]
+    pub tool_name: String,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LoadArgs {
+    pub group_id: String,
+    #[serde(default)]
+    pub tool_names: Option<Vec<String>>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ForwardArgs {
+    pub tool_name: String,
+    /// An object; a JSON text of one is accepted too (models send both).
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+impl ForwardArgs {
+    /// The real arguments as JSON text of an object, or what is wrong.
+    pub fn arguments_json(&self) -> Result<String, String> {
+        let value = match &self.arguments {
+            None | Some(Value::Null) => return Ok("{}".into()),
+            Some(Value::String(text)) => serde_json::from_str(text)
+                .map_err(|e| format!("arguments is a text that is not JSON: {e}"))?,
+            Some(value) => value.clone(),
+        };
+        match value {
+            Value::Object(_) => Ok(value.to_string()),
+            other => Err(format!(
+                "arguments must be an object, found {}",
+                match other {
+                    Value::Array(_) => "a list",
+                    Value::String(_) => "a text",
+                    Value::Number(_) => "a number",
+                    Value::Bool(_) => "a boolean",
+                    _ => "null",
+                }
+            )),
+        }
+    }
+}
+
+/// A guard tool's arguments; a bad shape is an error result the model
+/// reads, not an error of the plugin.
+pub fn parse_args<T: serde::de::DeserializeOwned>(
+    tool: &str,
+    arguments: &str,
+) -> Result<T, ToolResult> {
+    serde_json::from_str(arguments)
+        .map_err(|e| ToolResult::error(format!("{tool}: invalid arguments: {e}")))
+}
+
+/// What is wrong with the queries of a `tool_search` call, if anything.
+pub fn query_problem(queries: &[String]) -> Option<String> {
+    if queries.len() > MAX_QUERIES {
+        return Some(format!(
+            "at most {MAX_QUERIES} queries per call, got {}",
+            queries.len()
+        ));
+    }
+    queries.iter().enumerate().find_map(|(i, query)| {
+        let chars = query.chars().count();
+        if query.trim().is_empty() {
+            Some(format!("query {} is empty", i + 1))
+        } else if chars > MAX_QUERY_CHARS {
+            Some(format!(
+                "query {} has {chars} characters; at most {MAX_QUERY_CHARS}",
+                i + 1
+            ))
+        } else {
+            None
+        }
+    })
+}
+
+/// What is wrong with the tool names of a guard-tool call, if anything.
+pub fn names_problem(names: &[String]) -> Option<String> {
+    if names.len() > MAX_TOOL_NAMES {
+        return Some(format!(
+            "at most {MAX_TOOL_NAMES} tool names per call, got {}",
+            names.len()
+        ));
+    }
+    names.iter().enumerate().find_map(|(i, name)| {
+        let chars = name.chars().count();
+        (chars > MAX_TOOL_NAME_CHARS).then(|| {
+            format!(
+                "tool name {} has {chars} characters; at most {MAX_TOOL_NAME_CHARS}",
+                i + 1
+            )
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queries(list: &[&str]) -> Vec<String> {
+        list.iter().map(|q| q.to_string()).collect()
+    }
+
+    #[test]
+    fn queries_within_the_limits_pass() {
+        assert_eq!(query_problem(&queries(&["read a file", "读取文件"])), None);
+        assert_eq!(query_problem(&[]), None);
+        let longest = "字".repeat(MAX_QUERY_CHARS);
+        assert_eq!(query_problem(&[longest]), None);
+        assert_eq!(query_problem(&queries(&["q"; MAX_QUERIES])), None);
+    }
+
+    #[test]
+    fn tool_names_are_bounded_like_queries() {
+        let longest = "n".repeat(MAX_TOOL_NAME_CHARS);
+        assert_eq!(names_problem(&[longest]), None);
+        // A 1 MB name cost 45 s of "did you mean" against every registered name.
+        let huge = "n".repeat(1 << 20);
+        assert_eq!(
+            names_problem(&[String::new(), huge]).as_deref(),
+            Some("tool name 2 has 1048576 characters; at most 256")
+        );
+        assert_eq!(
+            names_problem(&queries(&["t"; MAX_TOOL_NAMES + 1])).as_deref(),
+            Some("at most 50 tool names per call, got 51")
+        );
+    }
+
+    #[test]
+    fn queries_past_the_limits_say_what_is_wrong() {
+        assert_eq!(
+            query_problem(&queries(&["ok", "  "])).as_deref(),
+            Some("query 2 is empty")
+        );
+        let long = "字".repeat(MAX_QUERY_CHARS + 1);
+        assert_eq!(
+            query_problem(&[long]).as_deref(),
+            Some("query 1 has 501 characters; at most 500")
+        );
+        assert_eq!(
+            query_problem(&queries(&["q"; MAX_QUERIES + 1])).as_deref(),
+            Some("at most 10 queries per call, got 11")
+        );
+    }
+
+    #[test]
+    fn forwarded_arguments_are_objects_given_as_objects_or_text() {
+        let args = |v: &str| {
+            serde_json::from_str::<ForwardArgs>(v)
+                .unwrap()
+                .arguments_json()
+        };
+        assert_eq!(args(r#"{"tool_name":"t"}"#).unwrap(), "{}");
+        assert_eq!(
+            args(r#"{"tool_name":"t","arguments":{"a":1}}"#).unwrap(),
+            r#"{"a":1}"#
+        );
+        assert_eq!(
+            args(r#"{"tool_name":"t","arguments":"{\"a\":1}"}"#).unwrap(),
+            r#"{"a":1}"#
+        );
+        assert_eq!(
+            args(r#"{"tool_name":"t","arguments":[1]}"#).unwrap_err(),
+            "arguments must be an object, found a list"
+        );
+    }
+}

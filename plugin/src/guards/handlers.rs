@@ -1,0 +1,327 @@
+//! What each guard tool does, over the plugin's state through [`Loads`]:
+//! `tool_search`, `defer_execute_tool`, `load_tools`, and the resolution of
+//! a `deferred_tool_call` the shell asks for before anything else.
+
+use std::collections::HashSet;
+
+use super::arguments::{
+    ActivateArgs, ForwardArgs, LoadArgs, SearchArgs, names_problem, parse_args, query_problem,
+};
+use super::results::{ActivateOutput, LoadOutput, SearchOutput, Unavailable};
+use super::{
+    DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
+    MAX_TOOL_NAME_CHARS, MAX_TOP_K, Match, Schema, Status, TOOL_SEARCH, is_guard,
+};
+use crate::config::Strategy;
+use crate::outcome::{PluginError, Resolution, ToolResult};
+
+/// A group as `load_tools` finds it for one agent.
+pub enum GroupLookup {
+    /// Its members this agent may load (deferred for it), sorted.
+    Members(Vec<String>),
+    /// No such group: the reason, with a "did you mean".
+    Unknown(String),
+    /// A lazy group the host could not load: why.
+    Failed(String),
+}
+
+/// Where a forwarded call's tool stands for one agent.
+pub enum Target {
+    /// Callable as it is (loaded, visible, or refused by the shell's own
+    /// checks like any call would be).
+    Ready,
+    /// Deferred and not loaded: resolving the call loads it.
+    Pending,
+    /// No tool of that name: the reason, with a "did you mean".
+    Unknown(String),
+}
+
+/// What the guard handlers need of the plugin's state.
+pub trait Loads {
+    fn strategy(&self) -> Strategy;
+    /// Brings the agent's view up to date with the host.
+    fn refresh(&mut self, agent: &str) -> Result<(), PluginError>;
+    /// Loads one tool by exact name, never beyond what the agent may call.
+    fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError>;
+    /// The core tools (and their family) that loading `name` brings along.
+    fn family_core(&self, agent: &str, name: &str) -> Vec<(String, String)>;
+    /// Deferred, not loaded tools matching `query`, best first.
+    fn search(&self, agent: &str, query: &str, top_k: usize, skip: &HashSet<String>)
+    -> Vec<String>;
+    /// Installs the agent's exposure layer if it changed.
+    fn install(&mut self, agent: &str) -> Result<(), PluginError>;
+    fn pending_count(&self, agent: &str) -> usize;
+    /// Whether the agent has `name` loaded (or visible without loading).
+    fn is_loaded(&self, agent: &str, name: &str) -> bool;
+    /// The definition the agent sees under `name`.
+    fn schema(&self, agent: &str, name: &str) -> Option<Schema>;
+    /// Group `id` for the agent, loading it from the host first when it is
+    /// a lazy group not loaded this run.
+    fn group(&mut self, agent: &str, id: &str) -> Result<GroupLookup, PluginError>;
+    /// Where a forwarded call's tool stands, loading its lazy group first
+    /// when only a lazy group declares it. `Err(Ok(reason))`: the group
+    /// failed to load.
+    fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError>;
+}
+
+pub fn tool_search(
+    loads: &mut impl Loads,
+    agent: &str,
+    arguments: &str,
+) -> Result<ToolResult, PluginError> {
+    let args: SearchArgs = match parse_args(TOOL_SEARCH, arguments) {
+        Ok(args) => args,
+        Err(result) => return Ok(result),
+    };
+    let top_k = args.top_k.unwrap_or(i64::from(DEFAULT_TOP_K));
+    if !(1..=i64::from(MAX_TOP_K)).contains(&top_k) {
+        return Ok(ToolResult::error(format!(
+            "tool_search: top_k must be between 1 and {MAX_TOP_K}, got {top_k}"
+        )));
+    }
+    if args.tool_names.is_empty() && args.queries.is_empty() {
+        return Ok(ToolResult::error(
+            "tool_search: give tool_names (exact names) or queries (what the tool should do)",
+        ));
+    }
+    if let Some(problem) = query_problem(&args.queries) {
+        return Ok(ToolResult::error(format!("tool_search: {problem}")));
+    }
+    if let Some(problem) = names_problem(&args.tool_names) {
+        return Ok(ToolResult::error(format!("tool_search: {problem}")));
+    }
+    loads.refresh(agent)?;
+    let mut matches: Vec<Match> = Vec::new();
+    let mut seen = HashSet::new();
+    for name in &args.tool_names {
+        let name = name.trim();
+        if seen.insert(name.to_string()) {
+            let (first, core) = activate_with_family(loads, agent, name, &mut seen)?;
+            matches.push(first);
+            matches.extend(core);
+        }
+    }
+    for query in &args.queries {
+        for name in loads.search(agent, query, top_k as usize, &seen) {
+            if seen.insert(name.clone()) {
+                let (first, core) = activate_with_family(loads, agent, &name, &mut seen)?;
+                matches.push(first);
+                matches.extend(core);
+            }
+        }
+    }
+    loads.install(agent)?;
+    let schemas = (loads.strategy() == Strategy::Dispatch).then(|| {
+        matches
+            .iter()
+            .filter(|m| m.status != Status::Unavailable)
+            .filter_map(|m| loads.schema(agent, &m.name))
+            .collect()
+    });
+    let output = SearchOutput {
+        matches,
+        remaining_deferred: loads.pending_count(agent),
+        schemas,
+    };
+    let text = output.text();
+    Ok(ToolResult::ok(&output, text))
+}
+
+pub fn defer_execute_tool(
+    loads: &mut impl Loads,
+    agent: &str,
+    arguments: &str,
+) -> Result<ToolResult, PluginError> {
+    let args: ActivateArgs = match parse_args(DEFER_EXECUTE_TOOL, arguments) {
+        Ok(args) => args,
+        Err(result) => return Ok(result),
+    };
+    if let Some(problem) = names_problem(std::slice::from_ref(&args.tool_name)) {
+        return Ok(ToolResult::error(format!(
+            "{DEFER_EXECUTE_TOOL}: {problem}"
+        )));
+    }
+    loads.refresh(agent)?;
+    let mut seen = HashSet::new();
+    let (m, core) = activate_with_family(loads, agent, args.tool_name.trim(), &mut seen)?;
+    loads.install(agent)?;
+    let output = ActivateOutput {
+        tool_name: m.name,
+        status: m.status,
+        reason: m.reason,
+        also_loaded: core.into_iter().map(|m| m.name).collect(),
+    };
+    let text = output.text();
+    Ok(ToolResult::ok(&output, text))
+}
+
+pub fn load_tools(
+    loads: &mut impl Loads,
+    agent: &str,
+    arguments: &str,
+) -> Result<ToolResult, PluginError> {
+    let args: LoadArgs = match parse_args(LOAD_TOOLS, arguments) {
+        Ok(args) => args,
+        Err(result) => return Ok(result),
+    };
+    let group_id = args.group_id.trim().to_string();
+    if let Some(problem) = names_problem(std::slice::from_ref(&group_id))
+        .or_else(|| args.tool_names.as_deref().and_then(names_problem))
+    {
+        return Ok(ToolResult::error(format!("{LOAD_TOOLS}: {problem}")));
+    }
+    loads.refresh(agent)?;
+    let members = match loads.group(agent, &group_id)? {
+        GroupLookup::Members(members) => members,
+        GroupLookup::Unknown(reason) | GroupLookup::Failed(reason) => {
+            let output = serde_json::json!({
+                "group_id": group_id,
+                "status": "unavailable",
+                "reason": reason,
+            });
+            return Ok(ToolResult::error_with(
+                &output,
+                format!("{LOAD_TOOLS}: group \"{group_id}\" is unavailable ({reason})."),
+            ));
+        }
+    };
+    let mut unavailable = Vec::new();
+    let requested: Vec<String> = match &args.tool_names {
+        None => members.clone(),
+        Some(names) => {
+            let mut wanted = Vec::new();
+            for name in names {
+                let name = name.trim();
+                if members.iter().any(|m| m == name) {
+                    wanted.push(name.to_string());
+                } else {
+                    unavailable.push(Unavailable {
+                        name: name.to_string(),
+                        reason: format!(
+                            "not a tool of group `{group_id}` this agent may load{}",
+                            crate::suggest::did_you_mean(name, members.iter().map(String::as_str))
+                        ),
+                    });
+                }
+            }
+            wanted.sort();
+            wanted.dedup();
+            wanted
+        }
+    };
+    let mut loaded = Vec::new();
+    for name in &requested {
+        let m = loads.activate(agent, name)?;
+        match m.status {
+            Status::Loaded | Status::AlreadyLoaded => loaded.push(name.clone()),
+            Status::Unavailable => unavailable.push(Unavailable {
+                name: name.clone(),
+                reason: m.reason.unwrap_or_default(),
+            }),
+        }
+    }
+    loads.install(agent)?;
+    let remaining: Vec<String> = members
+        .iter()
+        .filter(|m| !loads.is_loaded(agent, m))
+        .cloned()
+        .collect();
+    let schemas = loaded
+        .iter()
+        .filter_map(|name| loads.schema(agent, name))
+        .collect();
+    let output = LoadOutput {
+        group_id,
+        expanded: remaining.is_empty(),
+        tool_names: loaded,
+        remaining,
+        schemas,
+        unavailable,
+    };
+    let text = output.text(loads.strategy());
+    Ok(ToolResult::ok(&output, text))
+}
+
+/// A call to the forwarder, unwrapped: the real tool and arguments, loaded
+/// on the way when the agent may load it; any other call is `Direct`.
+pub fn resolve_call(
+    loads: &mut impl Loads,
+    agent: &str,
+    tool: &str,
+    arguments: &str,
+) -> Result<Resolution, PluginError> {
+    if tool != DEFERRED_TOOL_CALL {
+        return Ok(Resolution::Direct);
+    }
+    let reject = |message: String| Ok(Resolution::Reject(ToolResult::error(message)));
+    if arguments.len() > MAX_FORWARD_BYTES {
+        return reject(format!(
+            "{DEFERRED_TOOL_CALL}: {} bytes of arguments; at most {MAX_FORWARD_BYTES}",
+            arguments.len()
+        ));
+    }
+    let args: ForwardArgs = match parse_args(DEFERRED_TOOL_CALL, arguments) {
+        Ok(args) => args,
+        Err(result) => return Ok(Resolution::Reject(result)),
+    };
+    let name = args.tool_name.trim();
+    if name.is_empty() || name.chars().count() > MAX_TOOL_NAME_CHARS {
+        return reject(format!(
+            "{DEFERRED_TOOL_CALL}: tool_name must have 1 to {MAX_TOOL_NAME_CHARS} characters"
+        ));
+    }
+    let real_arguments = match args.arguments_json() {
+        Ok(json) => json,
+        Err(problem) => return reject(format!("{DEFERRED_TOOL_CALL}: {problem}")),
+    };
+    if is_guard(name) {
+        return reject(format!(
+            "{DEFERRED_TOOL_CALL}: `{name}` is in your tool list; call it directly"
+        ));
+    }
+    loads.refresh(agent)?;
+    let implicitly_loaded = match loads.target(agent, name)? {
+        Err(reason) => {
+            return reject(format!(
+                "{DEFERRED_TOOL_CALL}: `{name}` could not be loaded: {reason}"
+            ));
+        }
+        Ok(Target::Unknown(reason)) => {
+            return reject(format!("{DEFERRED_TOOL_CALL}: {reason}"));
+        }
+        Ok(Target::Ready) => false,
+        Ok(Target::Pending) => {
+            let m = loads.activate(agent, name)?;
+            loads.install(agent)?;
+            m.status == Status::Loaded
+        }
+    };
+    Ok(Resolution::Forward {
+        tool: name.to_string(),
+        arguments: real_arguments,
+        implicitly_loaded,
+    })
+}
+
+/// Activates `name` and, when it loads, the core tools of every family it
+/// belongs to: the match for `name`, and those of the core tools.
+fn activate_with_family(
+    loads: &mut impl Loads,
+    agent: &str,
+    name: &str,
+    seen: &mut HashSet<String>,
+) -> Result<(Match, Vec<Match>), PluginError> {
+    let first = loads.activate(agent, name)?;
+    let mut matches = Vec::new();
+    if first.status != Status::Loaded {
+        return Ok((first, matches));
+    }
+    for (tool, family) in loads.family_core(agent, name) {
+        if seen.insert(tool.clone()) {
+            let mut m = loads.activate(agent, &tool)?;
+            m.via = Some(format!("the core of family `{family}`"));
+            matches.push(m);
+        }
+    }
+    Ok((first, matches))
+}
