@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::tool::{Origin, Tool};
+use crate::tool::{Origin, SearchText, Tool};
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
@@ -35,6 +35,10 @@ pub struct McpTool {
     pub description: String,
     #[serde(rename = "inputSchema", default = "empty_schema")]
     pub input_schema: Value,
+    /// Search text beyond the definition: `{"keywords": [...], "examples": [...],
+    /// "descriptions": [...]}`, each optional.
+    #[serde(rename = "x-lazy-tools", default)]
+    pub search_text: Option<SearchText>,
 }
 
 fn empty_schema() -> Value {
@@ -68,7 +72,8 @@ impl Catalog {
                     tool.description.clone(),
                     Origin::Mcp(server.name.clone()),
                 )
-                .with_parameters(tool.input_schema.clone());
+                .with_parameters(tool.input_schema.clone())
+                .with_search_text(tool.search_text.clone());
                 (id, registered)
             })
         })

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{LazyGroup, Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, LazyGroup, Origin as PluginOrigin, ToolDef, ToolGroup};
 
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -133,6 +133,21 @@ impl Host for HostView {
         }
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())
+    }
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        self.core()
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let text = tool.search_text.as_ref()?;
+                Some(Enrichment {
+                    tool: tool.name.clone(),
+                    keywords: text.keywords.clone(),
+                    examples: text.examples.clone(),
+                    descriptions: text.descriptions.clone(),
+                })
+            })
+            .collect()
     }
 }
 

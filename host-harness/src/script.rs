@@ -347,6 +347,12 @@ impl Script {
     }
 
     /// Registers the script's catalog and tools and creates its agents.
+    /// Whether the script declares its own tools or agents (a fixture case
+    /// does), rather than running on a world set up for it.
+    pub fn declares_world(&self) -> bool {
+        !self.tools.is_empty() || !self.agents.is_empty() || !self.lazy_groups.is_empty()
+    }
+
     pub fn set_up(&self, shell: &mut Shell, base: &Path) -> Result<()> {
         if let Some(catalog) = &self.catalog {
             shell.register_catalog(&Catalog::load(&base.join(catalog))?)?;

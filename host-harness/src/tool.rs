@@ -45,6 +45,24 @@ pub struct Tool {
     /// The plugin that runs this tool (its guard tools); `None` for the
     /// shell's own and MCP tools.
     pub owner: Option<String>,
+    /// What the shell knows of the tool for search beyond its definition (boxed: most tools
+    /// have none).
+    pub search_text: Option<Box<SearchText>>,
+}
+
+/// Search text for a tool beyond its definition (a catalog's `x-lazy-tools`, or what a
+/// shell's model wrote once for it): plugins receive it through WIT 0.3.0
+/// `host.tool-enrichment`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchText {
+    #[serde(default)]
+    pub keywords: Vec<String>,
+    #[serde(default)]
+    pub examples: Vec<String>,
+    /// The description in other languages.
+    #[serde(default)]
+    pub descriptions: Vec<String>,
 }
 
 impl Tool {
@@ -56,6 +74,7 @@ impl Tool {
             parameters_json: String::new(),
             origin,
             owner: None,
+            search_text: None,
         }
         .with_parameters(serde_json::json!({"type": "object", "properties": {}}))
     }
@@ -63,6 +82,11 @@ impl Tool {
     pub fn with_parameters(mut self, parameters: Value) -> Self {
         self.parameters_json = parameters.to_string();
         self.parameters = parameters;
+        self
+    }
+
+    pub fn with_search_text(mut self, text: Option<SearchText>) -> Self {
+        self.search_text = text.map(Box::new);
         self
     }
 

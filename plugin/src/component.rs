@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use crate::host::{Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
-use crate::registry::{LazyGroup, Origin, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, Origin, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 
 wit_bindgen::generate!({
@@ -77,6 +77,17 @@ impl Host for WitHost {
 
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
         wit_host::load_group(name).map(|tools| tools.into_iter().map(tool_from_wit).collect())
+    }
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        wit_host::tool_enrichment()
+            .into_iter()
+            .map(|e| Enrichment {
+                tool: e.tool,
+                keywords: e.keywords,
+                examples: e.examples,
+                descriptions: e.descriptions,
+            })
+            .collect()
     }
 }
 

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::{LazyGroup, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -35,4 +35,9 @@ pub trait Host {
     /// Loads lazy group `name`: the host registers its tools and returns
     /// them, or says why it could not (WIT 0.3.0 `host.load-group`).
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String>;
+    /// Extra search text for registered tools (WIT 0.3.0 `host.tool-enrichment`); none by
+    /// default.
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        Vec::new()
+    }
 }

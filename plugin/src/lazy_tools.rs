@@ -457,7 +457,8 @@ impl<H: Host> LazyTools<H> {
     }
 
     fn load_registry(&mut self) {
-        self.registry = Registry::new(self.host.registry(), self.host.tool_groups());
+        self.registry = Registry::new(self.host.registry(), self.host.tool_groups())
+            .with_enrichment(self.host.tool_enrichment());
         self.lazy = self.host.lazy_groups();
         self.index = SearchIndex::build(&self.registry);
         self.build_groups();

@@ -58,11 +58,27 @@ pub struct LazyGroup {
     pub tool_names: Vec<String>,
 }
 
+/// At most this many keywords, examples and descriptions each of one tool's enrichment.
+pub const MAX_ENRICHMENT_ITEMS: usize = 32;
+/// Each enrichment text is cut to this many characters (a query's limit).
+pub const MAX_ENRICHMENT_CHARS: usize = crate::guards::MAX_QUERY_CHARS;
+
+/// Search text the shell knows for a tool beyond its definition (mirrors the WIT
+/// `tool-enrichment`, 0.3.0): keywords, example requests, descriptions in other languages.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Enrichment {
+    pub tool: String,
+    pub keywords: Vec<String>,
+    pub examples: Vec<String>,
+    pub descriptions: Vec<String>,
+}
+
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: Vec<ToolDef>,
     by_name: HashMap<String, Vec<usize>>,
     groups: HashMap<String, ToolGroup>,
+    enrichment: HashMap<String, Enrichment>,
 }
 
 impl Registry {
@@ -76,12 +92,47 @@ impl Registry {
             tools,
             by_name,
             groups,
+            enrichment: HashMap::new(),
         }
     }
 
     /// The described groups (MCP servers), by name.
     pub fn group(&self, name: &str) -> Option<&ToolGroup> {
         self.groups.get(name)
+    }
+
+    /// The registry with the shell's enrichment of its tools (the first entry a tool wins;
+    /// entries for names not registered are dropped). Each is sized like a query: at most
+    /// [`MAX_ENRICHMENT_ITEMS`] texts of each kind, each cut to [`MAX_ENRICHMENT_CHARS`].
+    pub fn with_enrichment(mut self, enrichment: Vec<Enrichment>) -> Self {
+        let sized = |texts: Vec<String>| -> Vec<String> {
+            texts
+                .into_iter()
+                .take(MAX_ENRICHMENT_ITEMS)
+                .map(|t| match t.char_indices().nth(MAX_ENRICHMENT_CHARS) {
+                    Some((at, _)) => t[..at].to_string(),
+                    None => t,
+                })
+                .collect()
+        };
+        for entry in enrichment {
+            let entry = Enrichment {
+                keywords: sized(entry.keywords),
+                examples: sized(entry.examples),
+                descriptions: sized(entry.descriptions),
+                ..entry
+            };
+            if self.by_name.contains_key(&entry.tool) && !self.enrichment.contains_key(&entry.tool)
+            {
+                self.enrichment.insert(entry.tool.clone(), entry);
+            }
+        }
+        self
+    }
+
+    /// What the shell adds to a tool's text for search.
+    pub fn enrichment_of(&self, name: &str) -> Option<&Enrichment> {
+        self.enrichment.get(name)
     }
 
     pub fn tools(&self) -> &[ToolDef] {

@@ -1,26 +1,41 @@
 //! `host-harness demo`: what lazy-tools does to a real MCP catalog, shown to
 //! a person step by step, through the real component.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
+use super::args::CatalogArg;
 use crate::catalog::Catalog;
 use crate::script::describe;
 use crate::shell::{CallOutcome, Shell, ToolSchema, core_builtins, names};
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
-/// The catalog the demo loads when none is given.
-pub fn bundled_catalog() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalogs/livemcpbench.json")
+/// `host-harness demo`.
+#[derive(clap::Args)]
+pub struct DemoArgs {
+    #[command(flatten)]
+    catalog: CatalogArg,
+    /// The same story against real MCP servers from npm (everything,
+    /// filesystem, memory), installed into the target dir on first use.
+    #[arg(long, conflicts_with = "catalog")]
+    live: bool,
 }
 
-pub fn run(catalog: Option<&Path>) -> Result<()> {
-    let path = catalog
-        .map(Path::to_path_buf)
-        .unwrap_or_else(bundled_catalog);
+impl DemoArgs {
+    pub fn run(self) -> Result<()> {
+        if self.live {
+            super::demo_live::run()
+        } else {
+            run(&self.catalog.path())
+        }
+    }
+}
+
+pub fn run(path: &Path) -> Result<()> {
+    let path = path.to_path_buf();
     let path = path.canonicalize().unwrap_or(path);
     let catalog = Catalog::load(&path)?;
     let mut shell = Shell::new();

@@ -8,11 +8,45 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 
+use lazy_tools::suggest::did_you_mean;
+
+use super::args::{CatalogArg, ProfileArg};
 use super::session::{self, MAIN_AGENT};
 use crate::home::DshHome;
 use crate::plugin_api::Rule;
 use crate::shell::Shell;
+use crate::terminal::escape;
 
+/// `host-harness explain`.
+#[derive(clap::Args)]
+pub struct ExplainArgs {
+    #[command(flatten)]
+    profile: ProfileArg,
+    #[command(flatten)]
+    catalog: CatalogArg,
+    /// The agent, by path from the root (`main/worker`); agents of the path
+    /// that do not exist are created.
+    #[arg(long, value_name = "PATH")]
+    agent: Option<String>,
+    /// The tool, as the model sees its name (`github__create_issue`).
+    tool: String,
+}
+
+impl ExplainArgs {
+    pub fn run(self) -> Result<()> {
+        run(
+            &DshHome::from_env()?,
+            &self.profile.profile,
+            self.agent.as_deref(),
+            Some(&self.catalog.path()),
+            &self.tool,
+            &mut std::io::stdout().lock(),
+        )
+    }
+}
+
+/// Prints why `tool` is in its state for `agent`; a tool the registry does
+/// not hold is an error with a "did you mean".
 pub fn run(
     home: &DshHome,
     profile: &str,
@@ -30,6 +64,15 @@ pub fn run(
     }
     let agent = agent.unwrap_or(MAIN_AGENT);
     create_chain(&mut session.shell, agent)?;
+    let core = session.shell.core();
+    if !core.tools().iter().any(|t| t.name == tool) {
+        bail!(
+            "no tool named `{}` is registered{}",
+            escape(tool),
+            did_you_mean(tool, core.tools().iter().map(|t| t.name.as_str()))
+        );
+    }
+    drop(core);
     for plugin in &session.running {
         let located = session.shell.explain_located(&plugin.row.id, agent, tool)?;
         let explanation = located.explanation;

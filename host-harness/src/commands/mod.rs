@@ -1,7 +1,7 @@
 //! The CLI's commands, as library functions so tests can run them.
 
+pub mod args;
 pub mod bench;
-pub mod bench_verdict;
 pub mod demo;
 pub mod demo_live;
 pub mod explain;

@@ -7,6 +7,7 @@ use std::io::Write;
 use anyhow::{Context as _, Result};
 use clap::Subcommand;
 
+use super::args::ProfileArg;
 use crate::home::DshHome;
 use crate::install::{self, Change, existing_profile_dir, invalid};
 use crate::profile::{INSTALLED_FILE, PATCH_FILE, Profile};
@@ -33,6 +34,21 @@ pub enum PluginCommand {
         /// The plugin's id.
         id: String,
     },
+}
+
+/// `host-harness plugin --profile <NAME> add|list|remove`.
+#[derive(clap::Args)]
+pub struct PluginArgs {
+    #[command(flatten)]
+    profile: ProfileArg,
+    #[command(subcommand)]
+    command: PluginCommand,
+}
+
+impl PluginArgs {
+    pub fn run(self) -> Result<()> {
+        run(&DshHome::from_env()?, &self.profile.profile, self.command)
+    }
 }
 
 pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> {

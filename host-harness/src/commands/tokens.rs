@@ -7,8 +7,12 @@ use anyhow::{Context as _, Result, bail};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
+use crate::home::DshHome;
+use crate::profile::{INSTALLED_FILE, plugin_config};
 use crate::shell::{CallOutcome, Request, Shell};
+use crate::terminal::escape;
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
@@ -46,7 +50,12 @@ pub struct TokenReport {
     pub catalog_tokens: u64,
     pub visible_tools: usize,
     pub catalog_tools: usize,
+    /// The schemas of `tool_search` and `defer_execute_tool` as the model receives them.
+    pub guard_schema_tokens: u64,
 }
+
+/// The guard tools whose schemas [`TokenReport::guard_schema_tokens`] counts.
+pub const SEARCH_GUARDS: [&str; 2] = ["tool_search", "defer_execute_tool"];
 
 /// Builds the report: the catalog alone in a shell, then lazy-tools with
 /// `config` (a `catalog` mode, if given, overrides the config's).
@@ -84,6 +93,13 @@ pub fn report(
 
     let cold = shell.assemble(&agent)?;
     let (cold_start, catalog_tokens) = cost(&cold, tokenizer);
+    let guards: Vec<_> = cold
+        .tools
+        .iter()
+        .filter(|t| SEARCH_GUARDS.contains(&t.name.as_str()))
+        .cloned()
+        .collect();
+    let guard_schema_tokens = tokenizer.count_tools(&guards);
 
     let visible: Vec<String> = cold.tools.iter().map(|t| t.name.clone()).collect();
     let to_activate: Vec<String> = catalog
@@ -119,6 +135,7 @@ pub fn report(
         catalog_tokens,
         visible_tools: cold.tools.len(),
         catalog_tools: catalog.tool_count(),
+        guard_schema_tokens,
     })
 }
 
@@ -129,6 +146,59 @@ fn cost(request: &Request, tokenizer: Tokenizer) -> (u64, u64) {
         .as_deref()
         .map_or(0, |t| u64::from(tokenizer.count(t)));
     (tokenizer.count_tools(&request.tools) + text, text)
+}
+
+/// `host-harness tokens`.
+#[derive(clap::Args)]
+pub struct TokensArgs {
+    #[command(flatten)]
+    catalog: CatalogArg,
+    #[command(flatten)]
+    profile: ProfileArg,
+    /// The catalog mode to measure, overriding the config's `catalog`.
+    #[arg(long, value_enum)]
+    catalog_mode: Option<CatalogMode>,
+    /// How many deferred tools to load for the third figure.
+    #[arg(long, default_value_t = 5)]
+    activate: usize,
+    /// The BPE vocabulary to count with.
+    #[arg(long, value_enum, default_value_t = Tokenizer::O200k)]
+    tokenizer: Tokenizer,
+    /// `json` prints the figures as one JSON object.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    format: Format,
+}
+
+/// How a command prints its figures.
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+}
+
+impl TokensArgs {
+    pub fn run(self) -> Result<()> {
+        // The lazy-tools config of the profile; a profile that does not exist
+        // or does not run lazy-tools measures the zero-config preset.
+        let dir = self.profile.dir(&DshHome::from_env()?)?;
+        let config = if dir.join(INSTALLED_FILE).exists() || dir.join("profile.yml").exists() {
+            plugin_config(Some(&dir), "lazy-tools")?
+        } else {
+            eprintln!(
+                "note: profile `{}` has no plugins; measuring lazy-tools' zero-config preset",
+                escape(&self.profile.profile)
+            );
+            Value::Null
+        };
+        run(
+            &self.catalog.path(),
+            &config,
+            self.catalog_mode,
+            self.activate,
+            self.tokenizer,
+            self.format == Format::Json,
+        )
+    }
 }
 
 pub fn run(
@@ -169,6 +239,11 @@ pub fn run(
         r.activated,
         r.after_activation,
         pct(r.after_activation_ratio)
+    );
+    println!(
+        "  guard schemas ({})  {:>8}",
+        SEARCH_GUARDS.join(" + "),
+        r.guard_schema_tokens
     );
     Ok(())
 }

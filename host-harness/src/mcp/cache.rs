@@ -38,6 +38,7 @@ impl From<CachedTool> for McpTool {
             name: tool.name,
             description: tool.description,
             input_schema: tool.input_schema,
+            search_text: None,
         }
     }
 }

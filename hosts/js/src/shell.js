@@ -416,14 +416,23 @@ function emulatedRun(tool, args) {
 export function catalogTools(catalog) {
   const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
   return catalog.servers.flatMap((server) =>
-    (server.tools ?? []).map(
-      (tool) =>
-        new Tool(
-          `${clean(server.name)}__${clean(tool.name)}`,
-          tool.description ?? '',
-          { tag: 'mcp', val: server.name },
-          tool.inputSchema ?? { type: 'object', properties: {} },
-        ),
-    ),
+    (server.tools ?? []).map((tool) => {
+      const registered = new Tool(
+        `${clean(server.name)}__${clean(tool.name)}`,
+        tool.description ?? '',
+        { tag: 'mcp', val: server.name },
+        tool.inputSchema ?? { type: 'object', properties: {} },
+      );
+      const extra = tool['x-lazy-tools'];
+      if (extra !== undefined) {
+        const texts = (key) => (extra[key] ?? []).map(String);
+        registered.searchText = {
+          keywords: texts('keywords'),
+          examples: texts('examples'),
+          descriptions: texts('descriptions'),
+        };
+      }
+      return registered;
+    }),
   );
 }

@@ -28,6 +28,8 @@ export class Tool {
     // Plugins fetch the whole registry as text after every change: encode once.
     this.parametersJson = JSON.stringify(parameters);
     this.owner = owner;
+    /** Search text beyond the definition (a catalog's `x-lazy-tools`): {keywords, examples, descriptions}. */
+    this.searchText = undefined;
   }
 
   get scope() {

@@ -4,7 +4,8 @@
 use serde_json::json;
 
 use super::{
-    DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_TOP_K, TOOL_SEARCH,
+    DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_QUERIES, MAX_TOP_K,
+    TOOL_SEARCH,
 };
 use crate::config::Strategy;
 use crate::registry::{Origin, ToolDef};
@@ -27,9 +28,11 @@ pub fn definitions(strategy: Strategy) -> Vec<ToolDef> {
     let mut tools = vec![ToolDef {
         name: TOOL_SEARCH.into(),
         description: format!(
-            "Find and load tools that are not visible yet. Name tools exactly with \
-             tool_names, or describe the capability you need with queries (English or \
-             Chinese, e.g. [\"read a PDF\", \"读取PDF\"]). {search_tail}"
+            "Find and load tools that are not visible yet. Write each query as what the tool \
+             does and on what, in English where you can: \"create issue in github \
+             repository\", \"convert pdf to text\", not \"github\" or a whole task. One \
+             capability per query; for several needs send several queries in one call. If you \
+             know a tool's exact name, pass it in tool_names instead. {search_tail}"
         ),
         parameters: json!({
             "type": "object",
@@ -42,7 +45,10 @@ pub fn definitions(strategy: Strategy) -> Vec<ToolDef> {
                 "queries": {
                     "type": "array",
                     "items": {"type": "string"},
-                    "description": "Keyword descriptions of the capability you need."
+                    "maxItems": MAX_QUERIES,
+                    "description": "One short query per capability: action + object (+ service), \
+                        e.g. [\"send message to slack channel\", \"read file from disk\"]. \
+                        English works best; other languages (中文) also work."
                 },
                 "top_k": {
                     "type": "integer",

@@ -11,7 +11,7 @@ use super::index::{Posting, Postings, SearchIndex};
 use super::names::{hash, normalise_name_into};
 use super::rows::{Gather, Rows};
 use super::vocab::{self, Language};
-use crate::registry::{Registry, ToolDef};
+use crate::registry::{Enrichment, Registry, ToolDef};
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
@@ -68,6 +68,17 @@ impl SearchIndex {
             }
             for description in &text.params.descriptions {
                 builder.add(description, &[Field::ParamDescriptions]);
+            }
+            if let Some(extra) = registry.enrichment_of(&tool.name) {
+                let Enrichment {
+                    keywords,
+                    examples,
+                    descriptions,
+                    ..
+                } = extra;
+                for text in keywords.iter().chain(examples).chain(descriptions) {
+                    builder.add(text, &[Field::Enrichment]);
+                }
             }
             builder.end_doc(&mut docs);
         }

@@ -17,9 +17,13 @@ pub enum Field {
     ParamNames,
     ParamDescriptions,
     GroupDescription,
+    /// What the shell adds for search (WIT 0.3.0 `tool-enrichment`): keywords, example
+    /// requests, descriptions in other languages. Not the tool's own words, so it counts less
+    /// than its summary.
+    Enrichment,
 }
 
-pub const FIELD_COUNT: usize = 7;
+pub const FIELD_COUNT: usize = 8;
 
 impl Field {
     pub fn index(self) -> usize {
@@ -34,6 +38,7 @@ impl Field {
         Field::ParamNames,
         Field::ParamDescriptions,
         Field::GroupDescription,
+        Field::Enrichment,
     ];
 
     /// How much a term in this field counts against one in the description.
@@ -46,6 +51,7 @@ impl Field {
             Field::ParamNames => 0.5,
             Field::ParamDescriptions => 0.3,
             Field::GroupDescription => 0.4,
+            Field::Enrichment => 0.6,
         }
     }
 }

@@ -7,6 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::analyze::{Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
+use super::lexicon;
 use super::vocab::{self, Language};
 
 /// A CJK character alone says less than the bigrams around it.
@@ -23,6 +24,12 @@ const PREFIX: f32 = 0.6;
 const TRANSLATION: f32 = 1.0;
 /// A word the vocabulary adds in the query's language: a synonym, close but not the same.
 const SYNONYM: f32 = 0.5;
+
+/// An English gloss of a Chinese query word from CC-CEDICT: a translation, but a dictionary's,
+/// not one chosen for tool language, so it counts less than the vocabulary's.
+const GLOSS: f32 = 0.6;
+/// A WordNet synonym of a query word: often another sense of the word.
+const WORDNET_SYNONYM: f32 = 0.3;
 
 /// Prefixes shorter than this match too many names.
 const MIN_PREFIX_CHARS: usize = 4;
@@ -69,7 +76,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // concept's slot, with the concept's other forms.
     let vocabulary = vocab::built_in();
     let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
-    for named in vocabulary.concepts_in(&stems, &text.to_lowercase()) {
+    let lower = text.to_lowercase();
+    for named in vocabulary.concepts_in(&stems, &lower) {
         let slot = builder.new_slot();
         for form in vocabulary.forms(named.concept) {
             let Some(ids) = form
@@ -118,6 +126,30 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         if matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
             prefixes(dictionary, &token.term, slot, &mut builder);
+            // The word as written (`cars`), else its stem when that is a word (`car`).
+            let mut synonyms = lexicon::synonyms(&token.raw).peekable();
+            let synonyms = match synonyms.peek() {
+                Some(_) => synonyms.collect::<Vec<_>>(),
+                None => lexicon::synonyms(&token.term).collect(),
+            };
+            for synonym in synonyms {
+                add_words(dictionary, synonym, WORDNET_SYNONYM, slot, &mut builder);
+            }
+        }
+    }
+
+    // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
+    // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
+    // once, as written or translated; a word no tool holds gets a slot for its glosses.
+    for word in lexicon::chinese_words(&lower) {
+        let first = chinese_terms(word)
+            .first()
+            .and_then(|t| dictionary.term_id(t));
+        let slot = first
+            .and_then(|id| builder.owner.get(&id).copied())
+            .unwrap_or_else(|| builder.new_slot());
+        for gloss in lexicon::glosses(word) {
+            add_words(dictionary, gloss, GLOSS, slot, &mut builder);
         }
     }
 
@@ -134,6 +166,40 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
+}
+
+/// A Chinese word as index terms: its bigrams, or the character of a one-character word.
+fn chinese_terms(word: &str) -> Vec<String> {
+    let tokens = analyzer().tokens(word);
+    match tokens.as_slice() {
+        [single] if single.kind == TokenKind::CjkUnigram => vec![single.term.clone()],
+        _ => tokens
+            .into_iter()
+            .filter(|t| t.kind == TokenKind::CjkBigram)
+            .map(|t| t.term)
+            .collect(),
+    }
+}
+
+/// Adds `words` (English, one or two) to `slot` as one form worth `weight`, if every word is an
+/// index term.
+fn add_words(
+    dictionary: &Dictionary,
+    words: &str,
+    weight: f32,
+    slot: usize,
+    builder: &mut Builder,
+) {
+    let ids: Option<Vec<u32>> = analyzer()
+        .tokens(words)
+        .iter()
+        .filter(|t| t.kind == TokenKind::Word)
+        .map(|t| dictionary.term_id(&t.term))
+        .collect();
+    if let Some(ids) = ids.filter(|ids| !ids.is_empty()) {
+        let share = weight / ids.len() as f32;
+        builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
+    }
 }
 
 /// A query word no tool holds: two known words run together, or a typo of a name term.

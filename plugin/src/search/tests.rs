@@ -4,7 +4,7 @@ use proptest::prelude::*;
 use serde_json::json;
 
 use super::SearchIndex;
-use crate::registry::{Origin, Registry, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, Origin, Registry, ToolDef, ToolGroup};
 
 fn tool(name: &str, description: &str, parameters: serde_json::Value) -> ToolDef {
     let server = name.split("__").next().unwrap_or(name).to_string();
@@ -151,6 +151,66 @@ fn a_chinese_query_finds_a_tool_described_in_english() {
     assert_eq!(
         first(&index, "查询股票价格").as_deref(),
         Some("stocks__get_quote")
+    );
+}
+
+#[test]
+fn maintained_dictionaries_reach_words_the_vocabulary_lacks() {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        tool("space__comet_orbit", "Orbit of a comet.", none.clone()),
+        tool("space__planet_facts", "Facts about a planet.", none.clone()),
+        tool(
+            "garage__list_automobiles",
+            "List the automobiles in a garage.",
+            none.clone(),
+        ),
+        tool("garage__list_tools", "List the tools on the wall.", none),
+    ];
+    let index = SearchIndex::build(&Registry::new(tools, vec![]));
+    // CC-CEDICT glosses: 彗星 -> comet, 行星 -> planet.
+    assert_eq!(first(&index, "彗星").as_deref(), Some("space__comet_orbit"));
+    assert_eq!(
+        first(&index, "这颗行星").as_deref(),
+        Some("space__planet_facts")
+    );
+    // WordNet synonyms: car -> automobile.
+    assert_eq!(
+        first(&index, "list cars").as_deref(),
+        Some("garage__list_automobiles")
+    );
+}
+
+#[test]
+fn a_shells_enrichment_makes_a_tool_findable() {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        tool("jira__create", "Create an item.", none.clone()),
+        tool("notes__create", "Create a note.", none),
+    ];
+    let enrich = |tool: &str| Enrichment {
+        tool: tool.into(),
+        keywords: vec!["bug".into(), "issue tracker".into(), "x".repeat(10_000)],
+        examples: vec!["open a ticket for the login crash".into()],
+        descriptions: vec!["在问题跟踪系统中创建工单".into()],
+    };
+    let plain = SearchIndex::build(&Registry::new(tools.clone(), vec![]));
+    assert!(top(&plain, "file a bug ticket").is_empty());
+    let registry = Registry::new(tools, vec![])
+        .with_enrichment(vec![enrich("jira__create"), enrich("not_registered")]);
+    assert!(registry.enrichment_of("not_registered").is_none());
+    let kept = registry.enrichment_of("jira__create").unwrap();
+    assert_eq!(
+        kept.keywords[2].chars().count(),
+        crate::registry::MAX_ENRICHMENT_CHARS
+    );
+    let index = SearchIndex::build(&registry);
+    assert_eq!(top(&index, "file a bug ticket"), ["jira__create"]);
+    assert_eq!(first(&index, "创建工单").as_deref(), Some("jira__create"));
+    // The tool's own words still count most.
+    assert_eq!(
+        first(&index, "create note").as_deref(),
+        Some("notes__create")
     );
 }
 

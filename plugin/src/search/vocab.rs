@@ -56,7 +56,7 @@ pub struct Vocabulary {
     forms: Vec<Vec<Form>>,
     /// English phrases as stem sequences, by first stem.
     english: HashMap<String, Vec<(Vec<String>, ConceptId)>>,
-    /// Chinese words (lowercase: some mix in Latin letters, like `b站`).
+    /// Chinese words (lowercase: some mix in Latin letters, like `word文档`).
     chinese: HashMap<String, Vec<ConceptId>>,
     longest_chinese: usize,
 }

@@ -2,7 +2,7 @@
 //! cache against compiling it, and what its checks cost against mapping the
 //! code unchecked.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -14,6 +14,30 @@ use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{WasmHost, hex};
 
 /// Times loading from the precompiled cache against compiling.
+/// `bench load`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// The component [default: the lazy-tools component this binary was
+    /// built with].
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
+    /// Loads from the cache to time.
+    #[arg(long, default_value_t = 200)]
+    runs: usize,
+    /// Compilations to time (each takes seconds).
+    #[arg(long, default_value_t = 5)]
+    compile_runs: usize,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        let component = self
+            .component
+            .unwrap_or_else(crate::wasm_host::lazy_tools_component_path);
+        load(&component, self.runs, self.compile_runs)
+    }
+}
+
 pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
     if runs == 0 || compile_runs == 0 {
         bail!("--runs and --compile-runs must be at least 1");

@@ -15,6 +15,20 @@ use crate::mcp::{self, Event, ListingCache, McpConfig, ServerConfig};
 use crate::shell::{Shell, core_builtins};
 use crate::wasm_host::WasmHost;
 
+/// `bench mcp-startup`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Sessions per mode (alternating).
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        run(self.runs)
+    }
+}
+
 pub fn run(runs: usize) -> Result<()> {
     if runs == 0 {
         bail!("--runs must be at least 1");

@@ -11,6 +11,23 @@ use crate::profile::{INSTALLED_FILE, Profile};
 
 /// Times `Profile::load_installed` on a generated `cordis.yml` of `keys`
 /// config keys.
+/// `bench profile`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Keys in the generated config (124,000 is about 2 MB).
+    #[arg(long, default_value_t = 124_000)]
+    keys: usize,
+    /// Reads to time.
+    #[arg(long, default_value_t = 5)]
+    runs: usize,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        run(self.keys, self.runs)
+    }
+}
+
 pub fn run(keys: usize, runs: usize) -> Result<()> {
     if runs == 0 {
         bail!("--runs must be at least 1");

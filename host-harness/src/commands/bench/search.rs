@@ -2,7 +2,7 @@
 //! query file, scored with the same metrics.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 use serde_json::{Map, Value, json};
@@ -11,6 +11,7 @@ use super::component::{ComponentSearch, Found};
 use super::metrics::{self, CUTOFF, Judged, Metrics};
 use super::queries::{self, LabelledQuery};
 use crate::catalog::Catalog;
+use crate::commands::args::CatalogArg;
 use crate::peers::{self, PeerTool};
 
 /// How to print the figures.
@@ -115,6 +116,26 @@ pub fn evaluate(
         })
         .collect();
     Ok(Report { scorers })
+}
+
+/// `bench search`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    catalog: CatalogArg,
+    /// JSONL, one query a line: `{"query": "...", "gold": ["server/tool", ...],
+    /// "kind": "..."}` (`kind` optional; figures are also given per kind).
+    #[arg(long, value_name = "FILE")]
+    queries: PathBuf,
+    /// `table` for people, `json` for scripts.
+    #[arg(long, value_enum, default_value = "table")]
+    format: Format,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        run(&self.catalog.path(), &self.queries, self.format)
+    }
 }
 
 pub fn run(catalog: &Path, queries: &Path, format: Format) -> Result<()> {

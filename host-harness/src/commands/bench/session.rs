@@ -13,12 +13,11 @@
 //! dispatch sends the same tools array, byte for byte, on every request of
 //! an agent.
 
-use std::path::PathBuf;
-
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
 use crate::catalog::Catalog;
+use crate::commands::args::CatalogArg;
 use crate::shell::{CallOutcome, Shell, core_builtins};
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
@@ -32,9 +31,8 @@ const CHILD_REQUESTS: usize = 3;
 
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The MCP catalog the session runs over (default: the bundled one).
-    #[arg(long)]
-    catalog: Option<PathBuf>,
+    #[command(flatten)]
+    catalog: CatalogArg,
     /// Print one line per request, not only the totals.
     #[arg(long)]
     per_request: bool,
@@ -42,10 +40,7 @@ pub struct Args {
 
 impl Args {
     pub fn run(&self) -> Result<()> {
-        let path = self
-            .catalog
-            .clone()
-            .unwrap_or_else(crate::commands::demo::bundled_catalog);
+        let path = self.catalog.path();
         let catalog = Catalog::load(&path)?;
         println!(
             "bench session: {} ({} tools), {MAIN_REQUESTS} requests of main with {} loads, a child \

@@ -14,6 +14,7 @@ use stats_alloc::{Region, StatsAlloc};
 use super::component::{ComponentSearch, Found, PLUGIN};
 use super::queries;
 use crate::catalog::{Catalog, Server, shell_name};
+use crate::commands::args::repository_root;
 use crate::shell::CallOutcome;
 
 /// Queries per timed `tool_search` call: the most one call may carry.
@@ -101,6 +102,51 @@ fn ms(d: Duration) -> String {
 
 fn mb(bytes: usize) -> String {
     format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// `bench search-speed`.
+#[derive(clap::Args)]
+pub struct Args {
+    /// Catalogs to generate the tools from [default: the bundled
+    /// catalogs/livemcpbench.json and catalogs/reference-servers.json].
+    #[arg(long = "catalog", value_name = "FILE")]
+    catalogs: Vec<PathBuf>,
+    /// Query files (JSONL, as `bench search` reads) to draw queries from
+    /// [default: bench/zh.jsonl].
+    #[arg(long = "queries", value_name = "FILE")]
+    queries: Vec<PathBuf>,
+    /// How many tools to generate.
+    #[arg(long, default_value_t = 10_000)]
+    tools: usize,
+    /// Runs per measurement.
+    #[arg(long, default_value_t = 50)]
+    runs: usize,
+}
+
+impl Args {
+    pub fn run(self, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
+        let root = repository_root();
+        let or_default = |given: Vec<PathBuf>, default: &[&str]| {
+            if given.is_empty() {
+                default.iter().map(|p| root.join(p)).collect()
+            } else {
+                given
+            }
+        };
+        let options = Options {
+            catalogs: or_default(
+                self.catalogs,
+                &[
+                    "catalogs/livemcpbench.json",
+                    "catalogs/reference-servers.json",
+                ],
+            ),
+            queries: or_default(self.queries, &["bench/zh.jsonl"]),
+            tools: self.tools,
+            runs: self.runs,
+        };
+        run(options, heap)
+    }
 }
 
 pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {

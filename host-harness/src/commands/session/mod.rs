@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result, anyhow};
 
+use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};
@@ -42,22 +43,36 @@ impl ProfileShell {
 }
 
 /// Starts a shell as dsh does for `profile`: built-ins, the catalog's tools
-/// (if any), the profile's MCP servers (`mcp.yml`: their tools, started
-/// when needed), the agent `main`, then the profile's enabled plugins. A
+/// (if any), the agent `main`, the profile's MCP servers (`mcp.yml`: their
+/// tools, started when needed), then the profile's enabled plugins. A
 /// profile problem is reported at its file, line and column.
 pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<ProfileShell> {
+    start_with(home, profile, |shell| {
+        shell.register_tools(core_builtins())?;
+        if let Some(path) = catalog {
+            shell.register_catalog(&Catalog::load(path)?)?;
+        }
+        shell.create_agent(MAIN_AGENT, None)?;
+        Ok(())
+    })
+}
+
+/// Starts a shell for `profile` whose tools and agents `world` sets up
+/// before the profile's MCP servers and plugins start.
+fn start_with(
+    home: &DshHome,
+    profile: &str,
+    world: impl FnOnce(&mut Shell) -> Result<()>,
+) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
     let loaded = Profile::load(&dir).map_err(|e| invalid(profile, e))?;
     let (plugins, warnings) = loaded.plugins().map_err(|e| invalid(profile, e.into()))?;
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let mut shell = Shell::new();
-    shell.register_tools(core_builtins())?;
-    if let Some(path) = catalog {
-        shell.register_catalog(&Catalog::load(path)?)?;
-    }
     let servers = McpConfig::load(&dir).map_err(|e| invalid(profile, e))?;
+    let mut shell = Shell::new();
+    world(&mut shell)?;
     let mcp = if servers.servers.is_empty() {
         None
     } else {
@@ -67,7 +82,6 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
             ListingCache::in_home(home.root()),
         )?)
     };
-    shell.create_agent(MAIN_AGENT, None)?;
     let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
         .map_err(|problems| anyhow!("profile `{profile}` cannot start:\n{problems}"))?;
@@ -79,6 +93,39 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
     })
 }
 
+/// `host-harness session`.
+#[derive(clap::Args)]
+pub struct SessionArgs {
+    #[command(flatten)]
+    profile: ProfileArg,
+    #[command(flatten)]
+    catalog: CatalogArg,
+    /// Register no catalog: only the built-ins and the profile's MCP servers.
+    #[arg(long, conflicts_with = "catalog")]
+    no_catalog: bool,
+    /// A steps file to run instead of an interactive session: YAML `tools`,
+    /// `agents` and `steps` with expectations, as in
+    /// examples/session-steps.yml (the format is in README.md, "Scripted
+    /// sessions").
+    #[arg(long, value_name = "FILE")]
+    steps: Option<PathBuf>,
+    #[command(flatten)]
+    state: StateArgs,
+}
+
+impl SessionArgs {
+    pub fn run(self) -> Result<()> {
+        let catalog = (!self.no_catalog).then(|| self.catalog.path());
+        run(
+            &DshHome::from_env()?,
+            &self.profile.profile,
+            catalog.as_deref(),
+            self.steps.as_deref(),
+            &self.state,
+        )
+    }
+}
+
 /// Saving and resuming a session's load state (what each agent loaded),
 /// through the plugins' `export-state` / `restore-state` (WIT 0.3.0).
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -87,45 +134,45 @@ pub struct StateArgs {
     /// to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
-    /// Before the session starts, restore a load state written by
-    /// `--save` (with the same strategy; the session's agents get their
-    /// loads when they exist).
+    /// Before the steps run, restore a load state written by `--save`
+    /// (with the same strategy; agents created later get their loads when
+    /// they are created).
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
 }
 
 impl StateArgs {
-    /// Runs `session` with this state handling.
-    pub fn run(
-        &self,
-        home: &DshHome,
-        profile: &str,
-        catalog: Option<&Path>,
-        steps: Option<&Path>,
-    ) -> Result<()> {
-        let mut session = start(home, profile, catalog)?;
-        let plugin = session.plugin_ids().into_iter().next();
-        if let Some(path) = &self.resume {
-            let plugin = plugin
-                .as_deref()
-                .context("--resume: the profile runs no plugin to restore into")?;
-            let state = std::fs::read_to_string(path)
-                .with_context(|| format!("reading {}", path.display()))?;
-            session
-                .shell
-                .restore_state(plugin, &state)
-                .with_context(|| format!("resuming from {}", path.display()))?;
-        }
-        let mut session = run_session(session, steps)?;
-        if let Some(path) = &self.save {
-            let plugin = plugin
-                .as_deref()
-                .context("--save: the profile runs no plugin whose state to save")?;
-            let state = session.shell.export_state(plugin)?;
-            crate::atomic_write::write_atomic(path, state.as_bytes())
-                .with_context(|| format!("writing {}", path.display()))?;
-        }
-        Ok(())
+    /// Restores the `--resume` file into the session's first plugin.
+    fn restore(&self, session: &mut ProfileShell) -> Result<()> {
+        let Some(path) = &self.resume else {
+            return Ok(());
+        };
+        let plugin = session
+            .plugin_ids()
+            .into_iter()
+            .next()
+            .context("--resume: the profile runs no plugin to restore into")?;
+        let state =
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        session
+            .shell
+            .restore_state(&plugin, &state)
+            .with_context(|| format!("resuming from {}", path.display()))
+    }
+
+    /// Writes the session's first plugin's load state to the `--save` file.
+    fn save(&self, session: &mut ProfileShell) -> Result<()> {
+        let Some(path) = &self.save else {
+            return Ok(());
+        };
+        let plugin = session
+            .plugin_ids()
+            .into_iter()
+            .next()
+            .context("--save: the profile runs no plugin whose state to save")?;
+        let state = session.shell.export_state(&plugin)?;
+        crate::atomic_write::write_atomic(path, state.as_bytes())
+            .with_context(|| format!("writing {}", path.display()))
     }
 }
 
@@ -134,30 +181,41 @@ pub fn run(
     profile: &str,
     catalog: Option<&Path>,
     steps: Option<&Path>,
+    state: &StateArgs,
 ) -> Result<()> {
-    StateArgs::default().run(home, profile, catalog, steps)
+    let Some(path) = steps else {
+        let mut session = start(home, profile, catalog)?;
+        state.restore(&mut session)?;
+        let stdin = std::io::stdin();
+        let prompt = stdin.is_terminal();
+        let mut repl = repl::Repl::new(session);
+        repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
+        return state.save(&mut repl.into_session());
+    };
+    let script = Script::load(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let set_up = |shell: &mut Shell| {
+        script
+            .set_up(shell, base)
+            .with_context(|| format!("setting up {}", path.display()))
+    };
+    // A file that declares its tools or agents is the whole world, as a
+    // fixture case is: the shell starts with nothing else. One that only
+    // has steps runs in the session's usual world.
+    let mut session = if script.declares_world() {
+        start_with(home, profile, set_up)?
+    } else {
+        let mut session = start(home, profile, catalog)?;
+        set_up(&mut session.shell)?;
+        session
+    };
+    state.restore(&mut session)?;
+    run_script(&mut session, &script, path, &mut std::io::stdout().lock())?;
+    state.save(&mut session)
 }
 
-/// Runs the steps (or the person's commands) and gives the session back.
-fn run_session(mut session: ProfileShell, steps: Option<&Path>) -> Result<ProfileShell> {
-    match steps {
-        Some(steps) => {
-            run_steps(&mut session, steps, &mut std::io::stdout().lock())?;
-            Ok(session)
-        }
-        None => {
-            let stdin = std::io::stdin();
-            let prompt = stdin.is_terminal();
-            let mut repl = repl::Repl::new(session);
-            repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
-            Ok(repl.into_session())
-        }
-    }
-}
-
-/// Runs a steps file on the session and prints a transcript line per step.
-/// The file may register more tools and agents (`main` and the built-ins
-/// exist already); steps that address a plugin address the profile's first.
+/// Runs a steps file on a started session: its tools, catalog and agents
+/// are added to the session's, then every step runs.
 pub fn run_steps(
     session: &mut ProfileShell,
     path: &Path,
@@ -168,6 +226,17 @@ pub fn run_steps(
     script
         .set_up(&mut session.shell, base)
         .with_context(|| format!("setting up {}", path.display()))?;
+    run_script(session, &script, path, out)
+}
+
+/// Runs the steps and prints a transcript line per step; steps that address
+/// a plugin address the profile's first.
+fn run_script(
+    session: &mut ProfileShell,
+    script: &Script,
+    path: &Path,
+    out: &mut dyn std::io::Write,
+) -> Result<()> {
     let plugin = session.plugin_ids().into_iter().next().unwrap_or_default();
     for (index, step) in script.steps.iter().enumerate() {
         let line = step.referenced.line();

@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use lazy_tools::host::{Host as _, LogLevel};
-use lazy_tools::registry::{Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGroup};
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
@@ -89,6 +89,28 @@ impl dsh::tool_restriction::host::Host for PluginState {
             s.host()
                 .load_group(&name)
                 .map(|tools| tools.into_iter().map(def_to_wit).collect())
+        })
+    }
+
+    fn tool_enrichment(&mut self) -> Vec<wit::Enrichment> {
+        self.host_call(|s| {
+            s.host()
+                .tool_enrichment()
+                .into_iter()
+                .map(
+                    |Enrichment {
+                         tool,
+                         keywords,
+                         examples,
+                         descriptions,
+                     }| wit::Enrichment {
+                        tool,
+                        keywords,
+                        examples,
+                        descriptions,
+                    },
+                )
+                .collect()
         })
     }
 }

@@ -12,7 +12,7 @@ use host_harness::wasm_host::WasmHost;
 use proptest::prelude::*;
 use serde_json::json;
 
-const GUARDS: [&str; 3] = ["tool_search", "defer_execute_tool", "load_tools"];
+use crate::common::{GUARDS, visible_names};
 
 const TOOL_NAMES: &[&str] = &[
     "bash",
@@ -206,12 +206,7 @@ impl World {
 }
 
 fn names(shell: &mut Shell, agent: &str) -> BTreeSet<String> {
-    shell
-        .next_request(agent)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    visible_names(shell, agent)
 }
 
 /// Nothing an agent sees or may call exceeds what its chain authorizes

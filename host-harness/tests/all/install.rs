@@ -452,6 +452,63 @@ fn session_and_explain_run_the_installed_plugin() {
     );
 }
 
+/// The README's scripted-session example runs as written against a profile
+/// with the plugin and no config (the preset over the bundled catalog), and
+/// a fixture case copied as it is runs in its own world.
+#[test]
+fn shipped_steps_and_fixture_cases_run_in_session() {
+    let w = world();
+    let profile = "steps";
+    add(profile, &format!("git:{}", w.url()));
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let run = |steps: &Path| {
+        harness(
+            &[
+                "session",
+                "--profile",
+                profile,
+                "--steps",
+                steps.to_str().unwrap(),
+            ],
+            "",
+        )
+    };
+    let (ok, stdout, stderr) = run(&root.join("examples/session-steps.yml"));
+    assert!(ok, "{stderr}");
+    assert!(stdout.ends_with("8 steps passed\n"), "{stdout}");
+
+    // A case with its own tools and agents: `main` is the file's, not the
+    // session's, so creating it is no conflict. The profile has no config,
+    // so the case's expectations of `deferToolLoading: true` come from a patch.
+    std::fs::write(
+        w.profile_dir(profile).join("cordis.patch.yml"),
+        "- id: lazy-tools\n  config: {deferToolLoading: true}\n",
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = run(&root.join("tests/cases/search-then-visible/case.yml"));
+    assert!(ok, "{stderr}");
+    assert!(stdout.ends_with("6 steps passed\n"), "{stdout}");
+}
+
+/// `explain` of a tool no catalog holds fails, with a "did you mean".
+#[test]
+fn explain_of_an_unknown_tool_fails_with_a_suggestion() {
+    let w = world();
+    let profile = "explain-unknown";
+    add(profile, &format!("git:{}", w.url()));
+    let (ok, _, stderr) = harness(
+        &["explain", "--profile", profile, "weather__get_wether"],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "no tool named `weather__get_wether` is registered; did you mean `weather__get_weather`?"
+        ),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn remove_takes_the_plugin_out_of_the_profile() {
     let w = world();

@@ -60,12 +60,7 @@ fn call(shell: &mut Shell, tool: &str, arguments: Value) -> ToolOutput {
 }
 
 fn visible(shell: &mut Shell) -> Vec<String> {
-    shell
-        .next_request("main")
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    crate::common::visible_names(shell, "main")
 }
 
 fn starts(handle: &SharedServers) -> Vec<(String, StartReason)> {

@@ -8,8 +8,7 @@ use host_harness::tokens::Tokenizer;
 use host_harness::wasm_host::WasmHost;
 use serde_json::{Value, json};
 
-#[path = "support/guests.rs"]
-mod guests;
+use crate::guests;
 
 fn shell_with(component: &Path) -> Shell {
     let mut shell = Shell::new();

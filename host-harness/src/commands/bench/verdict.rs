@@ -9,6 +9,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use crate::catalog::Catalog;
+use crate::commands::args::CatalogArg;
 use crate::native_plugin::native_lazy_tools;
 use crate::shell::{Shell, core_builtins};
 use crate::wasm_host::{Limits, WasmHost};
@@ -29,6 +30,19 @@ pub fn median_ns(samples: usize, batch: usize, mut f: impl FnMut()) -> f64 {
         .collect();
     per_call.sort_by(f64::total_cmp);
     per_call[per_call.len() / 2]
+}
+
+/// `bench verdict`.
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(flatten)]
+    catalog: CatalogArg,
+}
+
+impl Args {
+    pub fn run(self) -> Result<()> {
+        run(&self.catalog.path())
+    }
 }
 
 pub fn run(catalog: &Path) -> Result<()> {

@@ -69,12 +69,7 @@ fn shell(tokenizer: Option<Tokenizer>, tools: Vec<Tool>, config: Value) -> Shell
 }
 
 fn visible(shell: &mut Shell) -> Vec<String> {
-    shell
-        .next_request("main")
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    crate::common::visible_names(shell, "main")
 }
 
 /// What the tools cost as the model receives them, counted by the harness.
@@ -250,6 +245,11 @@ fn cold_start_meets_the_targets_on_the_bundled_catalog() {
     assert!(none.eager > 80_000, "{none:?}");
     assert!(none.cold_start_ratio <= 0.015, "{none:?}");
     assert!(none.after_activation > none.cold_start);
+    // What guides the model's queries stays cheap: both guard schemas under 450 tokens.
+    assert!(
+        none.guard_schema_tokens > 100 && none.guard_schema_tokens < 450,
+        "{none:?}"
+    );
     let names = report(
         &catalog,
         &Value::Null,

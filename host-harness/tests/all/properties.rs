@@ -12,7 +12,7 @@ use host_harness::wasm_host::WasmHost;
 use proptest::prelude::*;
 use serde_json::json;
 
-const GUARDS: [&str; 3] = ["tool_search", "defer_execute_tool", "load_tools"];
+use crate::common::{GUARDS, visible_names};
 
 /// A small universe so that patterns, restrictions and activations collide.
 const TOOL_NAMES: &[&str] = &[
@@ -186,12 +186,7 @@ fn shell(case: &Case) -> Shell {
 }
 
 fn visible(shell: &mut Shell, agent: &str) -> BTreeSet<String> {
-    shell
-        .next_request(agent)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    visible_names(shell, agent)
 }
 
 fn own_scope(shell: &Shell, agent: &str) -> BTreeSet<String> {

@@ -9,8 +9,7 @@ use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
 use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
 use serde_json::{Value, json};
 
-#[path = "support/guests.rs"]
-mod guests;
+use crate::guests;
 
 const HOSTILE: &str = "hostile";
 
@@ -55,12 +54,7 @@ fn shell(config: &str) -> Shell {
 }
 
 fn names(shell: &mut Shell, agent: &str) -> Vec<String> {
-    shell
-        .next_request(agent)
-        .unwrap()
-        .into_iter()
-        .map(|t| t.name)
-        .collect()
+    crate::common::visible_names(shell, agent)
 }
 
 const EXPORTS: &[&str] = &[

@@ -1,0 +1,18 @@
+//! The integration suites, linked into one test binary (wasmtime's
+//! `tests/all/` pattern): one link of wasmtime instead of one per suite.
+//! The fixture runners (`../cases.rs`, `../profiles.rs`) are binaries of
+//! their own, one trial per fixture folder. See `../README.md`.
+
+mod bench_search;
+mod bench_session;
+mod common;
+mod component_cache;
+mod contract_versions;
+mod exposure;
+mod guests;
+mod hostile;
+mod install;
+mod js_host;
+mod mcp;
+mod properties;
+mod tokens;

@@ -1,0 +1,141 @@
+//! Maintained lexical resources, pruned to tool language when generated (`lexicon/generate.py`):
+//! CC-CEDICT's English glosses of Chinese words (`lexicon/cedict.tsv`, CC BY-SA 4.0) and
+//! WordNet's synonyms of English nouns and verbs (`lexicon/wordnet.tsv`). A query word found
+//! here adds these words to its slot at a lower weight than the word itself.
+//!
+//! Each file is `key<TAB>value` lines sorted by key, read in place by binary search: nothing is
+//! parsed, inflated or allocated when the component loads, an index is built or a query runs.
+//! (Deflating them would shrink the component, but inflating CC-CEDICT once takes about 50 ms
+//! inside the component, more than a host allows one call.)
+
+use super::analyze::is_cjk;
+
+const CEDICT: Table = Table(include_str!("lexicon/cedict.tsv"));
+const WORDNET: Table = Table(include_str!("lexicon/wordnet.tsv"));
+
+/// The longest Chinese word the CC-CEDICT table holds, in characters.
+const LONGEST_CHINESE: usize = 4;
+
+/// Sorted `key<TAB>value` lines.
+struct Table(&'static str);
+
+impl Table {
+    /// The value of `key`, if a line has it.
+    fn get(&self, key: &str) -> Option<&'static str> {
+        let text = self.0;
+        let bytes = text.as_bytes();
+        // `lo` is always a line start, `hi` a line start or the end.
+        let (mut lo, mut hi) = (0, text.len());
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            let start = bytes[lo..mid]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(lo, |at| lo + at + 1);
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(text.len(), |at| start + at);
+            // Both ends sit next to a newline, so they are character boundaries.
+            let line = &text[start..end];
+            let (k, value) = line.split_once('\t').unwrap_or((line, ""));
+            match k.as_bytes().cmp(key.as_bytes()) {
+                std::cmp::Ordering::Equal => return Some(value),
+                std::cmp::Ordering::Less => lo = (end + 1).min(text.len()),
+                std::cmp::Ordering::Greater => hi = start,
+            }
+        }
+        None
+    }
+}
+
+/// The English glosses of a Chinese word (`天气` -> `weather`), each one or two words.
+pub fn glosses(chinese: &str) -> impl Iterator<Item = &'static str> {
+    CEDICT
+        .get(chinese)
+        .into_iter()
+        .flat_map(|v| v.split('|'))
+        .filter(|g| !g.is_empty())
+}
+
+/// WordNet's synonyms of a lowercase English noun or verb (`fetch` -> bring, get, convey).
+pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
+    WORDNET
+        .get(word)
+        .into_iter()
+        .flat_map(|v| v.split(' '))
+        .filter(|s| !s.is_empty())
+}
+
+/// The CC-CEDICT words in `text` by forward maximum matching over each run of Chinese
+/// characters (two to four characters a word; characters no word covers are skipped).
+pub fn chinese_words(text: &str) -> Vec<&str> {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let run = chars[i..].iter().take_while(|(_, c)| is_cjk(*c)).count();
+        let found = (2..=LONGEST_CHINESE.min(run)).rev().find_map(|len| {
+            let start = chars[i].0;
+            let end = chars.get(i + len).map_or(text.len(), |&(b, _)| b);
+            let word = &text[start..end];
+            CEDICT.get(word).map(|_| (len, word))
+        });
+        match found {
+            Some((len, word)) => {
+                words.push(word);
+                i += len;
+            }
+            None => i += 1,
+        }
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn keys(table: &Table) -> Vec<&'static str> {
+        table
+            .0
+            .lines()
+            .map(|l| l.split_once('\t').map_or(l, |(k, _)| k))
+            .collect()
+    }
+
+    #[test]
+    fn the_tables_are_sorted_and_every_key_is_found() {
+        for table in [&CEDICT, &WORDNET] {
+            let keys = keys(table);
+            assert!(keys.len() > 20_000, "{} keys", keys.len());
+            assert!(keys.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
+            for key in keys {
+                assert!(table.get(key).is_some(), "{key}");
+            }
+        }
+        assert_eq!(CEDICT.get(""), None);
+        assert_eq!(CEDICT.get("天气预"), None);
+        assert_eq!(WORDNET.get("zzzzzz"), None);
+    }
+
+    #[test]
+    fn a_chinese_word_reaches_its_english_gloss() {
+        assert_eq!(glosses("天气").collect::<Vec<_>>(), ["weather"]);
+        assert!(glosses("下载").any(|g| g == "download"));
+        assert_eq!(glosses("不是词").count(), 0);
+    }
+
+    #[test]
+    fn english_synonyms_come_from_wordnet() {
+        assert!(synonyms("fetch").any(|s| s == "get"));
+        assert_eq!(synonyms("qwertyuiop").count(), 0);
+    }
+
+    #[test]
+    fn the_longest_word_is_taken_first() {
+        assert_eq!(chinese_words("明天的天气预报"), ["明天", "天气预报"]);
+        assert_eq!(chinese_words("download 文件 x"), ["文件"]);
+        assert!(chinese_words("").is_empty());
+    }
+}
