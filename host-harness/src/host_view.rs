@@ -111,22 +111,6 @@ impl Host for HostView {
         self.core().generation()
     }
 
-    fn tool_enrichment(&self) -> Vec<Enrichment> {
-        self.core()
-            .tools()
-            .iter()
-            .filter_map(|tool| {
-                let text = tool.search_text.as_ref()?;
-                Some(Enrichment {
-                    tool: tool.name.clone(),
-                    keywords: text.keywords.clone(),
-                    examples: text.examples.clone(),
-                    descriptions: text.descriptions.clone(),
-                })
-            })
-            .collect()
-    }
-
     fn lazy_groups(&self) -> Vec<LazyGroup> {
         self.core()
             .lazy_groups()
@@ -149,6 +133,21 @@ impl Host for HostView {
         }
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())
+    }
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        self.core()
+            .tools()
+            .iter()
+            .filter_map(|tool| {
+                let text = tool.search_text.as_ref()?;
+                Some(Enrichment {
+                    tool: tool.name.clone(),
+                    keywords: text.keywords.clone(),
+                    examples: text.examples.clone(),
+                    descriptions: text.descriptions.clone(),
+                })
+            })
+            .collect()
     }
 }
 

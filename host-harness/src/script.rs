@@ -350,7 +350,7 @@ impl Script {
     /// Whether the script declares its own tools or agents (a fixture case
     /// does), rather than running on a world set up for it.
     pub fn declares_world(&self) -> bool {
-        !self.tools.is_empty() || !self.agents.is_empty()
+        !self.tools.is_empty() || !self.agents.is_empty() || !self.lazy_groups.is_empty()
     }
 
     pub fn set_up(&self, shell: &mut Shell, base: &Path) -> Result<()> {

@@ -176,10 +176,11 @@ impl ShellCore {
             .ok_or_else(|| format!("the shell cannot load group `{name}`: it has no loader"))
     }
 
-    /// Registers a tool a lazy group's load returned (an identical one
-    /// already registered is kept).
+    /// Registers a tool a lazy group's load returned. One of that name
+    /// already in its scope is kept (registered from a cached listing; the
+    /// backend's own sync replaces a changed one).
     pub fn register_loaded(&mut self, tool: Tool) -> Result<(), ShellError> {
-        if self.tools.contains(&tool) {
+        if self.names.contains_in(&tool.name, tool.origin.scope()) {
             return Ok(());
         }
         self.register(tool)?;

@@ -64,18 +64,6 @@ impl Host for WitHost {
         wit_host::tools_generation()
     }
 
-    fn tool_enrichment(&self) -> Vec<Enrichment> {
-        wit_host::tool_enrichment()
-            .into_iter()
-            .map(|e| Enrichment {
-                tool: e.tool,
-                keywords: e.keywords,
-                examples: e.examples,
-                descriptions: e.descriptions,
-            })
-            .collect()
-    }
-
     fn lazy_groups(&self) -> Vec<LazyGroup> {
         wit_host::lazy_groups()
             .into_iter()
@@ -89,6 +77,17 @@ impl Host for WitHost {
 
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
         wit_host::load_group(name).map(|tools| tools.into_iter().map(tool_from_wit).collect())
+    }
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        wit_host::tool_enrichment()
+            .into_iter()
+            .map(|e| Enrichment {
+                tool: e.tool,
+                keywords: e.keywords,
+                examples: e.examples,
+                descriptions: e.descriptions,
+            })
+            .collect()
     }
 }
 

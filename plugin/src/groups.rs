@@ -146,13 +146,20 @@ impl Groups {
 
     /// The catalog lines for an agent whose deferred tools are `deferred`:
     /// every group with a deferred member, and every lazy group as the host
-    /// declared it (loaded or not, so loading never changes its line).
-    pub fn lines(&self, deferred: &BTreeSet<&str>) -> Vec<GroupLine> {
+    /// declared it (loaded or not, so loading never changes its line). A
+    /// declared name that is registered shows only when the agent may load
+    /// it, so a line never names a tool the agent's chain denies.
+    pub fn lines(&self, deferred: &BTreeSet<&str>, registry: &Registry) -> Vec<GroupLine> {
         let mut lines = Vec::new();
         for (id, group) in &self.by_id {
             let tools = match &group.lazy {
                 Some(decl) => {
-                    let mut names = decl.tool_names.clone();
+                    let mut names: Vec<String> = decl
+                        .tool_names
+                        .iter()
+                        .filter(|n| !registry.contains(n) || deferred.contains(n.as_str()))
+                        .cloned()
+                        .collect();
                     names.sort();
                     names.dedup();
                     names
@@ -231,7 +238,11 @@ mod tests {
         }];
         let groups = Groups::build(&registry, &declared, &lazy, &LazyLoads::new());
         let deferred: BTreeSet<&str> = ["gh__issue", "todo", "note"].into();
-        let ids: Vec<String> = groups.lines(&deferred).into_iter().map(|l| l.id).collect();
+        let ids: Vec<String> = groups
+            .lines(&deferred, &registry)
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
         assert_eq!(ids, ["db", "gh", "notes", "other"]);
         assert_eq!(groups.members_for("other", &deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));

@@ -30,14 +30,14 @@ pub trait Host {
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
     /// Changes whenever what some agent may call can have changed.
     fn tools_generation(&self) -> u64;
-    /// Extra search text for registered tools (WIT 0.3.0 `host.tool-enrichment`); none by
-    /// default.
-    fn tool_enrichment(&self) -> Vec<Enrichment> {
-        Vec::new()
-    }
     /// The groups the host loads on demand (WIT 0.3.0 `host.lazy-groups`).
     fn lazy_groups(&self) -> Vec<LazyGroup>;
     /// Loads lazy group `name`: the host registers its tools and returns
     /// them, or says why it could not (WIT 0.3.0 `host.load-group`).
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String>;
+    /// Extra search text for registered tools (WIT 0.3.0 `host.tool-enrichment`); none by
+    /// default.
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        Vec::new()
+    }
 }

@@ -397,7 +397,12 @@ impl<H: Host> LazyTools<H> {
                 .unwrap_or_else(|| estimate_tokens(text))
         };
         let text = if dispatch && mode == CatalogMode::Groups {
-            catalog::render_dispatch(&self.groups.lines(&state.deferred()), chars, cap, count)
+            catalog::render_dispatch(
+                &self.groups.lines(&state.deferred(), &self.registry),
+                chars,
+                cap,
+                count,
+            )
         } else {
             let entries = catalog::entries(state.deferred(), &self.registry, agent);
             catalog::render(mode, entries, chars, cap, count)

@@ -49,6 +49,15 @@ pub struct ToolGroup {
     pub description: String,
 }
 
+/// A group the host can load on demand (mirrors the WIT `lazy-group`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LazyGroup {
+    pub name: String,
+    pub description: String,
+    /// The tools it will register, as far as the host knows them.
+    pub tool_names: Vec<String>,
+}
+
 /// At most this many keywords, examples and descriptions each of one tool's enrichment.
 pub const MAX_ENRICHMENT_ITEMS: usize = 32;
 /// Each enrichment text is cut to this many characters (a query's limit).
@@ -62,15 +71,6 @@ pub struct Enrichment {
     pub keywords: Vec<String>,
     pub examples: Vec<String>,
     pub descriptions: Vec<String>,
-}
-
-/// A group the host can load on demand (mirrors the WIT `lazy-group`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LazyGroup {
-    pub name: String,
-    pub description: String,
-    /// The tools it will register, as far as the host knows them.
-    pub tool_names: Vec<String>,
 }
 
 #[derive(Debug, Default)]
@@ -94,6 +94,11 @@ impl Registry {
             groups,
             enrichment: HashMap::new(),
         }
+    }
+
+    /// The described groups (MCP servers), by name.
+    pub fn group(&self, name: &str) -> Option<&ToolGroup> {
+        self.groups.get(name)
     }
 
     /// The registry with the shell's enrichment of its tools (the first entry a tool wins;
@@ -128,11 +133,6 @@ impl Registry {
     /// What the shell adds to a tool's text for search.
     pub fn enrichment_of(&self, name: &str) -> Option<&Enrichment> {
         self.enrichment.get(name)
-    }
-
-    /// The described groups (MCP servers), by name.
-    pub fn group(&self, name: &str) -> Option<&ToolGroup> {
-        self.groups.get(name)
     }
 
     pub fn tools(&self) -> &[ToolDef] {

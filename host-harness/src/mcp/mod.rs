@@ -20,7 +20,7 @@ pub use cache::{Listing, ListingCache};
 pub use config::{MCP_FILE, McpConfig, ServerConfig};
 pub use servers::{Event, McpServers, StartReason};
 
-use crate::shell::{RegistryChange, Shell, ShellCore, Tool, ToolBackend, ToolOutput};
+use crate::shell::{GroupLoader, RegistryChange, Shell, ShellCore, Tool, ToolBackend, ToolOutput};
 
 /// The servers, shared between the shell (its backend) and whoever started
 /// the session (to look at them, or stop them early).
@@ -30,6 +30,20 @@ pub struct SharedServers(Arc<Mutex<McpServers>>);
 impl SharedServers {
     pub fn lock(&self) -> MutexGuard<'_, McpServers> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl std::fmt::Debug for SharedServers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SharedServers")
+    }
+}
+
+/// The servers that start on demand are the shell's lazy groups: loading
+/// one starts its server.
+impl GroupLoader for SharedServers {
+    fn load(&self, group: &str) -> Result<Vec<Tool>, String> {
+        self.lock().load_group(group)
     }
 }
 
@@ -59,7 +73,11 @@ pub fn attach(shell: &mut Shell, config: &McpConfig, cache: ListingCache) -> Res
         }
     }
     shell.register_tools(tools)?;
+    let lazy = servers.lazy_groups();
     let shared = SharedServers(Arc::new(Mutex::new(servers)));
     shell.set_backend(Box::new(shared.clone()));
+    if !lazy.is_empty() {
+        shell.set_lazy_groups(lazy, Arc::new(shared.clone()))?;
+    }
     Ok(shared)
 }

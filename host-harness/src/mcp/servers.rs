@@ -21,7 +21,9 @@ use super::client::{Connection, Fault};
 use super::config::{McpConfig, ServerConfig};
 use super::result::render;
 use crate::catalog::shell_name;
-use crate::shell::{Origin, RegistryChange, ShellCore, Tool, ToolBackend, ToolOutput};
+use crate::shell::{
+    LazyGroupDecl, Origin, RegistryChange, ShellCore, Tool, ToolBackend, ToolOutput,
+};
 
 /// The first wait before a failed server may start again; it doubles with
 /// each failure in a row, up to [`MAX_BACKOFF`].
@@ -50,6 +52,8 @@ pub enum StartReason {
     Visible,
     /// The model called one of its tools.
     Called,
+    /// A plugin loaded its group (`host.load-group`).
+    Loaded,
 }
 
 enum State {
@@ -299,6 +303,49 @@ impl McpServers {
                 .insert(shell_name(&name, &tool.name), (index, tool.name.clone()));
         }
         server.listing = Some(listing);
+    }
+
+    /// The servers that start on demand and have not started, as lazy
+    /// groups: their description and tool names from the cached listing.
+    pub fn lazy_groups(&self) -> Vec<LazyGroupDecl> {
+        self.servers
+            .iter()
+            .filter(|s| s.config.lazy_start != Some(false) && matches!(s.state, State::Idle))
+            .map(|s| {
+                let name = &s.config.name;
+                LazyGroupDecl {
+                    name: name.clone(),
+                    description: s
+                        .listing
+                        .as_ref()
+                        .map(|l| l.description.clone())
+                        .unwrap_or_default(),
+                    tool_names: s
+                        .listing
+                        .as_ref()
+                        .map(|l| tools_of(name, l).map(|(n, _)| n).collect())
+                        .unwrap_or_default(),
+                }
+            })
+            .collect()
+    }
+
+    /// Loads lazy group `name`: starts its server (a no-op when it runs)
+    /// and returns its tools. A changed listing reaches the registry at the
+    /// next sync, as any server's does.
+    pub fn load_group(&mut self, name: &str) -> Result<Vec<Tool>, String> {
+        let index = self
+            .servers
+            .iter()
+            .position(|s| s.config.name == name)
+            .ok_or_else(|| format!("no MCP server `{name}`"))?;
+        self.ensure_running(index, StartReason::Loaded)
+            .map_err(|fault| format!("MCP server `{name}`: {fault}"))?;
+        Ok(self.servers[index]
+            .listing
+            .as_ref()
+            .map(|l| tools_of(name, l).map(|(_, t)| t).collect())
+            .unwrap_or_default())
     }
 
     /// Makes sure server `index` runs: starts it when idle, or when failed

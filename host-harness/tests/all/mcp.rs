@@ -76,6 +76,58 @@ fn starts(handle: &SharedServers) -> Vec<(String, StartReason)> {
 }
 
 #[test]
+fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
+    let cache = tempfile::tempdir().unwrap();
+    // A first session learns the server's tools (it starts once for that).
+    drop(session(
+        cache.path(),
+        vec![fixture_server("fx", &[])],
+        false,
+    ));
+    let mut shell = Shell::new();
+    shell.register_tools(core_builtins()).unwrap();
+    let servers = McpConfig {
+        servers: vec![fixture_server("fx", &[])],
+    };
+    let handle = mcp::attach(&mut shell, &servers, ListingCache::new(cache.path())).unwrap();
+    shell.create_agent("main", None).unwrap();
+    let component = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin(
+            "lazy-tools",
+            &component,
+            &json!({"deferToolLoading": true, "strategy": "dispatch"}),
+        )
+        .unwrap();
+    // Declared from the cached listing: a catalog line, nothing started.
+    let prompt = shell.assemble("main").unwrap().system_prompt.unwrap();
+    assert!(
+        prompt.contains("- fx: Test fixture: echo and add numbers, or fail on purpose. — tools: "),
+        "{prompt}"
+    );
+    assert!(starts(&handle).is_empty());
+    // Loading the group starts its server, once.
+    let loaded = call(
+        &mut shell,
+        "load_tools",
+        json!({"group_id": "fx", "tool_names": ["fx__add"]}),
+    );
+    assert!(!loaded.is_error, "{}", loaded.text);
+    assert_eq!(loaded.json["tool_names"], json!(["fx__add"]));
+    assert_eq!(loaded.json["schemas"][0]["name"], "fx__add");
+    assert_eq!(starts(&handle), [("fx".to_string(), StartReason::Loaded)]);
+    let sum = call(
+        &mut shell,
+        "deferred_tool_call",
+        json!({"tool_name": "fx__add", "arguments": {"a": 2, "b": 40.5}}),
+    );
+    assert_eq!(sum.json["structuredContent"], json!({"sum": 42.5}));
+    call(&mut shell, "load_tools", json!({"group_id": "fx"}));
+    assert_eq!(shell.core().lazy_group_loads("fx"), Some(1));
+    assert_eq!(starts(&handle).len(), 1);
+}
+
+#[test]
 fn a_deferred_server_starts_only_when_the_model_loads_its_tools() {
     let cache = tempfile::tempdir().unwrap();
     // First session: never seen, so it starts once to learn its tools, all

@@ -71,12 +71,6 @@ export function hostInterface(core, pluginId, logs) {
 
     toolsGeneration: () => core.generation,
 
-    // WIT 0.3.0: search text beyond each tool's definition.
-    toolEnrichment: () =>
-      core.tools
-        .filter((t) => t.searchText !== undefined)
-        .map((t) => ({ tool: t.name, ...t.searchText })),
-
     lazyGroups: () => [...core.lazyGroups.values()].map(({ decl }) => decl),
 
     loadGroup(name) {
@@ -86,6 +80,11 @@ export function hostInterface(core, pluginId, logs) {
         return err(e.message);
       }
     },
+    // WIT 0.3.0: search text beyond each tool's definition.
+    toolEnrichment: () =>
+      core.tools
+        .filter((t) => t.searchText !== undefined)
+        .map((t) => ({ tool: t.name, ...t.searchText })),
   };
 }
 

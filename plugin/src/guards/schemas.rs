@@ -28,11 +28,11 @@ pub fn definitions(strategy: Strategy) -> Vec<ToolDef> {
     let mut tools = vec![ToolDef {
         name: TOOL_SEARCH.into(),
         description: format!(
-            "Find and load tools that are not visible yet. Write each query as what the \
-             tool does and on what, in English where you can: \"create issue in github \
+            "Find and load tools that are not visible yet. Write each query as what the tool \
+             does and on what, in English where you can: \"create issue in github \
              repository\", \"convert pdf to text\", not \"github\" or a whole task. One \
-             capability per query; for several needs send several queries in one call. If \
-             you know a tool's exact name, pass it in tool_names instead. {search_tail}"
+             capability per query; for several needs send several queries in one call. If you \
+             know a tool's exact name, pass it in tool_names instead. {search_tail}"
         ),
         parameters: json!({
             "type": "object",

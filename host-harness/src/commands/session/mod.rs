@@ -134,16 +134,16 @@ pub struct StateArgs {
     /// to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
-    /// Before the session starts, restore a load state written by
-    /// `--save` (with the same strategy; the session's agents get their
-    /// loads when they exist).
+    /// Before the steps run, restore a load state written by `--save`
+    /// (with the same strategy; agents created later get their loads when
+    /// they are created).
     #[arg(long, value_name = "FILE")]
     pub resume: Option<PathBuf>,
 }
 
 impl StateArgs {
-    /// Restores the state `--resume` names into the session's first plugin.
-    fn resume(&self, session: &mut ProfileShell) -> Result<()> {
+    /// Restores the `--resume` file into the session's first plugin.
+    fn restore(&self, session: &mut ProfileShell) -> Result<()> {
         let Some(path) = &self.resume else {
             return Ok(());
         };
@@ -160,7 +160,7 @@ impl StateArgs {
             .with_context(|| format!("resuming from {}", path.display()))
     }
 
-    /// Writes the session's first plugin's state to the file `--save` names.
+    /// Writes the session's first plugin's load state to the `--save` file.
     fn save(&self, session: &mut ProfileShell) -> Result<()> {
         let Some(path) = &self.save else {
             return Ok(());
@@ -183,11 +183,18 @@ pub fn run(
     steps: Option<&Path>,
     state: &StateArgs,
 ) -> Result<()> {
-    let script = steps
-        .map(|path| Script::load(path).map(|script| (path, script)))
-        .transpose()?;
-    let set_up = |shell: &mut Shell, path: &Path, script: &Script| {
-        let base = path.parent().unwrap_or(Path::new("."));
+    let Some(path) = steps else {
+        let mut session = start(home, profile, catalog)?;
+        state.restore(&mut session)?;
+        let stdin = std::io::stdin();
+        let prompt = stdin.is_terminal();
+        let mut repl = repl::Repl::new(session);
+        repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
+        return state.save(&mut repl.into_session());
+    };
+    let script = Script::load(path)?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let set_up = |shell: &mut Shell| {
         script
             .set_up(shell, base)
             .with_context(|| format!("setting up {}", path.display()))
@@ -195,31 +202,15 @@ pub fn run(
     // A file that declares its tools or agents is the whole world, as a
     // fixture case is: the shell starts with nothing else. One that only
     // has steps runs in the session's usual world.
-    let mut session = match &script {
-        Some((path, script)) if script.declares_world() => {
-            start_with(home, profile, |shell| set_up(shell, path, script))?
-        }
-        Some((path, script)) => {
-            let mut session = start(home, profile, catalog)?;
-            set_up(&mut session.shell, path, script)?;
-            session
-        }
-        None => start(home, profile, catalog)?,
+    let mut session = if script.declares_world() {
+        start_with(home, profile, set_up)?
+    } else {
+        let mut session = start(home, profile, catalog)?;
+        set_up(&mut session.shell)?;
+        session
     };
-    state.resume(&mut session)?;
-    let mut session = match &script {
-        Some((path, script)) => {
-            run_script(&mut session, script, path, &mut std::io::stdout().lock())?;
-            session
-        }
-        None => {
-            let stdin = std::io::stdin();
-            let prompt = stdin.is_terminal();
-            let mut repl = repl::Repl::new(session);
-            repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
-            repl.into_session()
-        }
-    };
+    state.restore(&mut session)?;
+    run_script(&mut session, &script, path, &mut std::io::stdout().lock())?;
     state.save(&mut session)
 }
 

@@ -72,6 +72,26 @@ impl dsh::tool_restriction::host::Host for PluginState {
         self.host_call(|s| s.host().count_tokens(&texts))
     }
 
+    fn lazy_groups(&mut self) -> Vec<wit::LazyGroup> {
+        self.host()
+            .lazy_groups()
+            .into_iter()
+            .map(|g| wit::LazyGroup {
+                name: g.name,
+                description: g.description,
+                tool_names: g.tool_names,
+            })
+            .collect()
+    }
+
+    fn load_group(&mut self, name: String) -> Result<Vec<wit::ToolDef>, String> {
+        self.host_call(|s| {
+            s.host()
+                .load_group(&name)
+                .map(|tools| tools.into_iter().map(def_to_wit).collect())
+        })
+    }
+
     fn tool_enrichment(&mut self) -> Vec<wit::Enrichment> {
         self.host_call(|s| {
             s.host()
@@ -91,26 +111,6 @@ impl dsh::tool_restriction::host::Host for PluginState {
                     },
                 )
                 .collect()
-        })
-    }
-
-    fn lazy_groups(&mut self) -> Vec<wit::LazyGroup> {
-        self.host()
-            .lazy_groups()
-            .into_iter()
-            .map(|g| wit::LazyGroup {
-                name: g.name,
-                description: g.description,
-                tool_names: g.tool_names,
-            })
-            .collect()
-    }
-
-    fn load_group(&mut self, name: String) -> Result<Vec<wit::ToolDef>, String> {
-        self.host_call(|s| {
-            s.host()
-                .load_group(&name)
-                .map(|tools| tools.into_iter().map(def_to_wit).collect())
         })
     }
 }
