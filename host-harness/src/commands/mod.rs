@@ -3,7 +3,6 @@
 pub mod args;
 pub mod bench;
 pub mod demo;
-pub mod demo_live;
 pub mod explain;
 pub mod plugin;
 pub mod session;

@@ -1,6 +1,8 @@
 //! `host-harness demo`: what lazy-tools does to a real MCP catalog, shown to
 //! a person step by step, through the real component.
 
+mod live;
+
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
@@ -27,7 +29,7 @@ pub struct DemoArgs {
 impl DemoArgs {
     pub fn run(self) -> Result<()> {
         if self.live {
-            super::demo_live::run()
+            live::run()
         } else {
             run(&self.catalog.path())
         }

@@ -15,7 +15,7 @@ use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, na
 use crate::tokens::Tokenizer;
 use crate::wasm_host::WasmHost;
 
-use super::demo::{search, size, tokens};
+use super::{search, size, tokens};
 
 pub fn run() -> Result<()> {
     let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
