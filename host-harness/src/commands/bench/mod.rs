@@ -1,5 +1,6 @@
 //! `host-harness bench ...`: benchmarks that print figures.
 
+pub mod agents;
 mod component;
 pub mod load;
 pub mod mcp_startup;
@@ -21,6 +22,10 @@ pub use component::{ComponentSearch, Found};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
+    /// Many agents over a large registry: 1,000 agents (trees of depth 3) over 10,000 tools,
+    /// each loading 5 tools and making 20 requests; plugin and host memory, request and
+    /// verdict latency (median, p99), inside the component and natively.
+    Agents(agents::Args),
     /// Loading a component from the precompiled cache against compiling it.
     Load {
         /// The component (default: the lazy-tools component this binary was
@@ -92,6 +97,7 @@ pub enum BenchCommand {
 /// figures.
 pub fn run(command: BenchCommand, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
     match command {
+        BenchCommand::Agents(args) => args.run(heap),
         BenchCommand::Load {
             component,
             runs,
