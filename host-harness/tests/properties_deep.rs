@@ -169,17 +169,14 @@ fn config(case: &Case) -> Value {
     let list = |defer: bool| -> Vec<String> {
         entries
             .iter()
-            .filter_map(
+            .filter(|Entry::Rule { in_defer, .. }| *in_defer == defer)
+            .map(
                 |Entry::Rule {
-                     in_defer,
-                     modifier,
-                     pattern,
-                 }| {
-                    (*in_defer == defer).then(|| match modifier {
-                        None => pattern.to_string(),
-                        Some(true) => format!("Defer({pattern})"),
-                        Some(false) => format!("NoDefer({pattern})"),
-                    })
+                     modifier, pattern, ..
+                 }| match modifier {
+                    None => pattern.to_string(),
+                    Some(true) => format!("Defer({pattern})"),
+                    Some(false) => format!("NoDefer({pattern})"),
                 },
             )
             .collect()
