@@ -79,6 +79,9 @@ fn build_component(dir: &Path, target_dir: &Path, profile: &str, artifact: &str)
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
     cargo_env::clean(&mut command);
+    // The shipped settings panic with abort; the workspace's release profile
+    // leaves it out for the host's `bench` profile (see Cargo.toml).
+    command.env("CARGO_PROFILE_RELEASE_PANIC", "abort");
 
     let started = Instant::now();
     let mut terminal = Terminal::open();

@@ -1,5 +1,6 @@
 //! `host-harness bench ...`: benchmarks that print figures.
 
+pub mod agents;
 mod component;
 pub mod load;
 pub mod mcp_startup;
@@ -22,6 +23,10 @@ pub use component::{ComponentSearch, Found};
 
 #[derive(Subcommand)]
 pub enum BenchCommand {
+    /// Many agents over a large registry: 1,000 agents (trees of depth 3) over 10,000 tools,
+    /// each loading 5 tools and making 20 requests; plugin and host memory, request and
+    /// verdict latency (median, p99), inside the component and natively.
+    Agents(agents::Args),
     /// Loading a component from the precompiled cache against compiling it.
     Load(load::Args),
     /// Reading a large profile (a config of many keys) against parsing its
@@ -49,6 +54,7 @@ impl BenchCommand {
     /// memory figures.
     pub fn run(self, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
         match self {
+            BenchCommand::Agents(args) => args.run(heap),
             BenchCommand::Load(args) => args.run(),
             BenchCommand::Profile(args) => args.run(),
             BenchCommand::Verdict(args) => args.run(),
