@@ -12,7 +12,11 @@ use std::collections::BTreeSet;
 
 use host_harness::host_view::HostView;
 use host_harness::native_plugin::native_lazy_tools;
-use host_harness::shell::{Origin, Shell, Tool};
+use host_harness::shell::Shell;
+
+#[path = "support/chain.rs"]
+mod chain;
+use chain::{AGENTS, chain_shell, tool};
 use lazy_tools::{LazyTools, Verdict};
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -63,7 +67,6 @@ const QUERIES: &[&str] = &[
     "读取文件",
 ];
 
-const AGENTS: [&str; 3] = ["main", "main/worker", "main/worker/sub"];
 const PLUGIN: &str = "lazy-tools";
 
 #[derive(Debug, Clone)]
@@ -194,54 +197,14 @@ fn config(case: &Case) -> Value {
     config
 }
 
-fn tool(name: &str, description: &str) -> Tool {
-    let origin = match name.split_once("__") {
-        Some((server, _)) => Origin::Mcp(server.into()),
-        None => Origin::Builtin,
-    };
-    Tool::new(name, description, origin)
-}
-
 /// A shell with the case's tools, agents and parent restrictions (no plugin).
 fn shell(case: &Case) -> Shell {
-    let mut shell = Shell::new();
-    shell
-        .register_tools(
-            case.tools
-                .iter()
-                .map(|name| tool(name, &format!("The {name} tool."))),
-        )
-        .unwrap();
-    shell.create_agent("main", None).unwrap();
-    shell.create_agent("worker", Some("main")).unwrap();
-    shell.create_agent("sub", Some("main/worker")).unwrap();
-    let names = |allow: &Vec<&str>| -> Vec<String> {
-        allow
-            .iter()
-            .filter(|n| case.tools.contains(n))
-            .map(|n| n.to_string())
-            .collect()
-    };
-    if let Some(allow) = &case.worker_allow {
-        shell
-            .restrict("main/worker", "parent", Some(names(allow)))
-            .unwrap();
-    }
-    if let Some(allow) = &case.sub_allow {
-        shell
-            .restrict("main/worker/sub", "parent", Some(names(allow)))
-            .unwrap();
-    }
-    if case.worker_own {
-        shell
-            .register_tools([Tool::new(
-                "notes",
-                "Own notes.",
-                Origin::Agent("main/worker".into()),
-            )])
-            .unwrap();
-    }
-    shell
+    chain_shell(
+        &case.tools,
+        case.worker_allow.as_deref(),
+        case.sub_allow.as_deref(),
+        case.worker_own,
+    )
 }
 
 /// Two shells from one case: without the plugin, and with it (after the case's actions).

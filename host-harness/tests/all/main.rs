@@ -5,6 +5,8 @@
 
 mod bench_search;
 mod bench_session;
+#[path = "../support/chain.rs"]
+mod chain;
 mod common;
 mod component_cache;
 mod contract_versions;

@@ -7,11 +7,12 @@
 
 use std::collections::BTreeSet;
 
-use host_harness::shell::{CallOutcome, Origin, Shell, Tool};
+use host_harness::shell::{CallOutcome, Shell};
 use host_harness::wasm_host::WasmHost;
 use proptest::prelude::*;
 use serde_json::json;
 
+use crate::chain::{AGENTS, chain_shell};
 use crate::common::{GUARDS, visible_names};
 
 /// A small universe so that patterns, restrictions and activations collide.
@@ -75,8 +76,6 @@ struct Case {
     /// Activations: (agent index, tool name).
     activations: Vec<(usize, &'static str)>,
 }
-
-const AGENTS: [&str; 3] = ["main", "main/worker", "main/worker/sub"];
 
 fn case() -> impl Strategy<Value = Case> {
     let tools = proptest::sample::subsequence(TOOL_NAMES, 1..=TOOL_NAMES.len());
@@ -144,45 +143,12 @@ fn glob_matches(pattern: &str, name: &str) -> bool {
 
 /// Builds a shell with the case's tools, agents and parent restrictions.
 fn shell(case: &Case) -> Shell {
-    let mut shell = Shell::new();
-    let tools = case.tools.iter().map(|name| {
-        let origin = match name.split_once("__") {
-            Some((server, _)) => Origin::Mcp(server.into()),
-            None => Origin::Builtin,
-        };
-        Tool::new(*name, format!("The {name} tool."), origin)
-    });
-    shell.register_tools(tools).unwrap();
-    shell.create_agent("main", None).unwrap();
-    shell.create_agent("worker", Some("main")).unwrap();
-    shell.create_agent("sub", Some("main/worker")).unwrap();
-    let names = |allow: &Vec<&str>| -> Vec<String> {
-        allow
-            .iter()
-            .filter(|n| case.tools.contains(n))
-            .map(|n| n.to_string())
-            .collect()
-    };
-    if let Some(allow) = &case.worker_allow {
-        shell
-            .restrict("main/worker", "parent", Some(names(allow)))
-            .unwrap();
-    }
-    if let Some(allow) = &case.sub_allow {
-        shell
-            .restrict("main/worker/sub", "parent", Some(names(allow)))
-            .unwrap();
-    }
-    if case.worker_own {
-        shell
-            .register_tools([Tool::new(
-                "notes",
-                "Own notes.",
-                Origin::Agent("main/worker".into()),
-            )])
-            .unwrap();
-    }
-    shell
+    chain_shell(
+        &case.tools,
+        case.worker_allow.as_deref(),
+        case.sub_allow.as_deref(),
+        case.worker_own,
+    )
 }
 
 fn visible(shell: &mut Shell, agent: &str) -> BTreeSet<String> {
