@@ -3,10 +3,11 @@
 //! servers), every tool authorized for every agent.
 
 use std::cell::Cell;
+use std::sync::OnceLock;
 
 use lazy_tools::LazyTools;
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{Origin, ToolDef, ToolGroup};
+use lazy_tools::registry::{LazyGroup, Origin, ToolDef, ToolGroup};
 use serde_json::Value;
 
 /// How many of the catalog's tools the plugin-level targets register: enough
@@ -49,6 +50,24 @@ impl Host for FuzzHost {
     fn tools_generation(&self) -> u64 {
         self.generation.get()
     }
+
+    // Every tool is registered up front: no group loads on demand.
+    fn lazy_groups(&self) -> Vec<LazyGroup> {
+        Vec::new()
+    }
+
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
+        Err(format!("no lazy group `{name}`"))
+    }
+}
+
+/// The first [`SMALL`] of [`catalog_tools`], read once per process: the
+/// registry of the targets that build a plugin per input.
+pub fn small_tools() -> Vec<ToolDef> {
+    static TOOLS: OnceLock<Vec<ToolDef>> = OnceLock::new();
+    TOOLS
+        .get_or_init(|| catalog_tools().into_iter().take(SMALL).collect())
+        .clone()
 }
 
 /// The bundled reference catalog's tools (119, from six MCP servers) plus
