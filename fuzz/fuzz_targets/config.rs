@@ -5,22 +5,12 @@
 
 #![no_main]
 
-use std::sync::OnceLock;
-
-use lazy_tools::registry::ToolDef;
 use lazy_tools::{LazyTools, Verdict};
-use lazy_tools_fuzz::{AGENTS, FuzzHost, SMALL, catalog_tools, plugin};
+use lazy_tools_fuzz::{AGENTS, FuzzHost, plugin, small_tools};
 use libfuzzer_sys::fuzz_target;
 
-fn tools() -> Vec<ToolDef> {
-    static TOOLS: OnceLock<Vec<ToolDef>> = OnceLock::new();
-    TOOLS
-        .get_or_init(|| catalog_tools().into_iter().take(SMALL).collect())
-        .clone()
-}
-
 fn verdicts(plugin: &mut LazyTools<FuzzHost>) -> Vec<Verdict> {
-    let names: Vec<String> = tools().into_iter().map(|t| t.name).collect();
+    let names: Vec<String> = small_tools().into_iter().map(|t| t.name).collect();
     names
         .iter()
         .map(|name| plugin.pre_execute(AGENTS[1], name))
@@ -30,7 +20,7 @@ fn verdicts(plugin: &mut LazyTools<FuzzHost>) -> Vec<Verdict> {
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     // A fresh plugin configured with the input.
-    if let Some(mut fresh) = plugin(tools(), &text) {
+    if let Some(mut fresh) = plugin(small_tools(), &text) {
         for agent in AGENTS {
             fresh.visible_tools(agent).expect("visible-tools");
             fresh.system_prompt(agent).expect("system-prompt");
@@ -39,7 +29,8 @@ fuzz_target!(|data: &[u8]| {
         verdicts(&mut fresh);
     }
     // A reconfigure: refused, the old config stays in force.
-    let mut running = plugin(tools(), r#"{"defer": ["everything__*"]}"#).expect("seed config");
+    let mut running =
+        plugin(small_tools(), r#"{"defer": ["everything__*"]}"#).expect("seed config");
     let before = verdicts(&mut running);
     match running.configure(&text) {
         Ok(()) => {

@@ -4,19 +4,9 @@
 
 #![no_main]
 
-use std::sync::OnceLock;
-
 use lazy_tools::guards::{DEFER_EXECUTE_TOOL, TOOL_SEARCH};
-use lazy_tools::registry::ToolDef;
-use lazy_tools_fuzz::{AGENTS, SMALL, catalog_tools, plugin};
+use lazy_tools_fuzz::{AGENTS, plugin, small_tools};
 use libfuzzer_sys::fuzz_target;
-
-fn tools() -> Vec<ToolDef> {
-    static TOOLS: OnceLock<Vec<ToolDef>> = OnceLock::new();
-    TOOLS
-        .get_or_init(|| catalog_tools().into_iter().take(SMALL).collect())
-        .clone()
-}
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else {
@@ -30,7 +20,7 @@ fuzz_target!(|data: &[u8]| {
     let agent = AGENTS[usize::from(selector >> 1) % AGENTS.len()];
     let arguments = String::from_utf8_lossy(rest);
     // The preset defers every MCP tool: there is something to find and load.
-    let mut plugin = plugin(tools(), "null").expect("the preset");
+    let mut plugin = plugin(small_tools(), "null").expect("the preset");
     let result = plugin
         .execute(agent, tool, &arguments)
         .expect("a guard call with any arguments is a result");

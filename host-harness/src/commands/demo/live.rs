@@ -13,9 +13,8 @@ use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
 use crate::script::describe;
 use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, names};
 use crate::tokens::Tokenizer;
-use crate::wasm_host::WasmHost;
 
-use super::{search, size, tokens};
+use super::{install_preset, search, size};
 
 pub fn run() -> Result<()> {
     let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
@@ -66,16 +65,11 @@ pub fn run() -> Result<()> {
         size(&eager)
     );
 
-    let component = WasmHost::global().lazy_tools()?;
-    shell
-        .install_plugin("lazy-tools", &component, &Value::Null)
-        .context("installing lazy-tools with the zero-config preset")?;
-    let cold = shell.next_request(&main)?;
+    let (cold, share) = install_preset(&mut shell, &main, &eager)?;
     println!(
-        "2. With lazy-tools it receives {} tools: {}, {:.1}% of the tokens. Servers running: {}.\n   {}",
+        "2. With lazy-tools it receives {} tools: {}, {share:.1}% of the tokens. Servers running: {}.\n   {}",
         cold.len(),
         size(&cold),
-        100.0 * tokens(&cold) as f64 / tokens(&eager) as f64,
         running(&handle),
         names(&cold)
     );

@@ -61,16 +61,11 @@ pub fn run(path: &Path) -> Result<()> {
         size(&eager)
     );
 
-    let component = WasmHost::global().lazy_tools()?;
-    shell
-        .install_plugin("lazy-tools", &component, &Value::Null)
-        .context("installing lazy-tools with the zero-config preset")?;
-    let cold = shell.next_request(&main)?;
+    let (cold, share) = install_preset(&mut shell, &main, &eager)?;
     println!(
-        "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {}, {:.1}% of the tokens.\n   {}",
+        "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {}, {share:.1}% of the tokens.\n   {}",
         cold.len(),
         size(&cold),
-        100.0 * tokens(&cold) as f64 / tokens(&eager) as f64,
         names(&cold)
     );
 
@@ -145,4 +140,20 @@ pub(super) fn tokens(tools: &[ToolSchema]) -> u64 {
 pub(super) fn size(tools: &[ToolSchema]) -> String {
     let bytes = serde_json::to_string(tools).map(|s| s.len()).unwrap_or(0);
     format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
+}
+
+/// Installs lazy-tools with no config (the zero-config preset); returns the
+/// agent's next request and its share of `eager`'s schema tokens, in percent.
+fn install_preset(
+    shell: &mut Shell,
+    agent: &str,
+    eager: &[ToolSchema],
+) -> Result<(Vec<ToolSchema>, f64)> {
+    let component = WasmHost::global().lazy_tools()?;
+    shell
+        .install_plugin("lazy-tools", &component, &Value::Null)
+        .context("installing lazy-tools with the zero-config preset")?;
+    let cold = shell.next_request(agent)?;
+    let share = 100.0 * tokens(&cold) as f64 / tokens(eager) as f64;
+    Ok((cold, share))
 }
