@@ -51,6 +51,11 @@ impl Host for FuzzHost {
         self.generation.get()
     }
 
+    // Only the plugin's own exposure changes here, which this counter leaves out.
+    fn agent_generation(&self, _agent: &str) -> u64 {
+        0
+    }
+
     // Every tool is registered up front: no group loads on demand.
     fn lazy_groups(&self) -> Vec<LazyGroup> {
         Vec::new()

@@ -111,6 +111,10 @@ impl Host for HostView {
         self.core().generation()
     }
 
+    fn agent_generation(&self, agent: &str) -> u64 {
+        self.core().agent_generation(agent, &self.plugin_id)
+    }
+
     fn lazy_groups(&self) -> Vec<LazyGroup> {
         self.core()
             .lazy_groups()

@@ -58,6 +58,12 @@ pub struct LazyGroupDecl {
 #[derive(Debug, Clone)]
 struct Agent {
     parent: Option<AgentId>,
+    /// The generation at which this agent was created or a restriction on
+    /// it last changed (restrictions reach its descendants too).
+    restricted_at: u64,
+    /// Per plugin, the generation at which its exposure layer on this agent
+    /// last changed (it reaches this agent only).
+    exposed_at: BTreeMap<String, u64>,
 }
 
 /// Which scopes hold a tool of each name (`None`: the global scope), so that
@@ -115,6 +121,8 @@ pub struct ShellCore {
     /// Bumped on every change to what some agent may call (see
     /// `host.tools-generation`).
     generation: u64,
+    /// The generation at which a tool was last registered or removed.
+    tools_changed_at: u64,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
     /// Inherited: it masks what the agent and its descendants may call.
@@ -207,6 +215,48 @@ impl ShellCore {
         self.generation
     }
 
+    /// Changes whenever what `agent` may call, as [`Self::effective`]
+    /// answers it to `plugin`, can have changed: tools registered or
+    /// removed, a restriction on the agent or an ancestor, another plugin's
+    /// exposure layer on the agent. `plugin`'s own exposure layer and
+    /// changes that reach only other agents leave it as it is (WIT 0.3.0
+    /// `host.agent-generation`). An unknown agent gets [`Self::generation`].
+    pub fn agent_generation(&self, agent: &str, plugin: &str) -> u64 {
+        let Some(found) = self.agents.get(agent) else {
+            return self.generation;
+        };
+        let exposed = found
+            .exposed_at
+            .iter()
+            .filter(|(source, _)| source.as_str() != plugin)
+            .map(|(_, at)| *at);
+        let mut latest = self.tools_changed_at.max(exposed.max().unwrap_or(0));
+        let mut at = Some(found);
+        while let Some(scope) = at {
+            latest = latest.max(scope.restricted_at);
+            at = scope.parent.as_deref().and_then(|p| self.agents.get(p));
+        }
+        latest
+    }
+
+    fn tools_changed(&mut self) {
+        self.generation += 1;
+        self.tools_changed_at = self.generation;
+    }
+
+    fn layer_changed(&mut self, kind: Layer, agent: &str, source: &str) {
+        self.generation += 1;
+        let generation = self.generation;
+        if let Some(found) = self.agents.get_mut(agent) {
+            match kind {
+                Layer::Restriction => found.restricted_at = generation,
+                Layer::Exposure => {
+                    found.exposed_at.insert(source.to_string(), generation);
+                }
+            }
+        }
+    }
+
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
@@ -239,7 +289,7 @@ impl ShellCore {
         }
         self.names.insert(&tool);
         self.tools.push(tool);
-        self.generation += 1;
+        self.tools_changed();
         Ok(())
     }
 
@@ -253,7 +303,7 @@ impl ShellCore {
                 name: name.to_string(),
                 scope: scope_name(scope),
             })?;
-        self.generation += 1;
+        self.tools_changed();
         let tool = self.tools.remove(index);
         self.names.remove(&tool);
         Ok(tool)
@@ -270,7 +320,7 @@ impl ShellCore {
             }
             keep
         });
-        self.generation += 1;
+        self.tools_changed();
         before - self.tools.len()
     }
 
@@ -294,6 +344,8 @@ impl ShellCore {
             id.to_string(),
             Agent {
                 parent: parent.map(str::to_string),
+                restricted_at: self.generation,
+                exposed_at: BTreeMap::new(),
             },
         );
         Ok(())
@@ -312,7 +364,8 @@ impl ShellCore {
         removed.sort_by_key(|a| std::cmp::Reverse(self.chain(a).map(|c| c.len()).unwrap_or(0)));
         for agent in &removed {
             self.agents.remove(agent);
-            self.generation += 1;
+            // Its own-scope tools go with it.
+            self.tools_changed();
             self.restrictions.remove(agent);
             self.exposures.remove(agent);
             let names = &mut self.names;
@@ -393,7 +446,7 @@ impl ShellCore {
             if let Some(layers) = layers.get_mut(agent) {
                 layers.remove(source);
             }
-            self.generation += 1;
+            self.layer_changed(kind, agent, source);
             return Ok(());
         };
         let unknown: Vec<String> = allow
@@ -415,7 +468,7 @@ impl ShellCore {
             .entry(agent.to_string())
             .or_default()
             .insert(source.to_string(), allow.into_iter().collect());
-        self.generation += 1;
+        self.layer_changed(kind, agent, source);
         Ok(())
     }
 
@@ -428,7 +481,8 @@ impl ShellCore {
         {
             layers.remove(source);
         }
-        self.generation += 1;
+        // Every agent may have had one: as if every tool changed.
+        self.tools_changed();
     }
 
     pub fn restriction(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {

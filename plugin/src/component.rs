@@ -64,6 +64,10 @@ impl Host for WitHost {
         wit_host::tools_generation()
     }
 
+    fn agent_generation(&self, agent: &str) -> u64 {
+        wit_host::agent_generation(agent)
+    }
+
     fn lazy_groups(&self) -> Vec<LazyGroup> {
         wit_host::lazy_groups()
             .into_iter()

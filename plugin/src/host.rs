@@ -30,6 +30,11 @@ pub trait Host {
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
     /// Changes whenever what some agent may call can have changed.
     fn tools_generation(&self) -> u64;
+    /// Changes whenever what `agent` may call, as [`Host::allowed_tools`]
+    /// answers it, can have changed; not when this plugin installs its own
+    /// exposure layer, nor for changes that reach only other agents (WIT
+    /// 0.3.0 `host.agent-generation`).
+    fn agent_generation(&self, agent: &str) -> u64;
     /// The groups the host loads on demand (WIT 0.3.0 `host.lazy-groups`).
     fn lazy_groups(&self) -> Vec<LazyGroup>;
     /// Loads lazy group `name`: the host registers its tools and returns

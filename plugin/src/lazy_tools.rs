@@ -1,7 +1,7 @@
 //! The plugin itself, independent of WIT: lifecycle, pre-execute, the guard
 //! tools and the exposure layers it installs through the [`Host`].
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -11,6 +11,7 @@ use crate::groups::{Groups, LazyLoads};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
 use crate::host::{Host, LogLevel};
+use crate::names::{NameId, NameSet, NameTable};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, Registry, ToolDef};
@@ -56,6 +57,8 @@ pub struct LazyTools<H: Host> {
     /// Schema token costs; counted only when a budget needs them.
     costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
+    /// The numbers agents' views hold tool names by.
+    names: NameTable,
     /// Servers, declared and lazy groups; rebuilt with the registry.
     groups: Groups,
     /// What the host declared it can load on demand.
@@ -76,6 +79,7 @@ impl<H: Host> LazyTools<H> {
             index: SearchIndex::default(),
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
+            names: NameTable::default(),
             groups: Groups::default(),
             lazy: Vec::new(),
             lazy_loads: LazyLoads::new(),
@@ -187,10 +191,14 @@ impl<H: Host> LazyTools<H> {
     pub fn visible_tools(&mut self, agent: &str) -> Result<Vec<String>, PluginError> {
         self.ensure_fresh(agent)?;
         let state = self.agent(agent)?;
-        Ok(match self.strategy() {
-            Strategy::Inject => state.visible().to_vec(),
-            Strategy::Dispatch => state.base_visible().to_vec(),
-        })
+        let set = match self.strategy() {
+            Strategy::Inject => state.visible(),
+            Strategy::Dispatch => state.base_visible(),
+        };
+        Ok(set
+            .iter()
+            .map(|id| self.names.name(id).to_string())
+            .collect())
     }
 
     /// Denies a direct call to a deferred tool that is not activated. It runs
@@ -204,11 +212,15 @@ impl<H: Host> LazyTools<H> {
             );
         }
         let strategy = self.strategy();
+        // A name never seen is in no agent's view.
+        let Some(id) = self.names.get(tool) else {
+            return Verdict::Pass;
+        };
         match self.agents.get(agent) {
-            Some(state) if state.is_lapsed(tool) => {
+            Some(state) if state.is_lapsed(id) => {
                 Verdict::Deny(guards::changed_hint(tool, strategy))
             }
-            Some(state) if state.is_pending(tool) => {
+            Some(state) if state.is_pending(id) => {
                 Verdict::Deny(guards::deferred_hint(tool, strategy))
             }
             _ => Verdict::Pass,
@@ -264,14 +276,17 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         let mut agents = BTreeMap::new();
         for (id, state) in &self.agents {
-            let deferred = state.deferred();
+            let deferred = names_of(&self.names, state.deferred());
             let mut groups = BTreeMap::new();
             for group in self.groups.ids() {
                 let members = self
                     .groups
                     .members_for(group, &deferred)
                     .unwrap_or_default();
-                let loaded = members.iter().filter(|m| state.is_activated(m)).count();
+                let loaded = members
+                    .iter()
+                    .filter(|m| state.is_activated(m, self.names.get(m)))
+                    .count();
                 if loaded > 0 {
                     let how = if loaded == members.len() {
                         "full"
@@ -398,13 +413,19 @@ impl<H: Host> LazyTools<H> {
         };
         let text = if dispatch && mode == CatalogMode::Groups {
             catalog::render_dispatch(
-                &self.groups.lines(&state.deferred(), &self.registry),
+                &self
+                    .groups
+                    .lines(&names_of(&self.names, state.deferred()), &self.registry),
                 chars,
                 cap,
                 count,
             )
         } else {
-            let entries = catalog::entries(state.deferred(), &self.registry, agent);
+            let entries = catalog::entries(
+                names_of(&self.names, state.deferred()),
+                &self.registry,
+                agent,
+            );
             catalog::render(mode, entries, chars, cap, count)
         };
         if let Some(state) = self.agents.get_mut(agent) {
@@ -421,14 +442,16 @@ impl<H: Host> LazyTools<H> {
     pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Explanation, PluginError> {
         self.ensure_fresh(agent)?;
         let state = self.agent(agent)?;
-        if !self.registry.contains(tool) && !state.is_allowed(tool) {
+        let id = self.names.get(tool);
+        let allowed = id.is_some_and(|id| state.allowed().contains(id));
+        if !self.registry.contains(tool) && !allowed {
             return Ok(Explanation::unavailable(
                 tool,
                 Rule::UnknownTool,
                 "no tool of that name is registered",
             ));
         }
-        if !state.is_allowed(tool) {
+        if !allowed {
             return Ok(Explanation::unavailable(
                 tool,
                 Rule::ParentRestriction,
@@ -437,8 +460,8 @@ impl<H: Host> LazyTools<H> {
         }
         let decision = self.decide(agent, tool);
         let mut explanation =
-            Explanation::of(tool, &decision, state.is_activated(tool), state.budget);
-        if state.is_lapsed(tool) {
+            Explanation::of(tool, &decision, state.is_activated(tool, id), state.budget);
+        if id.is_some_and(|id| state.is_lapsed(id)) {
             explanation.summary.push_str(
                 "; it was loaded, but its definition has changed since, so it must be loaded again",
             );
@@ -460,12 +483,26 @@ impl<H: Host> LazyTools<H> {
         self.registry = Registry::new(self.host.registry(), self.host.tool_groups())
             .with_enrichment(self.host.tool_enrichment());
         self.lazy = self.host.lazy_groups();
+        self.compact_names();
         self.index = SearchIndex::build(&self.registry);
         self.build_groups();
         // Same policy: a name classified before keeps its decision.
         let known = std::mem::take(&mut self.classes);
         self.classify_all(known);
         self.count_costs();
+    }
+
+    /// Starts a new name table when departed names dominate it: every view
+    /// is dropped (loads and installed layers are kept) and refreshed by the
+    /// caller.
+    fn compact_names(&mut self) {
+        if !self.names.needs_compaction(self.registry.tools().len()) {
+            return;
+        }
+        let old = std::mem::take(&mut self.names);
+        for state in self.agents.values_mut() {
+            state.drop_view(&old, &mut self.names);
+        }
     }
 
     fn build_groups(&mut self) {
@@ -552,7 +589,7 @@ impl<H: Host> LazyTools<H> {
     /// refresh: per request this costs one host call, not the whole list of
     /// what the agent may call.
     fn ensure_fresh(&mut self, agent: &str) -> Result<(), PluginError> {
-        if self.agent(agent)?.is_fresh(self.host.tools_generation()) {
+        if self.agent(agent)?.is_fresh(self.host.agent_generation(agent)) {
             return Ok(());
         }
         self.refresh(agent)
@@ -562,27 +599,41 @@ impl<H: Host> LazyTools<H> {
     /// resulting allow set if it changed.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
         self.agent(agent)?;
+        // Read first: a change while we ask shows up as a newer value.
+        let generation = self.host.agent_generation(agent);
         let allowed = self.host.allowed_tools(agent).map_err(PluginError::Host)?;
-        let decisions: Vec<Decision> = allowed
-            .iter()
-            .map(|name| self.decide(agent, name))
-            .collect();
         let budget = self.weigh_budget(agent, &allowed);
-        let registry = &self.registry;
+        let over = self.agent(agent)?.budget.over || budget.is_some_and(|b| b.over);
+        let view: Vec<(NameId, bool)> = allowed
+            .iter()
+            .map(|name| (self.names.intern(name), self.hides(agent, name, over)))
+            .collect();
+        drop(allowed);
+        let (registry, names) = (&self.registry, &self.names);
         let state = self
             .agents
             .get_mut(agent)
             .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
         if let Some(standing) = budget {
             // Latched: once over, always over for this config.
-            let over = state.budget.over || standing.over;
             state.budget = BudgetStanding { over, ..standing };
         }
-        state.update(allowed, &decisions, |name| {
+        state.update(view, names, |name| {
             registry.lookup(name, agent).map(ToolDef::fingerprint)
         });
-        state.seen_generation = Some(self.host.tools_generation());
+        state.seen_generation = Some(generation);
         self.install(agent)
+    }
+
+    /// Whether the policy hides `name` from `agent`, standing `over` its
+    /// budget or not.
+    fn hides(&self, agent: &str, name: &str, over: bool) -> bool {
+        let own = self.registry.is_own(name, agent);
+        match (own, self.classes.get(name), &self.policy) {
+            (false, Some(decision), _) => decision.hides(over),
+            (_, _, Some(policy)) => policy.classify(name, own).hides(over),
+            (_, _, None) => false,
+        }
     }
 
     /// In auto mode, what the agent's tools would cost if nothing were
@@ -611,20 +662,24 @@ impl<H: Host> LazyTools<H> {
             .get_mut(agent)
             .ok_or_else(|| PluginError::UnknownAgent(agent.to_string()))?;
         let wanted = state.wanted_exposure();
-        if wanted.as_deref() == state.installed() {
+        if wanted == state.installed() {
             return Ok(());
         }
-        let was_fresh = state.is_fresh(self.host.tools_generation());
+        let wanted = wanted.cloned();
+        // Sorted, so the same set is the same request whatever the order
+        // names were first seen in.
+        let names: Option<Vec<String>> = wanted.as_ref().map(|set| {
+            names_of(&self.names, set)
+                .into_iter()
+                .map(str::to_string)
+                .collect()
+        });
+        // Our own exposure layer never changes the agent's generation: the
+        // host leaves it out of what `allowed-tools` answers us.
         self.host
-            .expose(agent, wanted.as_deref())
+            .expose(agent, names.as_deref())
             .map_err(PluginError::Host)?;
         state.set_installed(wanted);
-        // Our own exposure layer never changes what `allowed-tools` says for
-        // this agent (it leaves our layer out), nor for its descendants
-        // (they do not inherit it).
-        if was_fresh {
-            state.seen_generation = Some(self.host.tools_generation());
-        }
         Ok(())
     }
 }
@@ -646,14 +701,15 @@ impl<H: Host> Loads for LazyTools<H> {
             .map(|t| guards::first_sentence(&t.description, 200))
             .unwrap_or_default();
         let fingerprint = definition.map(ToolDef::fingerprint);
+        let id = self.names.get(name);
         let Some(state) = self.agents.get_mut(agent) else {
             return Err(PluginError::UnknownAgent(agent.to_string()));
         };
-        let status = if let Some(fingerprint) = fingerprint
-            && state.activate(name, fingerprint)
+        let status = if let (Some(fingerprint), Some(id)) = (fingerprint, id)
+            && state.activate(id, name, fingerprint)
         {
             Status::Loaded
-        } else if state.visible().iter().any(|v| v == name) {
+        } else if id.is_some_and(|id| state.visible().contains(id)) {
             Status::AlreadyLoaded
         } else if self.registry.contains(name) {
             return Ok(unavailable(
@@ -663,7 +719,7 @@ impl<H: Host> Loads for LazyTools<H> {
         } else {
             let reason = format!(
                 "no tool of that name{}",
-                suggest::did_you_mean(name, state.allowed_names())
+                suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             );
             return Ok(unavailable(name, reason));
         };
@@ -685,7 +741,7 @@ impl<H: Host> Loads for LazyTools<H> {
             if family.members.first_match(name).is_none() {
                 continue;
             }
-            for pending in state.pending_names() {
+            for pending in state.pending().iter().map(|id| self.names.name(id)) {
                 if family.core.first_match(pending).is_some() {
                     core.push((pending.to_string(), family.name.clone()));
                 }
@@ -707,7 +763,7 @@ impl<H: Host> Loads for LazyTools<H> {
         };
         self.index
             .search(query, top_k, |name| {
-                state.is_pending(name) && !skip.contains(name)
+                self.names.get(name).is_some_and(|id| state.is_pending(id)) && !skip.contains(name)
             })
             .into_iter()
             .map(str::to_string)
@@ -719,13 +775,13 @@ impl<H: Host> Loads for LazyTools<H> {
     }
 
     fn pending_count(&self, agent: &str) -> usize {
-        self.agents.get(agent).map_or(0, AgentState::pending_count)
+        self.agents.get(agent).map_or(0, |s| s.pending().len())
     }
 
     fn is_loaded(&self, agent: &str, name: &str) -> bool {
         self.agents
             .get(agent)
-            .is_some_and(|s| s.visible().iter().any(|v| v == name))
+            .is_some_and(|s| self.names.get(name).is_some_and(|id| s.visible().contains(id)))
     }
 
     fn schema(&self, agent: &str, name: &str) -> Option<Schema> {
@@ -744,7 +800,10 @@ impl<H: Host> Loads for LazyTools<H> {
             return Ok(GroupLookup::Failed(reason));
         }
         let state = self.agent(agent)?;
-        Ok(match self.groups.members_for(id, &state.deferred()) {
+        Ok(match self
+            .groups
+            .members_for(id, &names_of(&self.names, state.deferred()))
+        {
             Some(members) => GroupLookup::Members(members),
             None => GroupLookup::Unknown(format!(
                 "no group of that id{}",
@@ -761,7 +820,8 @@ impl<H: Host> Loads for LazyTools<H> {
             return Ok(Err(reason));
         }
         let state = self.agent(agent)?;
-        Ok(Ok(if state.is_pending(name) {
+        let pending = self.names.get(name).is_some_and(|id| state.is_pending(id));
+        Ok(Ok(if pending {
             Target::Pending
         } else if self.registry.contains(name) {
             // Loaded, visible, or refused by the shell like any call.
@@ -769,7 +829,7 @@ impl<H: Host> Loads for LazyTools<H> {
         } else {
             Target::Unknown(format!(
                 "no tool named `{name}`{}",
-                suggest::did_you_mean(name, state.allowed_names())
+                suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             ))
         }))
     }
@@ -793,4 +853,9 @@ fn unavailable(name: &str, reason: String) -> Match {
         reason: Some(reason),
         via: None,
     }
+}
+
+/// The names of `set`, sorted.
+fn names_of<'a>(names: &'a NameTable, set: &NameSet) -> BTreeSet<&'a str> {
+    set.iter().map(|id| names.name(id)).collect()
 }

@@ -16,6 +16,7 @@ mod groups;
 pub mod guards;
 pub mod host;
 mod lazy_tools;
+mod names;
 mod outcome;
 mod pattern;
 mod policy;

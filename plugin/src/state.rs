@@ -1,9 +1,10 @@
 //! Per-agent state: what the agent may call, what it has loaded, and the
 //! exposure layer this plugin installed for it.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::BTreeMap;
 
-use crate::policy::{BudgetStanding, Decision};
+use crate::names::{NameId, NameSet, NameTable};
+use crate::policy::BudgetStanding;
 
 /// A rendered catalog and the state it was rendered from: the host's tools
 /// generation and the budget latch. Loading a tool never changes the text,
@@ -24,27 +25,28 @@ pub struct AgentState {
     /// deferred again until loaded again.
     activated: BTreeMap<String, u64>,
     /// Loaded tools whose definition has changed since: deferred again.
-    lapsed: HashSet<String>,
+    lapsed: NameSet,
     /// The host's answer to "what may this agent call", as of the last refresh.
-    allowed: HashSet<String>,
+    allowed: NameSet,
     /// Allowed tools the model sees: not deferred, or activated.
-    visible: Vec<String>,
+    visible: NameSet,
     /// Allowed tools the policy does not defer: the tools array of the
     /// `dispatch` strategy, which loading never changes.
-    base_visible: Vec<String>,
+    base_visible: NameSet,
     /// Allowed tools the policy defers, loaded or not.
-    deferred: BTreeSet<String>,
+    deferred: NameSet,
     /// Allowed tools that are deferred and not activated.
-    pending: HashSet<String>,
+    pending: NameSet,
     /// The exposure layer this plugin has installed (`None`: none installed).
-    installed: Option<Vec<String>>,
+    installed: Option<NameSet>,
     /// Auto mode: how the agent stands against its token budget. Latched:
     /// once over, it stays over, so tools that come and go never toggle
     /// the others back and forth.
     pub budget: BudgetStanding,
     /// The last system-prompt catalog, with what it was computed from.
     pub catalog: Option<CatalogCache>,
-    /// The host's tools generation at the last refresh (`None`: never).
+    /// The host's generation for this agent at the last refresh (`None`:
+    /// never, or the view was dropped).
     pub seen_generation: Option<u64>,
 }
 
@@ -65,56 +67,87 @@ impl AgentState {
         self.seen_generation == Some(generation)
     }
 
-    /// Recomputes the view from the host's allowed list (in the host's
-    /// order) and each name's decision, in the same order. `fingerprint`
-    /// gives the fingerprint of the definition the agent sees under a name.
+    /// Recomputes the view from the host's allowed names, each with whether
+    /// the policy hides it from this agent. `fingerprint` gives the
+    /// fingerprint of the definition the agent sees under a name.
     pub fn update(
         &mut self,
-        allowed: Vec<String>,
-        decisions: &[Decision],
+        allowed: impl IntoIterator<Item = (NameId, bool)>,
+        names: &NameTable,
         fingerprint: impl Fn(&str) -> Option<u64>,
     ) {
-        self.visible.clear();
-        self.base_visible.clear();
-        self.deferred.clear();
-        self.pending.clear();
-        self.lapsed.clear();
-        for (name, decision) in allowed.iter().zip(decisions) {
-            if !decision.hides(self.budget.over) {
-                self.visible.push(name.clone());
-                self.base_visible.push(name.clone());
+        for set in [
+            &mut self.allowed,
+            &mut self.visible,
+            &mut self.base_visible,
+            &mut self.deferred,
+            &mut self.pending,
+            &mut self.lapsed,
+        ] {
+            set.make_empty();
+        }
+        for (id, hidden) in allowed {
+            self.allowed.insert(id);
+            if !hidden {
+                self.visible.insert(id);
+                self.base_visible.insert(id);
                 continue;
             }
-            self.deferred.insert(name.clone());
+            self.deferred.insert(id);
+            let name = names.name(id);
             match self.activated.get(name) {
                 Some(loaded) if fingerprint(name) == Some(*loaded) => {
-                    self.visible.push(name.clone())
+                    self.visible.insert(id);
                 }
                 Some(_) => {
-                    self.lapsed.insert(name.clone());
-                    self.pending.insert(name.clone());
+                    self.lapsed.insert(id);
+                    self.pending.insert(id);
                 }
                 None => {
-                    self.pending.insert(name.clone());
+                    self.pending.insert(id);
                 }
             }
         }
-        self.allowed = allowed.into_iter().collect();
+    }
+
+    /// Forgets the view (not the loads) and gives its memory back: the next
+    /// use refreshes it. For when names are renumbered from `old` to `new`:
+    /// the installed layer is renumbered, since the host still has it.
+    pub fn drop_view(&mut self, old: &NameTable, new: &mut NameTable) {
+        for set in [
+            &mut self.allowed,
+            &mut self.visible,
+            &mut self.base_visible,
+            &mut self.deferred,
+            &mut self.pending,
+            &mut self.lapsed,
+        ] {
+            set.clear();
+        }
+        if let Some(installed) = &mut self.installed {
+            let mut renumbered = NameSet::default();
+            for id in installed.iter() {
+                renumbered.insert(new.intern(old.name(id)));
+            }
+            *installed = renumbered;
+        }
+        self.catalog = None;
+        self.seen_generation = None;
     }
 
     /// What the model may call: the tools the policy shows and those loaded.
-    pub fn visible(&self) -> &[String] {
+    pub fn visible(&self) -> &NameSet {
         &self.visible
     }
 
     /// The tools the policy shows, whatever is loaded.
-    pub fn base_visible(&self) -> &[String] {
+    pub fn base_visible(&self) -> &NameSet {
         &self.base_visible
     }
 
-    /// The allowed tools the policy defers, loaded or not, sorted.
-    pub fn deferred(&self) -> BTreeSet<&str> {
-        self.deferred.iter().map(String::as_str).collect()
+    /// The allowed tools the policy defers, loaded or not.
+    pub fn deferred(&self) -> &NameSet {
+        &self.deferred
     }
 
     /// Every tool loaded on demand with the fingerprint of its definition
@@ -129,66 +162,53 @@ impl AgentState {
         self.activated.extend(loads);
     }
 
-    /// The names the agent may call, in no particular order.
-    pub fn allowed_names(&self) -> impl Iterator<Item = &str> {
-        self.allowed.iter().map(String::as_str)
-    }
-
-    pub fn is_allowed(&self, name: &str) -> bool {
-        self.allowed.contains(name)
+    /// The names the agent may call.
+    pub fn allowed(&self) -> &NameSet {
+        &self.allowed
     }
 
     /// Loaded on demand, with the definition the agent sees now.
-    pub fn is_activated(&self, name: &str) -> bool {
-        self.activated.contains_key(name) && !self.lapsed.contains(name)
+    pub fn is_activated(&self, name: &str, id: Option<NameId>) -> bool {
+        self.activated.contains_key(name) && !id.is_some_and(|id| self.lapsed.contains(id))
     }
 
     /// Loaded once, but its definition changed since: deferred again.
-    pub fn is_lapsed(&self, name: &str) -> bool {
-        self.lapsed.contains(name)
+    pub fn is_lapsed(&self, id: NameId) -> bool {
+        self.lapsed.contains(id)
     }
 
     /// Deferred, allowed and not activated: what a search may load.
-    pub fn is_pending(&self, name: &str) -> bool {
-        self.pending.contains(name)
+    pub fn is_pending(&self, id: NameId) -> bool {
+        self.pending.contains(id)
     }
 
-    pub fn pending_names(&self) -> impl Iterator<Item = &str> {
-        self.pending.iter().map(String::as_str)
-    }
-
-    pub fn pending_count(&self) -> usize {
-        self.pending.len()
+    pub fn pending(&self) -> &NameSet {
+        &self.pending
     }
 
     /// Marks a pending tool activated with the fingerprint of the definition
     /// being loaded. Returns false when it was not pending.
-    pub fn activate(&mut self, name: &str, fingerprint: u64) -> bool {
-        if !self.pending.remove(name) {
+    pub fn activate(&mut self, id: NameId, name: &str, fingerprint: u64) -> bool {
+        if !self.pending.remove(id) {
             return false;
         }
-        self.lapsed.remove(name);
+        self.lapsed.remove(id);
         self.activated.insert(name.to_string(), fingerprint);
-        self.visible.push(name.to_string());
+        self.visible.insert(id);
         true
     }
 
     /// The exposure layer this agent should have: none when nothing is
     /// hidden, so a plugin with nothing to defer leaves the agent untouched.
-    pub fn wanted_exposure(&self) -> Option<Vec<String>> {
-        if self.pending.is_empty() {
-            return None;
-        }
-        let mut allow = self.visible.clone();
-        allow.sort();
-        Some(allow)
+    pub fn wanted_exposure(&self) -> Option<&NameSet> {
+        (!self.pending.is_empty()).then_some(&self.visible)
     }
 
-    pub fn installed(&self) -> Option<&[String]> {
-        self.installed.as_deref()
+    pub fn installed(&self) -> Option<&NameSet> {
+        self.installed.as_ref()
     }
 
-    pub fn set_installed(&mut self, allow: Option<Vec<String>>) {
+    pub fn set_installed(&mut self, allow: Option<NameSet>) {
         self.installed = allow;
     }
 }
@@ -196,46 +216,59 @@ impl AgentState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Reason;
 
-    fn deferred() -> Decision {
-        Decision {
-            deferred: true,
-            budgeted: false,
-            reason: Reason::NoRule,
-        }
+    fn names(list: &[&str]) -> (NameTable, Vec<NameId>) {
+        let mut table = NameTable::default();
+        let ids = list.iter().map(|n| table.intern(n)).collect();
+        (table, ids)
+    }
+
+    fn visible(state: &AgentState, table: &NameTable) -> Vec<String> {
+        state.visible().iter().map(|id| table.name(id).to_string()).collect()
     }
 
     #[test]
     fn an_activation_holds_for_its_definition_only() {
+        let (table, ids) = names(&["a"]);
+        let a = ids[0];
         let mut state = AgentState::default();
-        let names = || vec!["a".to_string()];
-        state.update(names(), &[deferred()], |_| Some(1));
-        assert!(state.activate("a", 1));
-        state.update(names(), &[deferred()], |_| Some(1));
-        assert_eq!(state.visible(), ["a"]);
-        state.update(names(), &[deferred()], |_| Some(2));
-        assert!(state.is_pending("a") && state.is_lapsed("a") && !state.is_activated("a"));
-        assert!(state.activate("a", 2));
-        assert!(!state.is_lapsed("a") && state.is_activated("a"));
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(1));
+        assert!(state.activate(a, "a", 1));
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(1));
+        assert_eq!(visible(&state, &table), ["a"]);
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(2));
+        assert!(state.is_pending(a) && state.is_lapsed(a) && !state.is_activated("a", Some(a)));
+        assert!(state.activate(a, "a", 2));
+        assert!(!state.is_lapsed(a) && state.is_activated("a", Some(a)));
     }
 
     #[test]
     fn a_fork_starts_with_the_sources_activations() {
+        let (table, ids) = names(&["a", "b"]);
         let mut source = AgentState::default();
-        source.update(
-            vec!["a".into(), "b".into()],
-            &[deferred(), deferred()],
-            |_| Some(1),
-        );
-        source.activate("a", 1);
+        source.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(1));
+        source.activate(ids[0], "a", 1);
         let mut fork = AgentState::fork_of(&source);
-        fork.update(
-            vec!["a".into(), "b".into()],
-            &[deferred(), deferred()],
-            |_| Some(1),
-        );
-        assert_eq!(fork.visible(), ["a"]);
-        assert!(fork.is_pending("b"));
+        fork.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(1));
+        assert_eq!(visible(&fork, &table), ["a"]);
+        assert!(fork.is_pending(ids[1]));
+    }
+
+    #[test]
+    fn a_dropped_view_keeps_the_loads_and_asks_for_a_refresh() {
+        let (table, ids) = names(&["a", "b"]);
+        let mut state = AgentState::default();
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(1));
+        state.activate(ids[0], "a", 1);
+        state.seen_generation = Some(7);
+        state.set_installed(Some(state.visible().clone()));
+        let mut renumbered = NameTable::default();
+        renumbered.intern("z");
+        state.drop_view(&table, &mut renumbered);
+        assert!(!state.is_fresh(7));
+        let installed: Vec<&str> = state.installed().unwrap().iter().map(|id| renumbered.name(id)).collect();
+        assert_eq!(installed, ["a"]);
+        assert!(state.pending().is_empty() && state.allowed().is_empty());
+        assert_eq!(state.loads().get("a"), Some(&1));
     }
 }

@@ -32,6 +32,12 @@ export class ShellCore {
   tokenCounter = undefined;
   /** Bumped on every change to what some agent may call (`host.tools-generation`). */
   generation = 0n;
+  /** The generation at which a tool was last registered or removed. */
+  toolsChangedAt = 0n;
+  /** agent id -> the generation at which it was created or a restriction on it changed */
+  restrictedAt = new Map();
+  /** agent id -> source -> the generation at which that exposure layer on it changed */
+  exposedAt = new Map();
   /** agent id -> parent id (or undefined) */
   agents = new Map();
   /** agent id -> source -> Set of allowed names */
@@ -80,7 +86,7 @@ export class ShellCore {
       );
     }
     this.tools.push(tool);
-    this.generation += 1n;
+    this.#toolsChanged();
   }
 
   /** Removes the tool `name` from `scope` (undefined: the global scope). */
@@ -89,7 +95,7 @@ export class ShellCore {
     if (index < 0) {
       throw new ShellError(`no tool named \`${name}\` is registered in ${scopeName(scope)}`);
     }
-    this.generation += 1n;
+    this.#toolsChanged();
     return this.tools.splice(index, 1)[0];
   }
 
@@ -97,7 +103,7 @@ export class ShellCore {
   unregisterOwnedBy(owner) {
     const before = this.tools.length;
     this.tools = this.tools.filter((t) => t.owner !== owner);
-    this.generation += 1n;
+    this.#toolsChanged();
     return before - this.tools.length;
   }
 
@@ -110,6 +116,7 @@ export class ShellCore {
     if (parent !== undefined) this.requireAgent(parent);
     this.generation += 1n;
     this.agents.set(id, parent);
+    this.restrictedAt.set(id, this.generation);
   }
 
   /**
@@ -124,8 +131,10 @@ export class ShellCore {
       this.agents.delete(agent);
       this.restrictions.delete(agent);
       this.exposures.delete(agent);
+      this.restrictedAt.delete(agent);
+      this.exposedAt.delete(agent);
       this.tools = this.tools.filter((t) => t.scope !== agent);
-      this.generation += 1n;
+      this.#toolsChanged();
     }
     return removed;
   }
@@ -151,6 +160,7 @@ export class ShellCore {
   /** Installs (an array) or lifts (null/undefined) the layer `source` on `agent`. */
   restrict(agent, source, allow) {
     this.#installLayer(this.restrictions, agent, source, allow);
+    this.restrictedAt.set(agent, this.generation);
   }
 
   /**
@@ -159,6 +169,8 @@ export class ShellCore {
    */
   expose(agent, source, visible) {
     this.#installLayer(this.exposures, agent, source, visible);
+    if (!this.exposedAt.has(agent)) this.exposedAt.set(agent, new Map());
+    this.exposedAt.get(agent).set(source, this.generation);
   }
 
   #installLayer(layers, agent, source, allow) {
@@ -183,7 +195,31 @@ export class ShellCore {
   liftAll(source) {
     for (const layers of this.restrictions.values()) layers.delete(source);
     for (const layers of this.exposures.values()) layers.delete(source);
+    // Every agent may have had one: as if every tool changed.
+    this.#toolsChanged();
+  }
+
+  #toolsChanged() {
     this.generation += 1n;
+    this.toolsChangedAt = this.generation;
+  }
+
+  /**
+   * `host.agent-generation`: changes whenever what `agent` may call, as
+   * `effective(agent, plugin)` answers it, can have changed; not for
+   * `plugin`'s own exposure layer nor for changes reaching only other agents.
+   */
+  agentGeneration(agent, plugin) {
+    if (!this.agents.has(agent)) return this.generation;
+    let latest = this.toolsChangedAt;
+    for (const [source, at] of this.exposedAt.get(agent) ?? []) {
+      if (source !== plugin && at > latest) latest = at;
+    }
+    for (const scope of this.chain(agent)) {
+      const at = this.restrictedAt.get(scope) ?? 0n;
+      if (at > latest) latest = at;
+    }
+    return latest;
   }
 
   restriction(agent, source) {

@@ -71,6 +71,8 @@ export function hostInterface(core, pluginId, logs) {
 
     toolsGeneration: () => core.generation,
 
+    agentGeneration: (agent) => core.agentGeneration(agent, pluginId),
+
     lazyGroups: () => [...core.lazyGroups.values()].map(({ decl }) => decl),
 
     loadGroup(name) {

@@ -68,6 +68,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
         self.host().tools_generation()
     }
 
+    fn agent_generation(&mut self, agent: String) -> u64 {
+        self.host().agent_generation(&agent)
+    }
+
     fn count_tokens(&mut self, texts: Vec<String>) -> Option<Vec<u32>> {
         self.host_call(|s| s.host().count_tokens(&texts))
     }

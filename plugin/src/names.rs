@@ -1,0 +1,152 @@
+//! Tool names as small numbers, so that per-agent state is a few bit sets
+//! instead of sets of strings: with 10,000 tools a set of names costs
+//! about 1.25 KB as bits and about 400 KB as strings, and a shell runs
+//! hundreds of agents.
+
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use bit_set::BitSet;
+
+/// A name's number in a [`NameTable`]; meaningful only with that table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct NameId(u32);
+
+impl NameId {
+    fn index(self) -> usize {
+        self.0 as usize
+    }
+}
+
+/// Every tool name the plugin has seen, each numbered once. It only grows
+/// while it is in use (a number stays valid for the agents holding it);
+/// [`NameTable::needs_compaction`] says when to start a new one.
+#[derive(Debug, Default)]
+pub struct NameTable {
+    ids: HashMap<Rc<str>, NameId>,
+    names: Vec<Rc<str>>,
+}
+
+impl NameTable {
+    /// The name's number, numbering it if it is new.
+    pub fn intern(&mut self, name: &str) -> NameId {
+        if let Some(id) = self.ids.get(name) {
+            return *id;
+        }
+        // More than 4 billion distinct names cannot fit a shell's memory
+        // anyway; saturating keeps the plugin from trapping on the way.
+        let id = NameId(u32::try_from(self.names.len()).unwrap_or(u32::MAX));
+        let name: Rc<str> = Rc::from(name);
+        self.names.push(Rc::clone(&name));
+        self.ids.insert(name, id);
+        id
+    }
+
+    /// The name's number, if it has one.
+    pub fn get(&self, name: &str) -> Option<NameId> {
+        self.ids.get(name).copied()
+    }
+
+    /// The name numbered `id` (empty for a number this table never gave).
+    pub fn name(&self, id: NameId) -> &str {
+        self.names.get(id.index()).map_or("", |n| n)
+    }
+
+    /// Whether names that left the registry take more room than those in
+    /// it: then the owner starts a new table and renumbers.
+    pub fn needs_compaction(&self, live: usize) -> bool {
+        self.names.len() > 2 * live + 1_024
+    }
+}
+
+/// A set of names as bits, indexed by [`NameId`].
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct NameSet {
+    bits: BitSet,
+    len: usize,
+}
+
+impl NameSet {
+    pub fn insert(&mut self, id: NameId) -> bool {
+        let added = self.bits.insert(id.index());
+        self.len += usize::from(added);
+        added
+    }
+
+    pub fn remove(&mut self, id: NameId) -> bool {
+        let removed = self.bits.remove(id.index());
+        self.len -= usize::from(removed);
+        removed
+    }
+
+    pub fn contains(&self, id: NameId) -> bool {
+        self.bits.contains(id.index())
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Empties the set and keeps its memory, for refilling.
+    pub fn make_empty(&mut self) {
+        self.bits.make_empty();
+        self.len = 0;
+    }
+
+    /// Empties the set and gives its memory back.
+    pub fn clear(&mut self) {
+        self.bits.reset();
+        self.len = 0;
+    }
+
+    /// The members in number order.
+    pub fn iter(&self) -> impl Iterator<Item = NameId> + '_ {
+        self.bits.iter().map(|i| NameId(i as u32))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_keeps_its_number_and_numbers_give_names_back() {
+        let mut table = NameTable::default();
+        let a = table.intern("github__create_issue");
+        let b = table.intern("bash");
+        assert_ne!(a, b);
+        assert_eq!(table.intern("github__create_issue"), a);
+        assert_eq!(table.get("bash"), Some(b));
+        assert_eq!(table.get("missing"), None);
+        assert_eq!(table.name(a), "github__create_issue");
+    }
+
+    #[test]
+    fn a_set_counts_its_members_and_iterates_in_number_order() {
+        let mut table = NameTable::default();
+        let ids: Vec<NameId> = (0..200).map(|i| table.intern(&format!("t{i}"))).collect();
+        let mut set = NameSet::default();
+        assert!(set.insert(ids[150]) && set.insert(ids[3]));
+        assert!(!set.insert(ids[3]));
+        assert_eq!(set.len(), 2);
+        assert_eq!(set.iter().collect::<Vec<_>>(), [ids[3], ids[150]]);
+        assert!(set.remove(ids[150]) && !set.remove(ids[150]));
+        assert!(!set.contains(ids[199]));
+        set.clear();
+        assert!(set.is_empty());
+    }
+
+    #[test]
+    fn compaction_is_due_when_departed_names_dominate() {
+        let mut table = NameTable::default();
+        for i in 0..3_000 {
+            table.intern(&format!("t{i}"));
+        }
+        assert!(!table.needs_compaction(1_000));
+        assert!(table.needs_compaction(900));
+    }
+}
