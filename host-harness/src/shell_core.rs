@@ -784,4 +784,173 @@ mod tests {
             }
         }
     }
+
+    /// `agent_generation` against the answer it stands for.
+    mod agent_generations {
+        use super::*;
+
+        #[test]
+        fn an_agents_generation_moves_only_for_changes_that_reach_it() {
+            let mut core = core();
+            core.create_agent("other", None).unwrap();
+            let at = |core: &ShellCore| core.agent_generation("main/worker", "p");
+            let start = at(&core);
+            // The asking plugin's own layer, and layers on agents it does not reach.
+            core.expose("main/worker", "p", Some(vec!["read".into()]))
+                .unwrap();
+            core.expose("main", "q", Some(vec!["read".into()])).unwrap();
+            core.restrict("other", "q", Some(vec!["read".into()]))
+                .unwrap();
+            core.create_agent("main/sibling", Some("main")).unwrap();
+            assert_eq!(at(&core), start);
+            // Another plugin's exposure on it, a restriction on an ancestor, a tool.
+            let mut seen = start;
+            core.expose("main/worker", "q", Some(vec!["bash".into()]))
+                .unwrap();
+            assert!(at(&core) > seen);
+            seen = at(&core);
+            core.restrict("main", "profile", Some(vec!["read".into()]))
+                .unwrap();
+            assert!(at(&core) > seen);
+            seen = at(&core);
+            core.register(Tool::new("grep", "", Origin::Builtin))
+                .unwrap();
+            assert!(at(&core) > seen);
+            assert_eq!(core.agent_generation("nobody", "p"), core.generation());
+        }
+
+        #[derive(Debug, Clone)]
+        enum Change {
+            Register {
+                name: usize,
+                scope: Option<usize>,
+            },
+            Unregister {
+                name: usize,
+            },
+            Restrict {
+                agent: usize,
+                source: usize,
+                allow: Option<Vec<usize>>,
+            },
+            Expose {
+                agent: usize,
+                source: usize,
+                allow: Option<Vec<usize>>,
+            },
+            Dispose {
+                agent: usize,
+            },
+            Create {
+                agent: usize,
+            },
+        }
+
+        const TOOL_NAMES: [&str; 5] = ["read", "bash", "t0", "t1", "t2"];
+        const AGENTS: [(&str, Option<&str>); 4] = [
+            ("main", None),
+            ("main/a", Some("main")),
+            ("main/a/b", Some("main/a")),
+            ("side", None),
+        ];
+        const SOURCES: [&str; 3] = ["p", "q", "profile"];
+
+        fn change() -> impl proptest::strategy::Strategy<Value = Change> {
+            use proptest::prelude::*;
+            let allow = proptest::option::of(proptest::collection::vec(0..TOOL_NAMES.len(), 0..4));
+            prop_oneof![
+                (0..TOOL_NAMES.len(), proptest::option::of(0..AGENTS.len()))
+                    .prop_map(|(name, scope)| Change::Register { name, scope }),
+                (0..TOOL_NAMES.len()).prop_map(|name| Change::Unregister { name }),
+                (0..AGENTS.len(), 0..SOURCES.len(), allow.clone()).prop_map(
+                    |(agent, source, allow)| Change::Restrict {
+                        agent,
+                        source,
+                        allow
+                    }
+                ),
+                (0..AGENTS.len(), 0..SOURCES.len(), allow).prop_map(|(agent, source, allow)| {
+                    Change::Expose {
+                        agent,
+                        source,
+                        allow,
+                    }
+                }),
+                (0..AGENTS.len()).prop_map(|agent| Change::Dispose { agent }),
+                (0..AGENTS.len()).prop_map(|agent| Change::Create { agent }),
+            ]
+        }
+
+        fn apply(core: &mut ShellCore, change: &Change) {
+            let names = |list: &Option<Vec<usize>>| {
+                list.as_ref()
+                    .map(|l| l.iter().map(|&i| TOOL_NAMES[i].to_string()).collect())
+            };
+            // Refused changes (an unknown agent, a taken name) change nothing.
+            let _ = match change {
+                Change::Register { name, scope } => {
+                    let origin = match scope {
+                        Some(a) => Origin::Agent(AGENTS[*a].0.into()),
+                        None => Origin::Builtin,
+                    };
+                    core.register(Tool::new(TOOL_NAMES[*name], "", origin))
+                        .map(|_| ())
+                }
+                Change::Unregister { name } => core.unregister(TOOL_NAMES[*name], None).map(|_| ()),
+                Change::Restrict {
+                    agent,
+                    source,
+                    allow,
+                } => core.restrict(AGENTS[*agent].0, SOURCES[*source], names(allow)),
+                Change::Expose {
+                    agent,
+                    source,
+                    allow,
+                } => core.expose(AGENTS[*agent].0, SOURCES[*source], names(allow)),
+                Change::Dispose { agent } => core.dispose_agent(AGENTS[*agent].0).map(|_| ()),
+                Change::Create { agent } => {
+                    let (id, parent) = AGENTS[*agent];
+                    core.create_agent(id, parent)
+                }
+            };
+        }
+
+        fn answers(core: &ShellCore) -> Vec<Option<(u64, Vec<String>)>> {
+            AGENTS
+                .iter()
+                .map(|(id, _)| {
+                    let tools = core.effective(id, Some("p")).ok()?;
+                    let names = tools.iter().map(|t| t.name.clone()).collect();
+                    Some((core.agent_generation(id, "p"), names))
+                })
+                .collect()
+        }
+
+        proptest::proptest! {
+            /// What a plugin may skip on an unchanged generation really is
+            /// unchanged: the same generation never hides a different answer.
+            #[test]
+            fn an_unchanged_agent_generation_means_an_unchanged_answer(
+                changes in proptest::collection::vec(change(), 1..40)
+            ) {
+                let mut core = ShellCore::default();
+                for (id, parent) in AGENTS {
+                    core.create_agent(id, parent).unwrap();
+                }
+                let mut before = answers(&core);
+                for change in &changes {
+                    apply(&mut core, change);
+                    let after = answers(&core);
+                    for (was, now) in before.iter().zip(&after) {
+                        if let (Some((g0, tools0)), Some((g1, tools1))) = (was, now)
+                            && g0 == g1
+                        {
+                            proptest::prop_assert_eq!(tools0, tools1, "after {:?}", change);
+                        }
+                    }
+                    before = after;
+                }
+            }
+        }
+    }
 }

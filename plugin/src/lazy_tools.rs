@@ -589,7 +589,10 @@ impl<H: Host> LazyTools<H> {
     /// refresh: per request this costs one host call, not the whole list of
     /// what the agent may call.
     fn ensure_fresh(&mut self, agent: &str) -> Result<(), PluginError> {
-        if self.agent(agent)?.is_fresh(self.host.agent_generation(agent)) {
+        if self
+            .agent(agent)?
+            .is_fresh(self.host.agent_generation(agent))
+        {
             return Ok(());
         }
         self.refresh(agent)
@@ -779,9 +782,11 @@ impl<H: Host> Loads for LazyTools<H> {
     }
 
     fn is_loaded(&self, agent: &str, name: &str) -> bool {
-        self.agents
-            .get(agent)
-            .is_some_and(|s| self.names.get(name).is_some_and(|id| s.visible().contains(id)))
+        self.agents.get(agent).is_some_and(|s| {
+            self.names
+                .get(name)
+                .is_some_and(|id| s.visible().contains(id))
+        })
     }
 
     fn schema(&self, agent: &str, name: &str) -> Option<Schema> {
@@ -800,16 +805,18 @@ impl<H: Host> Loads for LazyTools<H> {
             return Ok(GroupLookup::Failed(reason));
         }
         let state = self.agent(agent)?;
-        Ok(match self
-            .groups
-            .members_for(id, &names_of(&self.names, state.deferred()))
-        {
-            Some(members) => GroupLookup::Members(members),
-            None => GroupLookup::Unknown(format!(
-                "no group of that id{}",
-                suggest::did_you_mean(id, self.groups.ids())
-            )),
-        })
+        Ok(
+            match self
+                .groups
+                .members_for(id, &names_of(&self.names, state.deferred()))
+            {
+                Some(members) => GroupLookup::Members(members),
+                None => GroupLookup::Unknown(format!(
+                    "no group of that id{}",
+                    suggest::did_you_mean(id, self.groups.ids())
+                )),
+            },
+        )
     }
 
     fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {

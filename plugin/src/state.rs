@@ -224,7 +224,11 @@ mod tests {
     }
 
     fn visible(state: &AgentState, table: &NameTable) -> Vec<String> {
-        state.visible().iter().map(|id| table.name(id).to_string()).collect()
+        state
+            .visible()
+            .iter()
+            .map(|id| table.name(id).to_string())
+            .collect()
     }
 
     #[test]
@@ -266,7 +270,12 @@ mod tests {
         renumbered.intern("z");
         state.drop_view(&table, &mut renumbered);
         assert!(!state.is_fresh(7));
-        let installed: Vec<&str> = state.installed().unwrap().iter().map(|id| renumbered.name(id)).collect();
+        let installed: Vec<&str> = state
+            .installed()
+            .unwrap()
+            .iter()
+            .map(|id| renumbered.name(id))
+            .collect();
         assert_eq!(installed, ["a"]);
         assert!(state.pending().is_empty() && state.allowed().is_empty());
         assert_eq!(state.loads().get("a"), Some(&1));

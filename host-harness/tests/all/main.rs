@@ -17,4 +17,5 @@ mod install;
 mod js_host;
 mod mcp;
 mod properties;
+mod refresh;
 mod tokens;

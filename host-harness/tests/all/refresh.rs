@@ -1,0 +1,148 @@
+//! What a change costs the other agents (issue 9, load): the plugin asks the
+//! shell again what an agent may call only when a change reaches that agent.
+//! With 1,000 agents over 10,000 tools, every load (an exposure change) used
+//! to make every other agent fetch its 10,000 names again.
+//!
+//! The plugin runs natively over the real shell core, behind a host that
+//! counts `allowed-tools` calls and delegates everything else.
+
+use std::cell::Cell;
+use std::sync::{Arc, Mutex};
+
+use host_harness::host_view::HostView;
+use host_harness::shell::{Origin, Shell, Tool};
+use host_harness::shell_core::ShellCore;
+use lazy_tools::LazyTools;
+use lazy_tools::host::{Host, LogLevel};
+use lazy_tools::registry::{Enrichment, LazyGroup, ToolDef, ToolGroup};
+use serde_json::json;
+
+struct CountingHost {
+    inner: HostView,
+    allowed_calls: Cell<usize>,
+}
+
+impl Host for CountingHost {
+    fn registry(&self) -> Vec<ToolDef> {
+        self.inner.registry()
+    }
+    fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
+        self.allowed_calls.set(self.allowed_calls.get() + 1);
+        self.inner.allowed_tools(agent)
+    }
+    fn expose(&self, agent: &str, visible: Option<&[String]>) -> Result<(), String> {
+        self.inner.expose(agent, visible)
+    }
+    fn log(&self, level: LogLevel, message: &str) {
+        self.inner.log(level, message)
+    }
+    fn tool_groups(&self) -> Vec<ToolGroup> {
+        self.inner.tool_groups()
+    }
+    fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
+        self.inner.count_tokens(texts)
+    }
+    fn tools_generation(&self) -> u64 {
+        self.inner.tools_generation()
+    }
+    fn agent_generation(&self, agent: &str) -> u64 {
+        self.inner.agent_generation(agent)
+    }
+    fn lazy_groups(&self) -> Vec<LazyGroup> {
+        self.inner.lazy_groups()
+    }
+    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
+        self.inner.load_group(name)
+    }
+    fn tool_enrichment(&self) -> Vec<Enrichment> {
+        self.inner.tool_enrichment()
+    }
+}
+
+const AGENTS: [(&str, Option<&str>); 4] = [
+    ("main", None),
+    ("main/a", Some("main")),
+    ("main/b", Some("main")),
+    ("side", None),
+];
+
+fn setup() -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
+    let mut shell = Shell::new();
+    let tools = [
+        "bash",
+        "read",
+        "gh__create_issue",
+        "gh__list_issues",
+        "slack__post",
+    ];
+    shell
+        .register_tools(tools.iter().map(|&n| Tool::new(n, "", Origin::Builtin)))
+        .unwrap();
+    let core = shell.shared_core();
+    let mut plugin = LazyTools::new(CountingHost {
+        inner: HostView::new(Arc::clone(&core), "lazy-tools"),
+        allowed_calls: Cell::new(0),
+    });
+    plugin
+        .configure(r#"{"defer": ["gh__*", "slack__*"]}"#)
+        .unwrap();
+    for (id, parent) in AGENTS {
+        core.lock().unwrap().create_agent(id, parent).unwrap();
+        plugin.agent_created(id, parent).unwrap();
+    }
+    (core, plugin)
+}
+
+/// Every agent's next request, counting the `allowed-tools` calls it made.
+fn requests(plugin: &mut LazyTools<CountingHost>) -> (usize, Vec<Vec<String>>) {
+    plugin.host().allowed_calls.set(0);
+    let views = AGENTS
+        .iter()
+        .map(|(id, _)| plugin.visible_tools(id).unwrap())
+        .collect();
+    (plugin.host().allowed_calls.get(), views)
+}
+
+#[test]
+fn a_load_by_one_agent_does_not_make_the_others_ask_again() {
+    let (_core, mut plugin) = setup();
+    requests(&mut plugin);
+    let loaded = plugin
+        .execute(
+            "main/a",
+            "tool_search",
+            &json!({"tool_names": ["gh__create_issue"]}).to_string(),
+        )
+        .unwrap();
+    assert!(!loaded.is_error, "{}", loaded.text);
+    let (asked, views) = requests(&mut plugin);
+    assert_eq!(asked, 0, "a load reaches only the agent that loaded");
+    assert!(views[1].contains(&"gh__create_issue".to_string()));
+    assert!(!views[2].contains(&"gh__create_issue".to_string()));
+}
+
+#[test]
+fn a_change_makes_exactly_the_agents_it_reaches_ask_again() {
+    let (core, mut plugin) = setup();
+    requests(&mut plugin);
+    // A restriction on `main` reaches main and its children, not `side`.
+    core.lock()
+        .unwrap()
+        .restrict(
+            "main",
+            "profile",
+            Some(vec!["read".into(), "gh__list_issues".into()]),
+        )
+        .unwrap();
+    let (asked, views) = requests(&mut plugin);
+    assert_eq!(asked, 3);
+    assert_eq!(views[0], ["read"]);
+    assert_eq!(views[3], ["bash", "read"]);
+    // A tool registered anywhere reaches every agent.
+    core.lock()
+        .unwrap()
+        .register(Tool::new("grep", "", Origin::Builtin))
+        .unwrap();
+    let (asked, _) = requests(&mut plugin);
+    assert_eq!(asked, 4);
+}
