@@ -58,9 +58,10 @@ pub struct LazyGroupDecl {
 #[derive(Debug, Clone)]
 struct Agent {
     parent: Option<AgentId>,
-    /// The generation at which this agent was created or a restriction on
-    /// it last changed (restrictions reach its descendants too).
-    restricted_at: u64,
+    /// The generation at which this agent was created, or a restriction on
+    /// it or a tool of its own scope last changed (both reach its
+    /// descendants too).
+    changed_at: u64,
     /// Per plugin, the generation at which its exposure layer on this agent
     /// last changed (it reaches this agent only).
     exposed_at: BTreeMap<String, u64>,
@@ -121,7 +122,7 @@ pub struct ShellCore {
     /// Bumped on every change to what some agent may call (see
     /// `host.tools-generation`).
     generation: u64,
-    /// The generation at which a tool was last registered or removed.
+    /// The generation at which a global tool was last registered or removed.
     tools_changed_at: u64,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
@@ -233,15 +234,20 @@ impl ShellCore {
         let mut latest = self.tools_changed_at.max(exposed.max().unwrap_or(0));
         let mut at = Some(found);
         while let Some(scope) = at {
-            latest = latest.max(scope.restricted_at);
+            latest = latest.max(scope.changed_at);
             at = scope.parent.as_deref().and_then(|p| self.agents.get(p));
         }
         latest
     }
 
-    fn tools_changed(&mut self) {
+    /// A tool of `scope` was registered or removed: a global one reaches
+    /// every agent, an agent's own-scope tool that agent and its subtree.
+    fn tools_changed(&mut self, scope: Option<&str>) {
         self.generation += 1;
-        self.tools_changed_at = self.generation;
+        match scope.and_then(|agent| self.agents.get_mut(agent)) {
+            Some(agent) => agent.changed_at = self.generation,
+            None => self.tools_changed_at = self.generation,
+        }
     }
 
     fn layer_changed(&mut self, kind: Layer, agent: &str, source: &str) {
@@ -249,7 +255,7 @@ impl ShellCore {
         let generation = self.generation;
         if let Some(found) = self.agents.get_mut(agent) {
             match kind {
-                Layer::Restriction => found.restricted_at = generation,
+                Layer::Restriction => found.changed_at = generation,
                 Layer::Exposure => {
                     found.exposed_at.insert(source.to_string(), generation);
                 }
@@ -288,8 +294,9 @@ impl ShellCore {
             });
         }
         self.names.insert(&tool);
+        let scope = tool.origin.scope().map(str::to_string);
         self.tools.push(tool);
-        self.tools_changed();
+        self.tools_changed(scope.as_deref());
         Ok(())
     }
 
@@ -303,7 +310,7 @@ impl ShellCore {
                 name: name.to_string(),
                 scope: scope_name(scope),
             })?;
-        self.tools_changed();
+        self.tools_changed(scope);
         let tool = self.tools.remove(index);
         self.names.remove(&tool);
         Ok(tool)
@@ -320,7 +327,7 @@ impl ShellCore {
             }
             keep
         });
-        self.tools_changed();
+        self.tools_changed(None);
         before - self.tools.len()
     }
 
@@ -344,7 +351,7 @@ impl ShellCore {
             id.to_string(),
             Agent {
                 parent: parent.map(str::to_string),
-                restricted_at: self.generation,
+                changed_at: self.generation,
                 exposed_at: BTreeMap::new(),
             },
         );
@@ -364,8 +371,9 @@ impl ShellCore {
         removed.sort_by_key(|a| std::cmp::Reverse(self.chain(a).map(|c| c.len()).unwrap_or(0)));
         for agent in &removed {
             self.agents.remove(agent);
-            // Its own-scope tools go with it.
-            self.tools_changed();
+            // Its own-scope tools go with it; they reached only its subtree,
+            // which goes too.
+            self.generation += 1;
             self.restrictions.remove(agent);
             self.exposures.remove(agent);
             let names = &mut self.names;
@@ -482,7 +490,7 @@ impl ShellCore {
             layers.remove(source);
         }
         // Every agent may have had one: as if every tool changed.
-        self.tools_changed();
+        self.tools_changed(None);
     }
 
     pub fn restriction(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {
@@ -802,6 +810,13 @@ mod tests {
             core.restrict("other", "q", Some(vec!["read".into()]))
                 .unwrap();
             core.create_agent("main/sibling", Some("main")).unwrap();
+            core.register(Tool::new(
+                "sibling_only",
+                "",
+                Origin::Agent("main/sibling".into()),
+            ))
+            .unwrap();
+            core.dispose_agent("main/sibling").unwrap();
             assert_eq!(at(&core), start);
             // Another plugin's exposure on it, a restriction on an ancestor, a tool.
             let mut seen = start;
@@ -814,6 +829,10 @@ mod tests {
             assert!(at(&core) > seen);
             seen = at(&core);
             core.register(Tool::new("grep", "", Origin::Builtin))
+                .unwrap();
+            assert!(at(&core) > seen);
+            seen = at(&core);
+            core.register(Tool::new("mine", "", Origin::Agent("main".into())))
                 .unwrap();
             assert!(at(&core) > seen);
             assert_eq!(core.agent_generation("nobody", "p"), core.generation());

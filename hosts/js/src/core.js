@@ -32,9 +32,9 @@ export class ShellCore {
   tokenCounter = undefined;
   /** Bumped on every change to what some agent may call (`host.tools-generation`). */
   generation = 0n;
-  /** The generation at which a tool was last registered or removed. */
+  /** The generation at which a global tool was last registered or removed. */
   toolsChangedAt = 0n;
-  /** agent id -> the generation at which it was created or a restriction on it changed */
+  /** agent id -> the generation at which it was created, or a restriction on it or a tool of its scope changed */
   restrictedAt = new Map();
   /** agent id -> source -> the generation at which that exposure layer on it changed */
   exposedAt = new Map();
@@ -86,7 +86,7 @@ export class ShellCore {
       );
     }
     this.tools.push(tool);
-    this.#toolsChanged();
+    this.#toolsChanged(tool.scope);
   }
 
   /** Removes the tool `name` from `scope` (undefined: the global scope). */
@@ -95,7 +95,7 @@ export class ShellCore {
     if (index < 0) {
       throw new ShellError(`no tool named \`${name}\` is registered in ${scopeName(scope)}`);
     }
-    this.#toolsChanged();
+    this.#toolsChanged(scope);
     return this.tools.splice(index, 1)[0];
   }
 
@@ -133,8 +133,9 @@ export class ShellCore {
       this.exposures.delete(agent);
       this.restrictedAt.delete(agent);
       this.exposedAt.delete(agent);
+      // Its own-scope tools reached only its subtree, which goes too.
       this.tools = this.tools.filter((t) => t.scope !== agent);
-      this.#toolsChanged();
+      this.generation += 1n;
     }
     return removed;
   }
@@ -199,9 +200,11 @@ export class ShellCore {
     this.#toolsChanged();
   }
 
-  #toolsChanged() {
+  /** A global tool reaches every agent; an agent's own-scope tool, its subtree. */
+  #toolsChanged(scope = undefined) {
     this.generation += 1n;
-    this.toolsChangedAt = this.generation;
+    if (scope !== undefined && this.agents.has(scope)) this.restrictedAt.set(scope, this.generation);
+    else this.toolsChangedAt = this.generation;
   }
 
   /**
