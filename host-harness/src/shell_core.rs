@@ -138,11 +138,22 @@ pub struct ShellCore {
     /// Set when a plugin's `load-group` registered tools: the shell tells
     /// every plugin once the call is over.
     loaded_outside: bool,
+    /// How many times a method walked the whole registry: tests check that
+    /// per-name work goes through `names` instead.
+    #[cfg(test)]
+    scans: std::cell::Cell<usize>,
 }
 
 impl ShellCore {
     pub fn tools(&self) -> &[Tool] {
         &self.tools
+    }
+
+    /// Every tool, for a walk over the whole registry (counted in tests).
+    fn scan(&self) -> std::slice::Iter<'_, Tool> {
+        #[cfg(test)]
+        self.scans.set(self.scans.get() + 1);
+        self.tools.iter()
     }
 
     /// Declares a group (an MCP server) with its description.
@@ -272,8 +283,7 @@ impl ShellCore {
         // chain denies, since no restriction masks an agent's own scope.
         // Only a name already registered somewhere needs the scan.
         let taken = if self.names.scopes.contains_key(&tool.name) {
-            self.tools
-                .iter()
+            self.scan()
                 .find(|t| t.name == tool.name && t.owner != tool.owner)
         } else {
             None
@@ -303,8 +313,7 @@ impl ShellCore {
     /// Removes the tool `name` from `scope` (`None`: the global scope).
     pub fn unregister(&mut self, name: &str, scope: Option<&str>) -> Result<Tool, ShellError> {
         let index = self
-            .tools
-            .iter()
+            .scan()
             .position(|t| t.name == name && t.origin.scope() == scope)
             .ok_or_else(|| ShellError::NoSuchTool {
                 name: name.to_string(),
@@ -509,8 +518,7 @@ impl ShellCore {
     pub fn effective(&self, agent: &str, ignore: Option<&str>) -> Result<Vec<&Tool>, ShellError> {
         let chain = self.chain(agent)?;
         let mut visible: IndexMap<&str, &Tool> = self
-            .tools
-            .iter()
+            .scan()
             .filter(|t| t.origin.scope().is_none())
             .map(|t| (t.name.as_str(), t))
             .collect();
@@ -529,11 +537,7 @@ impl ShellCore {
                     visible.retain(|name, _| allow.contains(*name));
                 }
             }
-            for tool in self
-                .tools
-                .iter()
-                .filter(|t| t.origin.scope() == Some(scope))
-            {
+            for tool in self.scan().filter(|t| t.origin.scope() == Some(scope)) {
                 // A nearer scope shadows a farther tool of the same name.
                 visible.shift_remove(tool.name.as_str());
                 visible.insert(&tool.name, tool);
@@ -548,16 +552,14 @@ impl ShellCore {
         let chain = self.chain(agent)?;
         for scope in chain.iter().rev() {
             if let Some(tool) = self
-                .tools
-                .iter()
+                .scan()
                 .find(|t| t.name == name && t.origin.scope() == Some(*scope))
             {
                 return Ok(Some(tool));
             }
         }
         Ok(self
-            .tools
-            .iter()
+            .scan()
             .find(|t| t.name == name && t.origin.scope().is_none()))
     }
 
@@ -971,5 +973,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Restricting checks each allowed name against the name index: at
+    /// 50,000 tools a scan per name made each load take seconds.
+    #[test]
+    fn restricting_looks_names_up_without_walking_the_registry() {
+        let mut core = core();
+        let names: Vec<String> = (0..2_000).map(|i| format!("t{i}")).collect();
+        for name in &names {
+            core.register(Tool::new(name, "", Origin::Builtin)).unwrap();
+        }
+        core.scans.set(0);
+        core.restrict("main", "p", Some(names.clone())).unwrap();
+        core.expose("main/worker", "p", Some(names)).unwrap();
+        assert_eq!(core.scans.get(), 0);
+        // The count is real: computing a view walks the registry.
+        core.effective("main", None).unwrap();
+        assert!(core.scans.get() > 0);
     }
 }
