@@ -503,6 +503,14 @@ impl<H: Host> LazyTools<H> {
         for state in self.agents.values_mut() {
             state.drop_view(&old, &mut self.names);
         }
+        self.host.log(
+            LogLevel::Debug,
+            &format!(
+                "lazy-tools: numbered tool names afresh ({} numbered, {} registered)",
+                old.len(),
+                self.registry.tools().len()
+            ),
+        );
     }
 
     fn build_groups(&mut self) {

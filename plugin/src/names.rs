@@ -52,6 +52,10 @@ impl NameTable {
         self.names.get(id.index()).map_or("", |n| n)
     }
 
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+
     /// Whether names that left the registry take more room than those in
     /// it: then the owner starts a new table and renumbers.
     pub fn needs_compaction(&self, live: usize) -> bool {

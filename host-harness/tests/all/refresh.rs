@@ -146,3 +146,65 @@ fn a_change_makes_exactly_the_agents_it_reaches_ask_again() {
     let (asked, _) = requests(&mut plugin);
     assert_eq!(asked, 4);
 }
+
+/// When most names the plugin numbered have left the registry, it numbers
+/// them afresh: what agents loaded and the layers the shell holds survive.
+#[test]
+fn a_registry_that_turns_over_keeps_loads_and_layers() {
+    let (core, mut plugin) = setup();
+    let extra: Vec<String> = (0..1_100).map(|i| format!("gh__tool_{i}")).collect();
+    {
+        let mut core = core.lock().unwrap();
+        for name in &extra {
+            core.register(Tool::new(name, "", Origin::Builtin)).unwrap();
+        }
+    }
+    plugin.registry_changed().unwrap();
+    let loaded = plugin
+        .execute(
+            "main/a",
+            "tool_search",
+            &json!({"tool_names": ["gh__create_issue"]}).to_string(),
+        )
+        .unwrap();
+    assert!(!loaded.is_error, "{}", loaded.text);
+    {
+        let mut core = core.lock().unwrap();
+        for name in &extra {
+            core.unregister(name, None).unwrap();
+        }
+        core.register(Tool::new("gh__close_issue", "", Origin::Builtin))
+            .unwrap();
+    }
+    plugin.registry_changed().unwrap();
+    let renumbered = plugin
+        .host()
+        .inner
+        .recent_logs()
+        .iter()
+        .any(|(_, line)| line.contains("numbered tool names afresh"));
+    assert!(
+        renumbered,
+        "the plugin kept numbers for 1,100 departed names"
+    );
+    let (_, views) = requests(&mut plugin);
+    assert_eq!(views[1], ["bash", "read", "gh__create_issue"]);
+    assert_eq!(views[2], ["bash", "read"]);
+    assert!(matches!(
+        plugin.pre_execute("main/a", "gh__close_issue"),
+        lazy_tools::Verdict::Deny(_)
+    ));
+    assert_eq!(
+        plugin.pre_execute("main/a", "gh__create_issue"),
+        lazy_tools::Verdict::Pass
+    );
+    // The shell holds the same layer the plugin computed.
+    let core = core.lock().unwrap();
+    let layer: Vec<&str> = core
+        .exposure("main/a", "lazy-tools")
+        .unwrap()
+        .iter()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(layer, ["bash", "gh__create_issue", "read"]);
+}
