@@ -76,14 +76,7 @@ impl AgentState {
         names: &NameTable,
         fingerprint: impl Fn(&str) -> Option<u64>,
     ) {
-        for set in [
-            &mut self.allowed,
-            &mut self.visible,
-            &mut self.base_visible,
-            &mut self.deferred,
-            &mut self.pending,
-            &mut self.lapsed,
-        ] {
+        for set in self.view_sets() {
             set.make_empty();
         }
         for (id, hidden) in allowed {
@@ -110,18 +103,23 @@ impl AgentState {
         }
     }
 
-    /// Forgets the view (not the loads) and gives its memory back: the next
-    /// use refreshes it. For when names are renumbered from `old` to `new`:
-    /// the installed layer is renumbered, since the host still has it.
-    pub fn drop_view(&mut self, old: &NameTable, new: &mut NameTable) {
-        for set in [
+    /// Every set the view is made of (not the loads, not the installed layer).
+    fn view_sets(&mut self) -> [&mut NameSet; 6] {
+        [
             &mut self.allowed,
             &mut self.visible,
             &mut self.base_visible,
             &mut self.deferred,
             &mut self.pending,
             &mut self.lapsed,
-        ] {
+        ]
+    }
+
+    /// Forgets the view (not the loads) and gives its memory back: the next
+    /// use refreshes it. For when names are renumbered from `old` to `new`:
+    /// the installed layer is renumbered, since the host still has it.
+    pub fn drop_view(&mut self, old: &NameTable, new: &mut NameTable) {
+        for set in self.view_sets() {
             set.clear();
         }
         if let Some(installed) = &mut self.installed {

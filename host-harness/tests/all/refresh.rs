@@ -103,18 +103,17 @@ fn requests(plugin: &mut LazyTools<CountingHost>) -> (usize, Vec<Vec<String>>) {
     (plugin.host().allowed_calls.get(), views)
 }
 
+fn load(plugin: &mut LazyTools<CountingHost>, agent: &str, tool: &str) {
+    let arguments = json!({ "tool_names": [tool] }).to_string();
+    let loaded = plugin.execute(agent, "tool_search", &arguments).unwrap();
+    assert!(!loaded.is_error, "{}", loaded.text);
+}
+
 #[test]
 fn a_load_by_one_agent_does_not_make_the_others_ask_again() {
     let (_core, mut plugin) = setup();
     requests(&mut plugin);
-    let loaded = plugin
-        .execute(
-            "main/a",
-            "tool_search",
-            &json!({"tool_names": ["gh__create_issue"]}).to_string(),
-        )
-        .unwrap();
-    assert!(!loaded.is_error, "{}", loaded.text);
+    load(&mut plugin, "main/a", "gh__create_issue");
     let (asked, views) = requests(&mut plugin);
     assert_eq!(asked, 0, "a load reaches only the agent that loaded");
     assert!(views[1].contains(&"gh__create_issue".to_string()));
@@ -160,14 +159,7 @@ fn a_registry_that_turns_over_keeps_loads_and_layers() {
         }
     }
     plugin.registry_changed().unwrap();
-    let loaded = plugin
-        .execute(
-            "main/a",
-            "tool_search",
-            &json!({"tool_names": ["gh__create_issue"]}).to_string(),
-        )
-        .unwrap();
-    assert!(!loaded.is_error, "{}", loaded.text);
+    load(&mut plugin, "main/a", "gh__create_issue");
     {
         let mut core = core.lock().unwrap();
         for name in &extra {
