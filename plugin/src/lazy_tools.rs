@@ -1,6 +1,7 @@
 //! The plugin itself, independent of WIT: lifecycle, pre-execute, the guard
 //! tools and the exposure layers it installs through the [`Host`].
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use serde::{Deserialize, Serialize};
@@ -573,11 +574,19 @@ impl<H: Host> LazyTools<H> {
     }
 
     fn decide(&self, agent: &str, name: &str) -> Decision {
+        self.decision(agent, name)
+            .map_or_else(policy_missing, Cow::into_owned)
+    }
+
+    /// The policy's decision on `name` for `agent`: the cached class of a
+    /// registry tool, or classified afresh for the agent's own tools (their
+    /// owner matters); `None` before any policy is configured.
+    fn decision(&self, agent: &str, name: &str) -> Option<Cow<'_, Decision>> {
         let own = self.registry.is_own(name, agent);
         match (own, self.classes.get(name), &self.policy) {
-            (false, Some(decision), _) => decision.clone(),
-            (_, _, Some(policy)) => policy.classify(name, own),
-            (_, _, None) => policy_missing(),
+            (false, Some(decision), _) => Some(Cow::Borrowed(decision)),
+            (_, _, Some(policy)) => Some(Cow::Owned(policy.classify(name, own))),
+            (_, _, None) => None,
         }
     }
 
@@ -639,12 +648,7 @@ impl<H: Host> LazyTools<H> {
     /// Whether the policy hides `name` from `agent`, standing `over` its
     /// budget or not.
     fn hides(&self, agent: &str, name: &str, over: bool) -> bool {
-        let own = self.registry.is_own(name, agent);
-        match (own, self.classes.get(name), &self.policy) {
-            (false, Some(decision), _) => decision.hides(over),
-            (_, _, Some(policy)) => policy.classify(name, own).hides(over),
-            (_, _, None) => false,
-        }
+        self.decision(agent, name).is_some_and(|d| d.hides(over))
     }
 
     /// In auto mode, what the agent's tools would cost if nothing were
