@@ -52,7 +52,7 @@ fn the_benchmark_scores_every_scorer_with_the_right_arithmetic() {
     let catalog = Catalog::load(&write("catalog.json", CATALOG)).unwrap();
     let queries = queries::load(&write("queries.jsonl", QUERIES)).unwrap();
     let mut warnings = Vec::new();
-    let report = evaluate(&catalog, &queries, |w| warnings.push(w))
+    let report = evaluate(&catalog, &queries, 5, |w| warnings.push(w))
         .unwrap()
         .to_json();
     assert!(warnings.is_empty(), "{warnings:?}");
@@ -98,10 +98,42 @@ fn gold_ids_outside_the_catalog_are_reported() {
     let catalog = Catalog::parse(CATALOG).unwrap();
     let queries = queries::parse(r#"{"query": "weather", "gold": ["nowhere/tool"]}"#).unwrap();
     let mut warnings = Vec::new();
-    let report = evaluate(&catalog, &queries, |w| warnings.push(w)).unwrap();
+    let report = evaluate(&catalog, &queries, 5, |w| warnings.push(w)).unwrap();
     assert_eq!(
         warnings,
         ["query 1: gold `nowhere/tool` is not in the catalog"]
     );
     assert_eq!(report.scorers.len(), 4);
+}
+
+#[test]
+fn deeper_rankings_keep_the_figures_and_are_written_per_query() {
+    let catalog = Catalog::parse(CATALOG).unwrap();
+    let queries = queries::parse(QUERIES).unwrap();
+    let shallow = evaluate(&catalog, &queries, 5, |_| {}).unwrap();
+    let deep = evaluate(&catalog, &queries, 20, |_| {}).unwrap();
+    assert_eq!(
+        shallow.scorers, deep.scorers,
+        "metrics read the first five only"
+    );
+
+    let lines: Vec<Value> = deep
+        .rankings_jsonl(&queries)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(lines.len(), queries.len());
+    assert_eq!(lines[0]["query"], "weather forecast");
+    assert_eq!(lines[0]["gold"][0], "weather/get_forecast");
+    assert_eq!(
+        lines[0]["rankings"]["lazy-tools"][0],
+        "weather/get_forecast"
+    );
+    // "write a file": every scorer ranks both file tools, in the order it chose.
+    for scorer in ["lazy-tools", "dsh-lazy-tools", "bm25"] {
+        let ranked = lines[1]["rankings"][scorer].as_array().unwrap();
+        for id in ["files/write_file", "files/read_file"] {
+            assert!(ranked.iter().any(|r| r == id), "{scorer}: {ranked:?}");
+        }
+    }
 }

@@ -2,9 +2,9 @@
 //! query file, scored with the same metrics.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
 
 use super::component::{ComponentSearch, Found};
@@ -21,10 +21,13 @@ pub enum Format {
     Json,
 }
 
-/// Each scorer's metrics, overall (`all`) and per query kind, in the order they ran.
+/// Each scorer's metrics, overall (`all`) and per query kind, in the order they ran, and
+/// each scorer's ranking of each query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     pub scorers: Vec<(String, BTreeMap<String, Metrics>)>,
+    /// Per scorer (same order), per query, the catalog ids it ranked, best first.
+    pub rankings: Vec<Vec<Vec<String>>>,
 }
 
 impl Report {
@@ -36,6 +39,25 @@ impl Report {
             .map(|(name, by_kind)| (name.clone(), json!(by_kind)))
             .collect();
         json!({ "scorers": scorers })
+    }
+
+    /// One JSON line per query: the query, its gold tools and every scorer's ranking, for
+    /// reading what a scorer missed or fusing rankings outside the harness.
+    pub fn rankings_jsonl(&self, queries: &[LabelledQuery]) -> String {
+        let mut out = String::new();
+        for (i, q) in queries.iter().enumerate() {
+            let ranked: Map<String, Value> = self
+                .scorers
+                .iter()
+                .zip(&self.rankings)
+                .map(|((name, _), ranked)| (name.clone(), json!(ranked[i])))
+                .collect();
+            let line =
+                json!({"query": q.query, "gold": q.gold, "kind": q.kind, "rankings": ranked});
+            out.push_str(&line.to_string());
+            out.push('\n');
+        }
+        out
     }
 
     pub fn to_table(&self) -> String {
@@ -55,11 +77,12 @@ impl Report {
     }
 }
 
-/// Runs every scorer on every query. Warnings (unknown gold ids, refused queries) go to
-/// `warn`.
+/// Runs every scorer on every query, each ranking `depth` tools (the metrics read the first
+/// [`CUTOFF`]). Warnings (unknown gold ids, refused queries) go to `warn`.
 pub fn evaluate(
     catalog: &Catalog,
     queries: &[LabelledQuery],
+    depth: usize,
     mut warn: impl FnMut(String),
 ) -> Result<Report> {
     let known: HashSet<String> = catalog.tools().map(|(id, _)| id).collect();
@@ -76,7 +99,7 @@ pub fn evaluate(
     let mut lazy_tools = ComponentSearch::new(catalog)?;
     let mut ranked = Vec::with_capacity(queries.len());
     for (i, q) in queries.iter().enumerate() {
-        ranked.push(match lazy_tools.search(&q.query, CUTOFF)? {
+        ranked.push(match lazy_tools.search(&q.query, depth)? {
             Found::Ranking(ids) => ids,
             Found::Refused(text) => {
                 warn(format!("query {}: lazy-tools refused it: {text}", i + 1));
@@ -91,7 +114,7 @@ pub fn evaluate(
         let ranked = queries
             .iter()
             .map(|q| {
-                peer.rank(&q.query, CUTOFF)
+                peer.rank(&q.query, depth)
                     .into_iter()
                     .map(|i| tools[i].id.clone())
                     .collect()
@@ -115,7 +138,8 @@ pub fn evaluate(
             (name.clone(), metrics::summarise(&judged))
         })
         .collect();
-    Ok(Report { scorers })
+    let rankings = rankings.into_iter().map(|(_, ranked)| ranked).collect();
+    Ok(Report { scorers, rankings })
 }
 
 /// `bench search`.
@@ -130,21 +154,32 @@ pub struct Args {
     /// `table` for people, `json` for scripts.
     #[arg(long, value_enum, default_value = "table")]
     format: Format,
+    /// Also write every scorer's ranking of every query to FILE, one JSON line a query.
+    #[arg(long, value_name = "FILE")]
+    rankings: Option<PathBuf>,
+    /// How many tools each scorer ranks per query (the metrics read the first five).
+    #[arg(long, default_value_t = CUTOFF as u32, value_parser = clap::value_parser!(u32).range(CUTOFF as i64..=MAX_DEPTH))]
+    depth: u32,
 }
+
+/// As deep as `tool_search`'s `top_k` goes.
+const MAX_DEPTH: i64 = 50;
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        run(&self.catalog.path(), &self.queries, self.format)
+        let catalog = Catalog::load(&self.catalog.path())?;
+        let queries = queries::load(&self.queries)?;
+        let report = evaluate(&catalog, &queries, self.depth as usize, |w| {
+            eprintln!("warning: {w}")
+        })?;
+        if let Some(path) = &self.rankings {
+            std::fs::write(path, report.rankings_jsonl(&queries))
+                .with_context(|| format!("writing the rankings to {}", path.display()))?;
+        }
+        match self.format {
+            Format::Json => println!("{}", report.to_json()),
+            Format::Table => println!("{}", report.to_table()),
+        }
+        Ok(())
     }
-}
-
-pub fn run(catalog: &Path, queries: &Path, format: Format) -> Result<()> {
-    let catalog = Catalog::load(catalog)?;
-    let queries = queries::load(queries)?;
-    let report = evaluate(&catalog, &queries, |w| eprintln!("warning: {w}"))?;
-    match format {
-        Format::Json => println!("{}", report.to_json()),
-        Format::Table => println!("{}", report.to_table()),
-    }
-    Ok(())
 }
