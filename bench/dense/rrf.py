@@ -1,0 +1,97 @@
+"""Would a static embedding model help tool_search? An offline experiment, not shipped.
+
+Embeds every catalog tool and every query with WordLlama (PyPI `wordllama`, MIT; 256-dim
+static token embeddings distilled from Llama 2, weights inside the package), ranks tools by
+cosine, and fuses that ranking with lazy-tools' own (from `bench search --rankings`) by
+reciprocal rank fusion. Prints hit@1 / hit@5 / MRR@5 for lazy-tools alone, the dense ranking
+alone and the fusion, per query kind.
+
+    target/release/host-harness bench search --queries Q.jsonl --depth 20 --rankings /tmp/r.jsonl
+    python3 bench/dense/rrf.py --catalog catalogs/livemcpbench.json --rankings /tmp/r.jsonl
+
+wordllama 0.4.0 looks for its bundled tokenizer under `wordllama/tokenizer/` while the wheel
+ships `wordllama/tokenizers/`: link one to the other first (`ln -s tokenizers tokenizer` in the
+package folder), or it tries to download from a hub.
+"""
+
+import argparse
+import json
+from collections import defaultdict
+
+import numpy as np
+from wordllama import WordLlama
+
+CUTOFF = 5
+
+
+def tool_texts(catalog):
+    ids, texts = [], []
+    for server in catalog["servers"]:
+        for tool in server["tools"]:
+            ids.append(f"{server['name']}/{tool['name']}")
+            name = tool["name"].replace("_", " ").replace("-", " ")
+            texts.append(
+                f"{name}. {tool.get('description') or ''} ({server['name']}: {server.get('description') or ''})"
+            )
+    return ids, texts
+
+
+def metrics(ranked, gold):
+    top = ranked[:CUTOFF]
+    hit1 = float(bool(top) and top[0] in gold)
+    hit5 = float(any(t in gold for t in top))
+    mrr = next((1.0 / (i + 1) for i, t in enumerate(top) if t in gold), 0.0)
+    return np.array([hit1, hit5, mrr])
+
+
+def fuse(rankings, weights, k):
+    scores = defaultdict(float)
+    for ranking, weight in zip(rankings, weights):
+        for rank, tool in enumerate(ranking):
+            scores[tool] += weight / (k + rank + 1)
+    return sorted(scores, key=lambda t: (-scores[t], t))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--catalog", required=True)
+    parser.add_argument("--rankings", required=True)
+    parser.add_argument("--depth", type=int, default=20)
+    parser.add_argument("--k", type=float, default=60.0)
+    parser.add_argument("--dense-weight", type=float, nargs="+", default=[0.5, 1.0])
+    args = parser.parse_args()
+
+    with open(args.catalog, encoding="utf-8") as f:
+        ids, texts = tool_texts(json.load(f))
+    with open(args.rankings, encoding="utf-8") as f:
+        lines = [json.loads(line) for line in f]
+    model = WordLlama.load(disable_download=True)
+    tools = model.embed(texts, norm=True)
+    queries = model.embed([line["query"] for line in lines], norm=True)
+    similarity = queries @ tools.T
+
+    totals = defaultdict(lambda: defaultdict(lambda: np.zeros(3)))
+    counts = defaultdict(int)
+    for i, line in enumerate(lines):
+        gold = set(line["gold"])
+        lexical = line["rankings"]["lazy-tools"][: args.depth]
+        dense = [ids[j] for j in np.argsort(-similarity[i])[: args.depth]]
+        scored = {"lazy-tools": lexical, "dense": dense}
+        for w in args.dense_weight:
+            scored[f"rrf dense x{w}"] = fuse([lexical, dense], [1.0, w], args.k)
+        kinds = ["all"] + ([line["kind"]] if line.get("kind") else [])
+        for kind in kinds:
+            for name, ranked in scored.items():
+                totals[kind][name] += metrics(ranked, gold)
+        counts["all"] += 1
+        if line.get("kind"):
+            counts[line["kind"]] += 1
+    for kind, by_scorer in totals.items():
+        for name, total in by_scorer.items():
+            n = counts[kind]
+            hit1, hit5, mrr = total / n
+            print(f"{kind:<8} {name:<18} n={n:<4} hit@1 {hit1:.3f}  hit@5 {hit5:.3f}  mrr@5 {mrr:.3f}")
+
+
+if __name__ == "__main__":
+    main()
