@@ -228,11 +228,22 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
         return None;
     }
     let slot = builder.new_slot();
-    dictionary
-        .name_terms()
+    // People mistype inside a word, rarely its ends: a candidate keeps the first and last
+    // letter, which also narrows the search to the names with that first letter.
+    let term = token.term.as_str();
+    let (Some(first), Some(last)) = (term.chars().next(), term.chars().last()) else {
+        return Some(slot);
+    };
+    let names = dictionary.name_terms();
+    let mut buf = [0; 4];
+    let first_letter: &str = first.encode_utf8(&mut buf);
+    let start = names.partition_point(|(name, _)| name.as_ref() < first_letter);
+    names[start..]
         .iter()
+        .take_while(|(name, _)| name.starts_with(first))
+        .filter(|(name, _)| name.ends_with(last))
         .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
-        .filter(|(name, _)| strsim::osa_distance(name, &token.term) == 1)
+        .filter(|(name, _)| strsim::osa_distance(name, term) == 1)
         .take(MAX_TYPO_MATCHES)
         .for_each(|&(_, id)| builder.add_form(slot, vec![(id, TYPO)], false));
     Some(slot)

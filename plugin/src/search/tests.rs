@@ -362,3 +362,16 @@ proptest! {
         prop_assert_eq!(super::names::normalise_name(&text), normalised_by_definition(&text));
     }
 }
+
+#[test]
+fn a_typo_keeps_the_first_and_last_letter_of_a_word() {
+    let index = catalog();
+    // One edit inside the word: still the tool.
+    assert_eq!(
+        first(&index, "screemshot").as_deref(),
+        Some("browser__take_screenshot")
+    );
+    // One edit at either end is another word, not a typo.
+    assert!(top(&index, "xcreenshot").is_empty());
+    assert!(top(&index, "forecasx").is_empty());
+}
