@@ -18,6 +18,7 @@ mod dictionary;
 mod fields;
 mod index;
 mod lexicon;
+mod literals;
 mod names;
 mod query;
 mod rank;
