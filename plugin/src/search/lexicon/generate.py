@@ -14,7 +14,7 @@ use, so that the component stays small (it is hashed on every load from the cach
   dropped) with no word that WordNet knows only as an adjective or adverb.
 - wordnet.tsv (WordNet; see LICENSE-WORDNET.txt), from the crate `thesaurus-wordnet` 0.2.0
   (its src/wordnet.jsonl): `word<TAB>synonym synonym`, nouns and verbs of at most 12 letters,
-  one-word lowercase synonyms that list the word back (mutual), at most five; both the word and
+  one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
   its synonyms must be words CC-CEDICT's glosses use (everyday vocabulary).
 
 Both files are sorted by key (bytewise), so the plugin finds a key by binary search over the
@@ -32,8 +32,6 @@ WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
-# WordNet synonyms kept per word: five reach more paraphrases than three and cost ~80 KB.
-MAX_SYNONYMS = 5
 
 
 def glosses(defs, lemmas):
@@ -107,7 +105,7 @@ def wordnet(path, everyday):
             continue
         mutual = [
             s for s in syns if word in synonyms.get(s, ()) and len(s) <= 12 and s in everyday
-        ][:MAX_SYNONYMS]
+        ][:3]
         if mutual:
             lines.append(f"{word}\t{' '.join(mutual)}")
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
