@@ -16,12 +16,6 @@ const NAME_WORDS: f32 = 0.3;
 const NAME_PHRASE: f32 = 0.6;
 /// Each tool already chosen from a group multiplies the next one's score by this.
 const CROWDING: f32 = 0.85;
-/// A query of several lines asks for several things, one a line: each tool's best line adds
-/// this share of that line's own score, so a tool that fits one line well is not drowned by
-/// the words of the others.
-const BEST_LINE: f32 = 0.6;
-/// Lines read on their own; the rest still count in the whole query.
-const MAX_LINES: usize = 6;
 
 impl SearchIndex {
     /// The names of at most `top_k` eligible tools that match `query`, best first. A tool
@@ -44,25 +38,6 @@ impl SearchIndex {
         if self.names.is_empty() || top_k == 0 {
             return Vec::new();
         }
-        let mut scores = self.boosted_scores(text);
-        let lines = lines(text);
-        if lines.len() > 1 {
-            let mut best = vec![0f32; scores.len()];
-            for line in lines {
-                for (best, score) in best.iter_mut().zip(self.boosted_scores(line)) {
-                    *best = best.max(score);
-                }
-            }
-            for (score, best) in scores.iter_mut().zip(best) {
-                *score += BEST_LINE * best;
-            }
-        }
-        let exact = self.exact_matches(text);
-        self.select(&scores, &exact, top_k, eligible)
-    }
-
-    /// Each tool's score for `text`, its name boost applied.
-    fn boosted_scores(&self, text: &str) -> Vec<f32> {
         let query = query::parse(&self.dictionary, text);
         let mut scores = self.scores(&query);
         for (doc, score) in scores.iter_mut().enumerate() {
@@ -70,7 +45,8 @@ impl SearchIndex {
                 *score *= self.name_boost(doc, &query);
             }
         }
-        scores
+        let exact = self.exact_matches(text);
+        self.select(&scores, &exact, top_k, eligible)
     }
 
     /// Each tool's BM25F score for `query`: its own text's, plus its group's.
@@ -162,15 +138,6 @@ impl SearchIndex {
         }
         out
     }
-}
-
-/// The first [`MAX_LINES`] non-empty lines of `text`.
-fn lines(text: &str) -> Vec<&str> {
-    text.lines()
-        .map(str::trim)
-        .filter(|line| !line.is_empty())
-        .take(MAX_LINES)
-        .collect()
 }
 
 /// The score of each of `size` documents: per slot (a word of the query), the best of its

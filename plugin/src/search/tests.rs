@@ -411,21 +411,3 @@ fn a_word_inside_a_path_or_url_weighs_less_than_a_word_of_intent() {
         Some("archive__compress_folder")
     );
 }
-
-#[test]
-fn a_query_of_two_lines_finds_the_tool_of_each_line() {
-    let none = json!({"type": "object", "properties": {}});
-    let tools = vec![
-        tool("weather__get_forecast", "Weather forecast.", none.clone()),
-        // A word of each line, so it leads when the lines are read as one text.
-        tool("weather__show_page", "Show the weather page.", none.clone()),
-        tool(
-            "browser__take_screenshot",
-            "Capture the page as a PNG image file.",
-            none,
-        ),
-    ];
-    let index = SearchIndex::build(&Registry::new(tools, vec![]));
-    let found = index.search("weather forecast\ncapture page", 2, |_| true);
-    assert_eq!(found, ["weather__get_forecast", "browser__take_screenshot"]);
-}
