@@ -143,3 +143,40 @@ pub fn definitions(strategy: Strategy) -> Vec<ToolDef> {
     }
     tools
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the model reads decides what it searches for (issue 12): the tool, its object, in
+    /// English, one capability a query, several queries in one call.
+    #[test]
+    fn tool_search_tells_the_model_how_to_write_queries() {
+        for strategy in [Strategy::Inject, Strategy::Dispatch] {
+            let definitions = definitions(strategy);
+            let search = definitions
+                .iter()
+                .find(|d| d.name == TOOL_SEARCH)
+                .expect("every strategy offers tool_search");
+            let description = search.description.to_lowercase();
+            for guidance in [
+                "what the tool does and on what",
+                "in english",
+                "one capability per query",
+                "several queries in one call",
+            ] {
+                assert!(description.contains(guidance), "{guidance}: {description}");
+            }
+            let schema: serde_json::Value = serde_json::from_str(&search.parameters).unwrap();
+            let queries = &schema["properties"]["queries"];
+            assert_eq!(queries["type"], "array");
+            assert_eq!(queries["maxItems"], MAX_QUERIES);
+            assert!(
+                queries["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("per capability")),
+                "{queries}"
+            );
+        }
+    }
+}

@@ -8,7 +8,8 @@
 //! description are indexed once for all its tools; a query sums postings and nothing else.
 //!
 //! Modules use each other one way: `rank` parses with `query` and reads `index`; `query`
-//! reads the term `dictionary`, `vocab` and `lexicon`; `build` fills `index` with `bm25`'s formulas; the index
+//! sets a query's data apart with `literals` and reads the term `dictionary`, `vocab` and
+//! `lexicon`; `build` fills `index` with `bm25`'s formulas; the index
 //! knows nothing of queries.
 
 mod analyze;
@@ -18,6 +19,7 @@ mod dictionary;
 mod fields;
 mod index;
 mod lexicon;
+mod literals;
 mod names;
 mod query;
 mod rank;

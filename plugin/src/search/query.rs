@@ -8,6 +8,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::analyze::{Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
 use super::lexicon;
+use super::literals;
 use super::vocab::{self, Language};
 
 /// A CJK character alone says less than the bigrams around it.
@@ -30,6 +31,8 @@ const SYNONYM: f32 = 0.5;
 const GLOSS: f32 = 0.6;
 /// A WordNet synonym of a query word: often another sense of the word.
 const WORDNET_SYNONYM: f32 = 0.3;
+/// A word inside a path, URL or quoted value: it names what a tool works on, not what it does.
+const DATA: f32 = 0.3;
 
 /// Prefixes shorter than this match too many names.
 const MIN_PREFIX_CHARS: usize = 4;
@@ -61,6 +64,10 @@ impl Query {
 }
 
 pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
+    // Data words are read last, as themselves only: no synonyms, prefixes or typos of a file
+    // name, and a word the request also says outside them keeps its full weight.
+    let literals::Split { intent, data } = literals::split(text);
+    let text = intent.as_str();
     let tokens = analyzer().tokens(text);
     let words: Vec<&Token> = tokens
         .iter()
@@ -164,6 +171,19 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
+    for token in analyzer().tokens(&data) {
+        if token.kind == TokenKind::CjkUnigram {
+            continue;
+        }
+        if let Some(id) = dictionary.term_id(&token.term)
+            && !builder.owner.contains_key(&id)
+        {
+            // Not `said`: a file name spelling a tool's name is no request for that tool.
+            let slot = builder.new_slot();
+            builder.add_form(slot, vec![(id, DATA)], false);
+        }
+    }
+
     let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
 }
@@ -228,11 +248,22 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
         return None;
     }
     let slot = builder.new_slot();
-    dictionary
-        .name_terms()
+    // People mistype inside a word, rarely its ends: a candidate keeps the first and last
+    // letter, which also narrows the search to the names with that first letter.
+    let term = token.term.as_str();
+    let (Some(first), Some(last)) = (term.chars().next(), term.chars().last()) else {
+        return Some(slot);
+    };
+    let names = dictionary.name_terms();
+    let mut buf = [0; 4];
+    let first_letter: &str = first.encode_utf8(&mut buf);
+    let start = names.partition_point(|(name, _)| name.as_ref() < first_letter);
+    names[start..]
         .iter()
+        .take_while(|(name, _)| name.starts_with(first))
+        .filter(|(name, _)| name.ends_with(last))
         .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
-        .filter(|(name, _)| strsim::osa_distance(name, &token.term) == 1)
+        .filter(|(name, _)| strsim::osa_distance(name, term) == 1)
         .take(MAX_TYPO_MATCHES)
         .for_each(|&(_, id)| builder.add_form(slot, vec![(id, TYPO)], false));
     Some(slot)
