@@ -59,13 +59,10 @@ pub fn data_spans(text: &str) -> Vec<Range<usize>> {
         {
             continue;
         }
-        if let Some(url) = url(text, chunk.clone()) {
-            spans.extend(url);
-        } else if let Some(span) = path(text, chunk) {
+        if let Some(span) = path_or_url(text, chunk) {
             spans.push(span);
         }
     }
-    spans.retain(|s| !s.is_empty());
     spans.sort_by_key(|s| s.start);
     spans
 }
@@ -83,45 +80,16 @@ fn chunks(text: &str) -> impl Iterator<Item = Range<usize>> + '_ {
     })
 }
 
-/// The data parts of a chunk that is a URL: all of it but the site's name, which says which
-/// service a tool must reach (`youtube` in `https://www.youtube.com/watch?v=x`), as a file's
-/// extension says which kind of tool.
-fn url(text: &str, chunk: Range<usize>) -> Option<[Range<usize>; 2]> {
-    let word = &text[chunk.clone()];
-    let host_start = match word.find("://") {
-        Some(at) => at + 3,
-        None if word.to_ascii_lowercase().starts_with("www.") => 0,
-        None => return None,
-    };
-    let host_end = word[host_start..]
-        .find(['/', '?', '#', ':'])
-        .map_or(word.len(), |at| host_start + at);
-    let host = &word[host_start..host_end];
-    // The name: the host without a leading `www.` and without its last label (`com`).
-    let name_start = host_start
-        + if host.to_ascii_lowercase().starts_with("www.") {
-            4
-        } else {
-            0
-        };
-    let name_end = host_start + host.rfind('.').unwrap_or(host.len());
-    let (name_start, name_end) = if name_start < name_end {
-        (name_start, name_end)
-    } else {
-        (host_end, host_end)
-    };
-    Some([
-        chunk.start..chunk.start + name_start,
-        chunk.start + name_end..chunk.end,
-    ])
-}
-
-/// The data part of a chunk that is a path or a file name: all of it, except a file name's
-/// extension at its end.
-fn path(text: &str, chunk: Range<usize>) -> Option<Range<usize>> {
+/// The data part of a chunk that is a URL, a path or a file name: all of it, except a file
+/// name's extension at its end.
+fn path_or_url(text: &str, chunk: Range<usize>) -> Option<Range<usize>> {
     let word = &text[chunk.clone()];
     if word.is_empty() {
         return None;
+    }
+    let lower = word.to_ascii_lowercase();
+    if lower.contains("://") || lower.starts_with("www.") {
+        return Some(chunk);
     }
     let slashes = word.matches(['/', '\\']).count();
     let rooted = word.starts_with(['/', '\\', '~', '.'])
@@ -210,16 +178,10 @@ mod tests {
             data("Read /root/excel/Local_Sales.xlsx, then plot it"),
             ["/root/excel/Local_Sales"]
         );
-        // A URL's site says which service: it stays a word of the request.
         assert_eq!(
             data("summarise https://www.youtube.com/watch?v=arj7 please"),
-            ["https://www.", ".com/watch?v=arj7"]
+            ["https://www.youtube.com/watch?v=arj7"]
         );
-        assert_eq!(
-            data("fetch http://localhost:8080/a"),
-            ["http://", ":8080/a"]
-        );
-        assert_eq!(data("see www.example.org"), ["www.", ".org"]);
         assert_eq!(
             data("insert clock.png under ~/picture"),
             ["clock", "~/picture"]

@@ -396,7 +396,7 @@ fn a_word_inside_a_path_or_url_weighs_less_than_a_word_of_intent() {
     // ...as a path or a URL they only name what to send.
     for query in [
         "send /backup/archive.pdf",
-        "send https://example.com/backup/archive",
+        "send https://backup/archive",
         "send 'backup archive'",
     ] {
         assert_eq!(
