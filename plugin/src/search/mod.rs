@@ -19,7 +19,6 @@ mod dictionary;
 mod fields;
 mod index;
 mod lexicon;
-mod literals;
 mod names;
 mod query;
 mod rank;

@@ -8,7 +8,6 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::analyze::{Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
 use super::lexicon;
-use super::literals;
 use super::vocab::{self, Language};
 
 /// A CJK character alone says less than the bigrams around it.
@@ -31,8 +30,6 @@ const SYNONYM: f32 = 0.5;
 const GLOSS: f32 = 0.6;
 /// A WordNet synonym of a query word: often another sense of the word.
 const WORDNET_SYNONYM: f32 = 0.3;
-/// A word inside a path, URL or quoted value: it names what a tool works on, not what it does.
-const DATA: f32 = 0.3;
 
 /// Prefixes shorter than this match too many names.
 const MIN_PREFIX_CHARS: usize = 4;
@@ -64,10 +61,6 @@ impl Query {
 }
 
 pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
-    // Data words are read last, as themselves only: no synonyms, prefixes or typos of a file
-    // name, and a word the request also says outside them keeps its full weight.
-    let literals::Split { intent, data } = literals::split(text);
-    let text = intent.as_str();
     let tokens = analyzer().tokens(text);
     let words: Vec<&Token> = tokens
         .iter()
@@ -168,19 +161,6 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         {
             let slot = builder.new_slot();
             builder.add_form(slot, vec![(id, JOINED)], true);
-        }
-    }
-
-    for token in analyzer().tokens(&data) {
-        if token.kind == TokenKind::CjkUnigram {
-            continue;
-        }
-        if let Some(id) = dictionary.term_id(&token.term)
-            && !builder.owner.contains_key(&id)
-        {
-            // Not `said`: a file name spelling a tool's name is no request for that tool.
-            let slot = builder.new_slot();
-            builder.add_form(slot, vec![(id, DATA)], false);
         }
     }
 

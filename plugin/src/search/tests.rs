@@ -375,39 +375,3 @@ fn a_typo_keeps_the_first_and_last_letter_of_a_word() {
     assert!(top(&index, "xcreenshot").is_empty());
     assert!(top(&index, "forecasx").is_empty());
 }
-
-#[test]
-fn a_word_inside_a_path_or_url_weighs_less_than_a_word_of_intent() {
-    let none = json!({"type": "object", "properties": {}});
-    let tools = vec![
-        tool(
-            "archive__compress_folder",
-            "Compress the files of a backup folder into an archive.",
-            none.clone(),
-        ),
-        tool("mail__send_email", "Send an email.", none),
-    ];
-    let index = SearchIndex::build(&Registry::new(tools, vec![]));
-    // As words of the request, backup and archive outweigh `send`...
-    assert_eq!(
-        first(&index, "send backup archive").as_deref(),
-        Some("archive__compress_folder")
-    );
-    // ...as a path or a URL they only name what to send.
-    for query in [
-        "send /backup/archive.pdf",
-        "send https://backup/archive",
-        "send 'backup archive'",
-    ] {
-        assert_eq!(
-            first(&index, query).as_deref(),
-            Some("mail__send_email"),
-            "{query}"
-        );
-    }
-    // A query that is only a path is still read.
-    assert_eq!(
-        first(&index, "/backup/archive").as_deref(),
-        Some("archive__compress_folder")
-    );
-}
