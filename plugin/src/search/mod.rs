@@ -8,8 +8,7 @@
 //! description are indexed once for all its tools; a query sums postings and nothing else.
 //!
 //! Modules use each other one way: `rank` parses with `query` and reads `index`; `query`
-//! sets a query's data apart with `literals` and reads the term `dictionary`, `vocab` and
-//! `lexicon`; `build` fills `index` with `bm25`'s formulas; the index
+//! reads the term `dictionary`, `vocab` and `lexicon`; `build` fills `index` with `bm25`'s formulas; the index
 //! knows nothing of queries.
 
 mod analyze;
