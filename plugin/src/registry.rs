@@ -139,6 +139,27 @@ impl Registry {
         &self.tools
     }
 
+    /// The first definition registered under `name`.
+    pub fn first(&self, name: &str) -> Option<&ToolDef> {
+        self.by_name
+            .get(name)
+            .and_then(|defs| defs.first())
+            .map(|&i| &self.tools[i])
+    }
+
+    /// The first definition of each name, in no particular order.
+    pub fn first_definitions(&self) -> impl Iterator<Item = &ToolDef> {
+        self.by_name
+            .values()
+            .filter_map(|defs| defs.first())
+            .map(|&i| &self.tools[i])
+    }
+
+    /// The described groups, in no particular order.
+    pub fn groups(&self) -> impl Iterator<Item = &ToolGroup> {
+        self.groups.values()
+    }
+
     /// The group a tool belongs to: its MCP server.
     pub fn group_of(&self, tool: &ToolDef) -> Option<&ToolGroup> {
         match &tool.origin {
