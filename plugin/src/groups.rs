@@ -35,8 +35,9 @@ pub struct GroupLine {
     pub tools: Vec<String>,
 }
 
-/// Every group, by id; rebuilt on a registry or config change.
-#[derive(Debug, Default)]
+/// Every group, by id; built on a config change, updated for the names a registry change
+/// touched.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Groups {
     by_id: BTreeMap<String, Group>,
     /// Names that belong to some group.
@@ -98,6 +99,103 @@ impl Groups {
             .flat_map(|g| g.members.iter().cloned())
             .collect();
         Self { by_id, grouped }
+    }
+
+    /// What [`Groups::build`] would give once the definitions of `changed` names are those of
+    /// `registry`, with the same `declared` and `lazy` groups and loads as before (a change
+    /// to those needs a build).
+    pub fn update(
+        &mut self,
+        registry: &Registry,
+        declared: &[GroupDecl],
+        lazy: &[LazyGroup],
+        loads: &LazyLoads,
+        changed: &[String],
+    ) {
+        if changed.is_empty() {
+            return;
+        }
+        for group in self.by_id.values_mut() {
+            for name in changed {
+                group.members.remove(name);
+            }
+        }
+        for name in changed {
+            self.grouped.remove(name);
+            for tool in registry.definitions(name) {
+                if let Origin::Mcp(server) = &tool.origin {
+                    self.member(server, name);
+                }
+                if matches!(tool.origin, Origin::Agent(_)) {
+                    continue;
+                }
+                for decl in declared {
+                    if decl.members.first_match(name).is_some() {
+                        self.member(&decl.name, name);
+                    }
+                }
+            }
+            if registry.contains(name) {
+                for decl in lazy {
+                    if let Some(Ok(names)) = loads.get(&decl.name)
+                        && names.contains(name)
+                    {
+                        self.member(&decl.name, name);
+                    }
+                }
+            }
+        }
+        // A server's group lives while it has tools; descriptions as `build` sets them.
+        let is_declared = |id: &str| declared.iter().any(|d| d.name == id);
+        let is_lazy = |id: &str| lazy.iter().any(|d| d.name == id);
+        self.by_id
+            .retain(|id, g| !g.members.is_empty() || is_declared(id) || is_lazy(id));
+        for (id, group) in &mut self.by_id {
+            let from_server = group.members.iter().any(|m| {
+                registry
+                    .definitions(m)
+                    .any(|t| matches!(&t.origin, Origin::Mcp(s) if s == id))
+            });
+            group.display_name = None;
+            group.description = if from_server {
+                registry
+                    .group(id)
+                    .map(|g| g.description.clone())
+                    .unwrap_or_default()
+            } else {
+                String::new()
+            };
+            group.lazy = None;
+        }
+        for decl in declared {
+            if let Some(group) = self.by_id.get_mut(&decl.name) {
+                group.display_name = decl.display_name.clone();
+                group.description = decl.description.clone();
+            }
+        }
+        for decl in lazy {
+            if let Some(group) = self.by_id.get_mut(&decl.name) {
+                if group.description.is_empty() {
+                    group.description = decl.description.clone();
+                }
+                group.lazy = Some(decl.clone());
+            }
+        }
+    }
+
+    /// Makes `name` a member of group `id`.
+    fn member(&mut self, id: &str, name: &str) {
+        let group = match self.by_id.get_mut(id) {
+            Some(group) => group,
+            None => self.by_id.entry(id.to_string()).or_insert_with(|| Group {
+                display_name: None,
+                description: String::new(),
+                members: BTreeSet::new(),
+                lazy: None,
+            }),
+        };
+        group.members.insert(name.to_string());
+        self.grouped.insert(name.to_string());
     }
 
     pub fn get(&self, id: &str) -> Option<&Group> {
@@ -247,5 +345,56 @@ mod tests {
         assert_eq!(groups.members_for("other", &deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
         assert_eq!(groups.members_for("nope", &deferred), None);
+    }
+
+    proptest::proptest! {
+        /// Groups updated for the names a registry change touched are the groups built from
+        /// the changed registry.
+        #[test]
+        fn updated_groups_equal_built_ones(
+            before in proptest::collection::vec((0u8..10, 0u8..5), 0..24),
+            changed in proptest::collection::vec(0u8..12, 0..6),
+            after in proptest::collection::vec((0u8..12, 0u8..5), 0..10),
+            loaded in proptest::collection::vec(0u8..12, 0..4),
+        ) {
+            let origin = |o: u8| match o {
+                0 => Origin::Builtin,
+                1 => Origin::Agent("a".into()),
+                o => Origin::Mcp(format!("s{o}")),
+            };
+            let name = |n: u8| format!("t{n}");
+            let changed: Vec<String> = changed.into_iter().map(name).collect();
+            let before: Vec<ToolDef> =
+                before.into_iter().map(|(n, o)| tool(&name(n), origin(o))).collect();
+            let after: Vec<ToolDef> = after
+                .into_iter()
+                .map(|(n, o)| tool(&name(n), origin(o)))
+                .filter(|t| changed.contains(&t.name))
+                .collect();
+            let groups = vec![
+                ToolGroup { name: "s2".into(), description: "Two.".into() },
+                ToolGroup { name: "s3".into(), description: "Three.".into() },
+            ];
+            let declared = [GroupDecl {
+                name: "s4".into(),
+                display_name: Some("Four".into()),
+                description: "Declared.".into(),
+                members: PatternList {
+                    patterns: vec![("t1*".into(), Pattern::new("t1*").unwrap())],
+                },
+            }];
+            let lazy = [LazyGroup {
+                name: "s3".into(),
+                description: "Lazy.".into(),
+                tool_names: vec!["t5".into()],
+            }];
+            let mut loads = LazyLoads::new();
+            loads.insert("s3".into(), Ok(loaded.into_iter().map(name).collect()));
+            let mut registry = Registry::new(before, groups);
+            let mut groups = Groups::build(&registry, &declared, &lazy, &loads);
+            registry.apply(&changed, after);
+            groups.update(&registry, &declared, &lazy, &loads, &changed);
+            proptest::prop_assert_eq!(groups, Groups::build(&registry, &declared, &lazy, &loads));
+        }
     }
 }
