@@ -309,11 +309,25 @@ impl ShellCore {
                 names.push(name.clone());
             }
         }
+        // One pass in registry order; a name's length rules most tools out before any
+        // hashing (hashing ten thousand names would cost more than the answer).
+        let bit = |name: &str| {
+            let len = name.len().min(255);
+            (len / 64, 1u64 << (len % 64))
+        };
+        let mut lengths = [0u64; 4];
+        for name in &seen {
+            let (word, mask) = bit(name);
+            lengths[word] |= mask;
+        }
         let tools = if seen.is_empty() {
             Vec::new()
         } else {
             self.scan()
-                .filter(|t| seen.contains(t.name.as_str()))
+                .filter(|t| {
+                    let (word, mask) = bit(&t.name);
+                    lengths[word] & mask != 0 && seen.contains(t.name.as_str())
+                })
                 .collect()
         };
         Some((self.registry_revision, names, tools))

@@ -42,6 +42,9 @@ pub struct Groups {
     by_id: BTreeMap<String, Group>,
     /// Names that belong to some group.
     grouped: HashSet<String>,
+    /// Groups that are MCP servers of registered tools (described as the registry describes
+    /// the server, unless declared otherwise).
+    servers: HashSet<String>,
 }
 
 impl Groups {
@@ -58,15 +61,22 @@ impl Groups {
             members: BTreeSet::new(),
             lazy: None,
         };
+        let mut servers = HashSet::new();
         for tool in registry.tools() {
             if let Origin::Mcp(server) = &tool.origin {
-                let group = by_id.entry(server.clone()).or_insert_with(|| Group {
-                    description: registry
-                        .group(server)
-                        .map(|g| g.description.clone())
-                        .unwrap_or_default(),
-                    ..blank()
-                });
+                let group = match by_id.get_mut(server) {
+                    Some(group) => group,
+                    None => {
+                        servers.insert(server.clone());
+                        by_id.entry(server.clone()).or_insert_with(|| Group {
+                            description: registry
+                                .group(server)
+                                .map(|g| g.description.clone())
+                                .unwrap_or_default(),
+                            ..blank()
+                        })
+                    }
+                };
                 group.members.insert(tool.name.clone());
             }
         }
@@ -98,7 +108,11 @@ impl Groups {
             .values()
             .flat_map(|g| g.members.iter().cloned())
             .collect();
-        Self { by_id, grouped }
+        Self {
+            by_id,
+            grouped,
+            servers,
+        }
     }
 
     /// What [`Groups::build`] would give once the definitions of `changed` names are those of
@@ -115,23 +129,27 @@ impl Groups {
         if changed.is_empty() {
             return;
         }
-        for group in self.by_id.values_mut() {
-            for name in changed {
-                group.members.remove(name);
-            }
-        }
+        // Groups whose members changed.
+        let mut touched: BTreeSet<String> = BTreeSet::new();
         for name in changed {
-            self.grouped.remove(name);
+            // A new name is in no group yet: no group to look through.
+            if self.grouped.remove(name) {
+                for (id, group) in &mut self.by_id {
+                    if group.members.remove(name) {
+                        touched.insert(id.clone());
+                    }
+                }
+            }
             for tool in registry.definitions(name) {
                 if let Origin::Mcp(server) = &tool.origin {
-                    self.member(server, name);
+                    self.member(server, name, &mut touched);
                 }
                 if matches!(tool.origin, Origin::Agent(_)) {
                     continue;
                 }
                 for decl in declared {
                     if decl.members.first_match(name).is_some() {
-                        self.member(&decl.name, name);
+                        self.member(&decl.name, name, &mut touched);
                     }
                 }
             }
@@ -140,51 +158,64 @@ impl Groups {
                     if let Some(Ok(names)) = loads.get(&decl.name)
                         && names.contains(name)
                     {
-                        self.member(&decl.name, name);
+                        self.member(&decl.name, name, &mut touched);
                     }
                 }
             }
         }
-        // A server's group lives while it has tools; descriptions as `build` sets them.
+        // A server's group lives while it has tools.
         let is_declared = |id: &str| declared.iter().any(|d| d.name == id);
         let is_lazy = |id: &str| lazy.iter().any(|d| d.name == id);
-        self.by_id
-            .retain(|id, g| !g.members.is_empty() || is_declared(id) || is_lazy(id));
-        for (id, group) in &mut self.by_id {
+        for id in &touched {
+            let Some(group) = self.by_id.get(id) else {
+                continue;
+            };
             let from_server = group.members.iter().any(|m| {
                 registry
                     .definitions(m)
                     .any(|t| matches!(&t.origin, Origin::Mcp(s) if s == id))
             });
-            group.display_name = None;
-            group.description = if from_server {
-                registry
-                    .group(id)
-                    .map(|g| g.description.clone())
-                    .unwrap_or_default()
+            if from_server {
+                self.servers.insert(id.clone());
             } else {
-                String::new()
-            };
-            group.lazy = None;
-        }
-        for decl in declared {
-            if let Some(group) = self.by_id.get_mut(&decl.name) {
-                group.display_name = decl.display_name.clone();
-                group.description = decl.description.clone();
+                self.servers.remove(id);
+            }
+            if group.members.is_empty() && !is_declared(id) && !is_lazy(id) {
+                self.by_id.remove(id);
             }
         }
-        for decl in lazy {
-            if let Some(group) = self.by_id.get_mut(&decl.name) {
-                if group.description.is_empty() {
-                    group.description = decl.description.clone();
+        // What each group shows, as `build` sets it (the registry may describe a server anew).
+        for (id, group) in &mut self.by_id {
+            let mut display_name = None;
+            let mut description = match self.servers.contains(id) {
+                true => registry.group(id).map_or("", |g| g.description.as_str()),
+                false => "",
+            };
+            for decl in declared.iter().filter(|d| &d.name == id) {
+                display_name = decl.display_name.as_ref();
+                description = &decl.description;
+            }
+            let mut lazy_decl = None;
+            for decl in lazy.iter().filter(|d| &d.name == id) {
+                if description.is_empty() {
+                    description = &decl.description;
                 }
-                group.lazy = Some(decl.clone());
+                lazy_decl = Some(decl);
+            }
+            if group.display_name.as_ref() != display_name {
+                group.display_name = display_name.cloned();
+            }
+            if group.description != description {
+                group.description = description.to_string();
+            }
+            if group.lazy.as_ref() != lazy_decl {
+                group.lazy = lazy_decl.cloned();
             }
         }
     }
 
     /// Makes `name` a member of group `id`.
-    fn member(&mut self, id: &str, name: &str) {
+    fn member(&mut self, id: &str, name: &str, touched: &mut BTreeSet<String>) {
         let group = match self.by_id.get_mut(id) {
             Some(group) => group,
             None => self.by_id.entry(id.to_string()).or_insert_with(|| Group {
@@ -196,6 +227,9 @@ impl Groups {
         };
         group.members.insert(name.to_string());
         self.grouped.insert(name.to_string());
+        if !touched.contains(id) {
+            touched.insert(id.to_string());
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&Group> {

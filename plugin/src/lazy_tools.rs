@@ -490,31 +490,47 @@ impl<H: Host> LazyTools<H> {
         let delta = self
             .revision
             .and_then(|since| self.host.registry_changes(since));
+        // The names whose definitions changed; `None`: all of them (a first fetch).
         let mut changed = match delta {
             Some(delta) => {
                 self.revision = Some(delta.revision);
                 self.registry.apply(&delta.names, delta.tools);
-                delta.names
+                Some(delta.names)
             }
             None => {
                 self.revision = self.host.registry_revision();
                 let fetched = Registry::new(self.host.registry(), Vec::new());
-                let changed = self.registry.changed_names(&fetched);
+                let first = self.registry.tools().is_empty();
+                let changed = (!first).then(|| self.registry.changed_names(&fetched));
                 self.registry = fetched;
                 changed
             }
         };
         self.registry.set_groups(self.host.tool_groups());
-        changed.extend(self.registry.set_enrichment(self.host.tool_enrichment()));
+        let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
+        if let Some(changed) = &mut changed {
+            changed.extend(enriched);
+        }
         let lazy = self.host.lazy_groups();
         // Lazy groups are few; when they change, the groups are built whole.
         let lazy_changed = lazy != self.lazy;
         self.lazy = lazy;
         self.compact_names();
-        self.index.update(&self.registry, &changed);
-        self.build_groups((!lazy_changed).then_some(&changed));
-        self.classify(&changed);
-        self.count_costs(Some(&changed));
+        match &changed {
+            Some(changed) => {
+                self.index.update(&self.registry, changed);
+                // Many changes (a registry turned over): building is cheaper.
+                let few = changed.len() <= self.registry.tools().len() / 8;
+                self.build_groups((few && !lazy_changed).then_some(changed));
+                self.classify(changed);
+            }
+            None => {
+                self.index = SearchIndex::build(&self.registry);
+                self.build_groups(None);
+                self.classify_all();
+            }
+        }
+        self.count_costs(changed.as_deref());
     }
 
     /// Starts a new name table when departed names dominate it: every view

@@ -116,8 +116,9 @@ impl SearchIndex {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
+        let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            exact_keys(&tool.name, doc as u32, &mut exact);
+            exact_keys(&tool.name, doc as u32, &mut buf, &mut exact);
         }
         exact.sort_unstable();
         exact.dedup();
@@ -213,13 +214,12 @@ pub(super) fn gather(
 }
 
 /// The keys under which a tool's whole name and own name are found exactly.
-pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
+pub(super) fn exact_keys(name: &str, doc: u32, buf: &mut String, out: &mut Vec<(u64, u32)>) {
     let own = own_name(name);
     let names = [name, own];
-    let mut buf = String::new();
     for name in &names[..if own.len() == name.len() { 1 } else { 2 }] {
-        normalise_name_into(name, &mut buf);
-        out.push((hash(&buf), doc));
+        normalise_name_into(name, buf);
+        out.push((hash(buf), doc));
     }
 }
 
@@ -291,11 +291,15 @@ impl Origins {
     pub fn add(&mut self, tool: &ToolDef) {
         let id = match &tool.origin {
             Origin::Mcp(server) => {
-                let next = self.ids.len() as u32;
-                let id = *self.ids.entry(server.as_str().into()).or_insert(next);
-                if id == next {
-                    self.live.push(0);
-                }
+                let id = match self.ids.get(server.as_str()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.live.len() as u32;
+                        self.ids.insert(server.as_str().into(), id);
+                        self.live.push(0);
+                        id
+                    }
+                };
                 self.live[id as usize] += 1;
                 id
             }

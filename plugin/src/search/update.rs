@@ -104,17 +104,17 @@ impl SearchIndex {
     /// or enrichment), and the groups, can differ from what it indexed. Builds afresh when
     /// that is simpler or the index has drifted too far (see the module's text).
     pub fn update(&mut self, registry: &Registry, changed: &[String]) -> Updated {
+        let growth = &self.growth;
+        if (growth.churn + changed.len()) as f32 > growth.frozen.tools as f32 * MAX_CHURN {
+            *self = Self::build(registry);
+            return Updated::Rebuilt;
+        }
         let mut changed: Vec<&str> = changed.iter().map(String::as_str).collect();
         changed.sort_unstable();
         changed.dedup();
         let groups = self.changed_groups(registry);
         if changed.is_empty() && groups.is_empty() {
             return Updated::Unchanged;
-        }
-        let growth = &self.growth;
-        if (growth.churn + changed.len()) as f32 > growth.frozen.tools as f32 * MAX_CHURN {
-            *self = Self::build(registry);
-            return Updated::Rebuilt;
         }
         let mut affected: Vec<u32> = Vec::new();
         let mut removed = 0;
@@ -310,7 +310,7 @@ impl SearchIndex {
         self.name_words.push(name_words.iter().copied());
         self.removed.push(false);
         let mut keys = Vec::new();
-        exact_keys(name, doc, &mut keys);
+        exact_keys(name, doc, &mut String::new(), &mut keys);
         for key in keys {
             let at = self.exact.partition_point(|e| *e < key);
             if self.exact.get(at) != Some(&key) {

@@ -25,6 +25,8 @@ pub struct Options {
     pub queries: Vec<PathBuf>,
     pub tools: usize,
     pub runs: usize,
+    /// Another build of the lazy-tools component to measure.
+    pub component: Option<PathBuf>,
 }
 
 /// `tools` tools from `catalogs`, deterministically: every server of every catalog in order,
@@ -121,6 +123,11 @@ pub struct Args {
     /// Runs per measurement.
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// The lazy-tools component to measure inside [default: the one built with this
+    /// harness]; another build of it (an older commit's) gives before-and-after figures in
+    /// one command.
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
 }
 
 impl Args {
@@ -144,6 +151,7 @@ impl Args {
             queries: or_default(self.queries, &["bench/zh.jsonl"]),
             tools: self.tools,
             runs: self.runs,
+            component: self.component,
         };
         run(options, heap)
     }
@@ -195,9 +203,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         .collect();
 
     // Inside the component, through the shell.
-    let mut empty = ComponentSearch::new(&Catalog { servers: vec![] })?;
-    let mut component =
-        ComponentSearch::new(&catalog).context("loading the generated catalog into lazy-tools")?;
+    let with =
+        |catalog: &Catalog| ComponentSearch::with_component(catalog, options.component.as_deref());
+    let mut empty = with(&Catalog { servers: vec![] })?;
+    let mut component = with(&catalog).context("loading the generated catalog into lazy-tools")?;
     let plugin_memory = |c: &mut ComponentSearch| -> Result<usize> {
         Ok(c.shell_mut().plugin_mut(PLUGIN)?.memory_bytes())
     };
@@ -247,11 +256,34 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         }
         leaves.push(registry_changed(&mut component)?);
     }
+    // The same join with one agent alive: the plugin refreshes its view (`allowed-tools` of
+    // 10,000 names over WIT), the part of a registry change that is per agent, not the index.
+    let agent = component.shell_mut().create_agent("main", None)?;
+    let mut joins_with_agent = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.register(tool)?;
+            }
+        }
+        joins_with_agent.push(registry_changed(&mut component)?);
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.unregister(&tool.name, None)?;
+            }
+        }
+        registry_changed(&mut component)?;
+    }
+    component.shell_mut().dispose_agent(&agent)?;
     // A full build: a fresh plugin's first look at the whole registry (the tools registered
     // after it was installed, so registry-changed fetches and indexes them all).
     let mut reloads = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let mut fresh = ComponentSearch::new(&Catalog { servers: vec![] })?;
+        let mut fresh = with(&Catalog { servers: vec![] })?;
         {
             let shell = fresh.shell_mut();
             let mut core = shell.core();
@@ -326,6 +358,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         (
             "registry-changed in the component, the same server leaves",
             ms(median(leaves)),
+        ),
+        (
+            "registry-changed in the component, the join with one agent alive (its view refreshed)",
+            ms(median(joins_with_agent)),
         ),
         (
             "search, native (SearchIndex::search, top 5)",
