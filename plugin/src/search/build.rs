@@ -143,6 +143,7 @@ impl SearchIndex {
             added: Rows::default(),
             group_postings,
             exact,
+            exact_added: Vec::new(),
             growth: Growth {
                 builder,
                 frozen,

@@ -35,6 +35,8 @@ pub struct SearchIndex {
     /// tool, sorted (hashes, not strings: ten thousand names need no copies; a match is
     /// checked).
     pub(super) exact: Vec<(u64, u32)>,
+    /// The same for the tools added since the full build and not removed, unsorted (few).
+    pub(super) exact_added: Vec<(u64, u32)>,
     /// Each tool's own name as a sequence of word terms (`get_current_time` -> get, current,
     /// time), for names a query spells out.
     pub(super) name_words: Rows<u32>,
@@ -76,9 +78,15 @@ impl SearchIndex {
         let wanted = normalise_name(text);
         let wanted_hash = hash(&wanted);
         let first = self.exact.partition_point(|&(hash, _)| hash < wanted_hash);
-        self.exact[first..]
+        let built = self.exact[first..]
             .iter()
-            .take_while(|&&(hash, _)| hash == wanted_hash)
+            .take_while(|&&(hash, _)| hash == wanted_hash);
+        let added = self
+            .exact_added
+            .iter()
+            .filter(|&&(hash, _)| hash == wanted_hash);
+        built
+            .chain(added)
             .map(|&(_, doc)| doc)
             .filter(|&doc| {
                 let name = &self.names[doc as usize];

@@ -255,6 +255,7 @@ impl SearchIndex {
 
     fn remove_doc(&mut self, doc: u32, affected: &mut Vec<u32>) {
         self.removed[doc as usize] = true;
+        self.exact_added.retain(|&(_, d)| d != doc);
         self.removed_count += 1;
         let growth = &mut self.growth;
         growth.churn += 1;
@@ -309,14 +310,8 @@ impl SearchIndex {
         self.groups.push(group);
         self.name_words.push(name_words.iter().copied());
         self.removed.push(false);
-        let mut keys = Vec::new();
-        exact_keys(name, doc, &mut String::new(), &mut keys);
-        for key in keys {
-            let at = self.exact.partition_point(|e| *e < key);
-            if self.exact.get(at) != Some(&key) {
-                self.exact.insert(at, key);
-            }
-        }
+        exact_keys(name, doc, &mut String::new(), &mut self.exact_added);
+        self.exact_added.dedup();
         self.place_in_name_order(doc);
         let growth = &mut self.growth;
         holds(growth, doc, group, affected, |count| *count += 1);
