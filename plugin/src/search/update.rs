@@ -140,14 +140,18 @@ impl SearchIndex {
             *self = Self::build(registry);
             return Updated::Rebuilt;
         };
-        for (name, description) in registry.groups().map(|g| (&g.name, &g.description)) {
-            self.growth
-                .registered
-                .insert(name.as_str().into(), hash(description));
+        for name in groups {
+            match registry.group(&name) {
+                Some(group) => {
+                    self.growth
+                        .registered
+                        .insert(name, hash(&group.description));
+                }
+                None => {
+                    self.growth.registered.remove(&name);
+                }
+            }
         }
-        self.growth
-            .registered
-            .retain(|name, _| registry.group(name).is_some());
 
         let terms = self.growth.builder.texts.len();
         if self.group_count != self.growth.group_tf.len() {
