@@ -7,7 +7,9 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{Enrichment, LazyGroup, Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{
+    Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
+};
 
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -138,6 +140,20 @@ impl Host for HostView {
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())
     }
+    fn registry_revision(&self) -> Option<u64> {
+        Some(self.core().registry_revision())
+    }
+
+    fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
+        let core = self.core();
+        let (revision, names, tools) = core.registry_changes(since)?;
+        Some(RegistryDelta {
+            revision,
+            names,
+            tools: tools.into_iter().map(tool_def).collect(),
+        })
+    }
+
     fn tool_enrichment(&self) -> Vec<Enrichment> {
         self.core()
             .tools()

@@ -6,7 +6,7 @@
 //! never its own scope; layers intersect along the chain, so an agent never
 //! sees what its parent cannot.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -110,6 +110,10 @@ impl NameIndex {
     }
 }
 
+/// How many registry changes the shell remembers for `host.registry-changes`;
+/// a plugin further behind fetches the whole registry.
+pub const MAX_REGISTRY_LOG: usize = 4096;
+
 #[derive(Debug, Default)]
 pub struct ShellCore {
     tools: Vec<Tool>,
@@ -124,6 +128,12 @@ pub struct ShellCore {
     generation: u64,
     /// The generation at which a global tool was last registered or removed.
     tools_changed_at: u64,
+    /// Bumped once for every tool registered or removed (WIT 0.3.0
+    /// `host.registry-revision`).
+    registry_revision: u64,
+    /// The name each of the last [`MAX_REGISTRY_LOG`] revisions registered or
+    /// removed, oldest first: what `host.registry-changes` answers from.
+    registry_log: VecDeque<(u64, String)>,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
     /// Inherited: it masks what the agent and its descendants may call.
@@ -261,6 +271,68 @@ impl ShellCore {
         }
     }
 
+    /// A tool named `name` was registered or removed: a new registry revision.
+    fn registry_logged(&mut self, name: &str) {
+        self.registry_revision += 1;
+        self.registry_log
+            .push_back((self.registry_revision, name.to_string()));
+        if self.registry_log.len() > MAX_REGISTRY_LOG {
+            self.registry_log.pop_front();
+        }
+    }
+
+    /// The registry's revision (WIT 0.3.0 `host.registry-revision`).
+    pub fn registry_revision(&self) -> u64 {
+        self.registry_revision
+    }
+
+    /// The names registered or removed since revision `since`, each once
+    /// with its tools now in registry order, and the revision now; `None`
+    /// when the log no longer reaches back to `since` or `since` is ahead
+    /// (WIT 0.3.0 `host.registry-changes`).
+    pub fn registry_changes(&self, since: u64) -> Option<(u64, Vec<String>, Vec<&Tool>)> {
+        if since > self.registry_revision {
+            return None;
+        }
+        let first = self.registry_log.partition_point(|(at, _)| *at <= since);
+        let reaches_back = match self.registry_log.front() {
+            Some((oldest, _)) => *oldest <= since + 1,
+            None => since == self.registry_revision,
+        };
+        if !reaches_back {
+            return None;
+        }
+        let mut names: Vec<String> = Vec::new();
+        let mut seen: HashSet<&str> = HashSet::new();
+        for (_, name) in self.registry_log.range(first..) {
+            if seen.insert(name) {
+                names.push(name.clone());
+            }
+        }
+        // One pass in registry order; a name's length rules most tools out before any
+        // hashing (hashing ten thousand names would cost more than the answer).
+        let bit = |name: &str| {
+            let len = name.len().min(255);
+            (len / 64, 1u64 << (len % 64))
+        };
+        let mut lengths = [0u64; 4];
+        for name in &seen {
+            let (word, mask) = bit(name);
+            lengths[word] |= mask;
+        }
+        let tools = if seen.is_empty() {
+            Vec::new()
+        } else {
+            self.scan()
+                .filter(|t| {
+                    let (word, mask) = bit(&t.name);
+                    lengths[word] & mask != 0 && seen.contains(t.name.as_str())
+                })
+                .collect()
+        };
+        Some((self.registry_revision, names, tools))
+    }
+
     fn layer_changed(&mut self, kind: Layer, agent: &str, source: &str) {
         self.generation += 1;
         let generation = self.generation;
@@ -305,6 +377,7 @@ impl ShellCore {
         }
         self.names.insert(&tool);
         let scope = tool.origin.scope().map(str::to_string);
+        self.registry_logged(&tool.name);
         self.tools.push(tool);
         self.tools_changed(scope.as_deref());
         Ok(())
@@ -322,6 +395,7 @@ impl ShellCore {
         self.tools_changed(scope);
         let tool = self.tools.remove(index);
         self.names.remove(&tool);
+        self.registry_logged(&tool.name);
         Ok(tool)
     }
 
@@ -329,13 +403,18 @@ impl ShellCore {
     pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
         let before = self.tools.len();
         let names = &mut self.names;
+        let mut removed: Vec<String> = Vec::new();
         self.tools.retain(|t| {
             let keep = t.owner.as_deref() != Some(owner);
             if !keep {
                 names.remove(t);
+                removed.push(t.name.clone());
             }
             keep
         });
+        for name in &removed {
+            self.registry_logged(name);
+        }
         self.tools_changed(None);
         before - self.tools.len()
     }
@@ -386,13 +465,18 @@ impl ShellCore {
             self.restrictions.remove(agent);
             self.exposures.remove(agent);
             let names = &mut self.names;
+            let mut gone: Vec<String> = Vec::new();
             self.tools.retain(|t| {
                 let keep = t.origin.scope() != Some(agent.as_str());
                 if !keep {
                     names.remove(t);
+                    gone.push(t.name.clone());
                 }
                 keep
             });
+            for name in &gone {
+                self.registry_logged(name);
+            }
         }
         Ok(removed)
     }
@@ -613,6 +697,41 @@ mod tests {
         core.create_agent("main", None).unwrap();
         core.create_agent("main/worker", Some("main")).unwrap();
         core
+    }
+
+    #[test]
+    fn registry_changes_name_what_changed_since_a_revision_while_the_log_reaches_back() {
+        let mut core = core();
+        let start = core.registry_revision();
+        assert_eq!(start, 3);
+        let (revision, changed, tools) = core.registry_changes(start).unwrap();
+        assert_eq!((revision, changed.len(), tools.len()), (3, 0, 0));
+        core.register(Tool::new("mine", "", Origin::Agent("main".into())))
+            .unwrap();
+        core.register(Tool::new("mine", "", Origin::Builtin))
+            .unwrap();
+        core.unregister("bash", None).unwrap();
+        let (revision, changed, tools) = core.registry_changes(start).unwrap();
+        assert_eq!(revision, 6);
+        assert_eq!(changed, ["mine", "bash"]);
+        // Both scopes' definitions, in registry order; none for `bash`.
+        assert_eq!(names(tools), ["mine", "mine"]);
+        assert_eq!(core.registry_changes(5).unwrap().1, ["bash"]);
+        // A revision ahead of the shell's, or one the log no longer reaches.
+        assert!(core.registry_changes(7).is_none());
+        for i in 0..MAX_REGISTRY_LOG {
+            core.register(Tool::new(format!("t{i}"), "", Origin::Builtin))
+                .unwrap();
+        }
+        assert!(core.registry_changes(start).is_none());
+        let now = core.registry_revision();
+        assert_eq!(
+            core.registry_changes(now - 1).unwrap().1,
+            [format!("t{}", MAX_REGISTRY_LOG - 1)]
+        );
+        // Tools leaving with their agent are changes too.
+        core.dispose_agent("main").unwrap();
+        assert_eq!(core.registry_changes(now).unwrap().1, ["mine"]);
     }
 
     #[test]

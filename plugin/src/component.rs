@@ -5,7 +5,7 @@ use std::cell::RefCell;
 
 use crate::host::{Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
-use crate::registry::{Enrichment, LazyGroup, Origin, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, Origin, RegistryDelta, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 
 wit_bindgen::generate!({
@@ -82,6 +82,19 @@ impl Host for WitHost {
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
         wit_host::load_group(name).map(|tools| tools.into_iter().map(tool_from_wit).collect())
     }
+
+    fn registry_revision(&self) -> Option<u64> {
+        Some(wit_host::registry_revision())
+    }
+
+    fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
+        wit_host::registry_changes(since).map(|delta| RegistryDelta {
+            revision: delta.revision,
+            names: delta.names,
+            tools: delta.tools.into_iter().map(tool_from_wit).collect(),
+        })
+    }
+
     fn tool_enrichment(&self) -> Vec<Enrichment> {
         wit_host::tool_enrichment()
             .into_iter()

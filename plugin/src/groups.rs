@@ -35,12 +35,16 @@ pub struct GroupLine {
     pub tools: Vec<String>,
 }
 
-/// Every group, by id; rebuilt on a registry or config change.
-#[derive(Debug, Default)]
+/// Every group, by id; built on a config change, updated for the names a registry change
+/// touched.
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Groups {
     by_id: BTreeMap<String, Group>,
     /// Names that belong to some group.
     grouped: HashSet<String>,
+    /// Groups that are MCP servers of registered tools (described as the registry describes
+    /// the server, unless declared otherwise).
+    servers: HashSet<String>,
 }
 
 impl Groups {
@@ -57,15 +61,22 @@ impl Groups {
             members: BTreeSet::new(),
             lazy: None,
         };
+        let mut servers = HashSet::new();
         for tool in registry.tools() {
             if let Origin::Mcp(server) = &tool.origin {
-                let group = by_id.entry(server.clone()).or_insert_with(|| Group {
-                    description: registry
-                        .group(server)
-                        .map(|g| g.description.clone())
-                        .unwrap_or_default(),
-                    ..blank()
-                });
+                let group = match by_id.get_mut(server) {
+                    Some(group) => group,
+                    None => {
+                        servers.insert(server.clone());
+                        by_id.entry(server.clone()).or_insert_with(|| Group {
+                            description: registry
+                                .group(server)
+                                .map(|g| g.description.clone())
+                                .unwrap_or_default(),
+                            ..blank()
+                        })
+                    }
+                };
                 group.members.insert(tool.name.clone());
             }
         }
@@ -97,7 +108,128 @@ impl Groups {
             .values()
             .flat_map(|g| g.members.iter().cloned())
             .collect();
-        Self { by_id, grouped }
+        Self {
+            by_id,
+            grouped,
+            servers,
+        }
+    }
+
+    /// What [`Groups::build`] would give once the definitions of `changed` names are those of
+    /// `registry`, with the same `declared` and `lazy` groups and loads as before (a change
+    /// to those needs a build).
+    pub fn update(
+        &mut self,
+        registry: &Registry,
+        declared: &[GroupDecl],
+        lazy: &[LazyGroup],
+        loads: &LazyLoads,
+        changed: &[String],
+    ) {
+        if changed.is_empty() {
+            return;
+        }
+        // Groups whose members changed.
+        let mut touched: BTreeSet<String> = BTreeSet::new();
+        for name in changed {
+            // A new name is in no group yet: no group to look through.
+            if self.grouped.remove(name) {
+                for (id, group) in &mut self.by_id {
+                    if group.members.remove(name) {
+                        touched.insert(id.clone());
+                    }
+                }
+            }
+            for tool in registry.definitions(name) {
+                if let Origin::Mcp(server) = &tool.origin {
+                    self.member(server, name, &mut touched);
+                }
+                if matches!(tool.origin, Origin::Agent(_)) {
+                    continue;
+                }
+                for decl in declared {
+                    if decl.members.first_match(name).is_some() {
+                        self.member(&decl.name, name, &mut touched);
+                    }
+                }
+            }
+            if registry.contains(name) {
+                for decl in lazy {
+                    if let Some(Ok(names)) = loads.get(&decl.name)
+                        && names.contains(name)
+                    {
+                        self.member(&decl.name, name, &mut touched);
+                    }
+                }
+            }
+        }
+        // A server's group lives while it has tools.
+        let is_declared = |id: &str| declared.iter().any(|d| d.name == id);
+        let is_lazy = |id: &str| lazy.iter().any(|d| d.name == id);
+        for id in &touched {
+            let Some(group) = self.by_id.get(id) else {
+                continue;
+            };
+            let from_server = group.members.iter().any(|m| {
+                registry
+                    .definitions(m)
+                    .any(|t| matches!(&t.origin, Origin::Mcp(s) if s == id))
+            });
+            if from_server {
+                self.servers.insert(id.clone());
+            } else {
+                self.servers.remove(id);
+            }
+            if group.members.is_empty() && !is_declared(id) && !is_lazy(id) {
+                self.by_id.remove(id);
+            }
+        }
+        // What each group shows, as `build` sets it (the registry may describe a server anew).
+        for (id, group) in &mut self.by_id {
+            let mut display_name = None;
+            let mut description = match self.servers.contains(id) {
+                true => registry.group(id).map_or("", |g| g.description.as_str()),
+                false => "",
+            };
+            for decl in declared.iter().filter(|d| &d.name == id) {
+                display_name = decl.display_name.as_ref();
+                description = &decl.description;
+            }
+            let mut lazy_decl = None;
+            for decl in lazy.iter().filter(|d| &d.name == id) {
+                if description.is_empty() {
+                    description = &decl.description;
+                }
+                lazy_decl = Some(decl);
+            }
+            if group.display_name.as_ref() != display_name {
+                group.display_name = display_name.cloned();
+            }
+            if group.description != description {
+                group.description = description.to_string();
+            }
+            if group.lazy.as_ref() != lazy_decl {
+                group.lazy = lazy_decl.cloned();
+            }
+        }
+    }
+
+    /// Makes `name` a member of group `id`.
+    fn member(&mut self, id: &str, name: &str, touched: &mut BTreeSet<String>) {
+        let group = match self.by_id.get_mut(id) {
+            Some(group) => group,
+            None => self.by_id.entry(id.to_string()).or_insert_with(|| Group {
+                display_name: None,
+                description: String::new(),
+                members: BTreeSet::new(),
+                lazy: None,
+            }),
+        };
+        group.members.insert(name.to_string());
+        self.grouped.insert(name.to_string());
+        if !touched.contains(id) {
+            touched.insert(id.to_string());
+        }
     }
 
     pub fn get(&self, id: &str) -> Option<&Group> {
@@ -247,5 +379,56 @@ mod tests {
         assert_eq!(groups.members_for("other", &deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
         assert_eq!(groups.members_for("nope", &deferred), None);
+    }
+
+    proptest::proptest! {
+        /// Groups updated for the names a registry change touched are the groups built from
+        /// the changed registry.
+        #[test]
+        fn updated_groups_equal_built_ones(
+            before in proptest::collection::vec((0u8..10, 0u8..5), 0..24),
+            changed in proptest::collection::vec(0u8..12, 0..6),
+            after in proptest::collection::vec((0u8..12, 0u8..5), 0..10),
+            loaded in proptest::collection::vec(0u8..12, 0..4),
+        ) {
+            let origin = |o: u8| match o {
+                0 => Origin::Builtin,
+                1 => Origin::Agent("a".into()),
+                o => Origin::Mcp(format!("s{o}")),
+            };
+            let name = |n: u8| format!("t{n}");
+            let changed: Vec<String> = changed.into_iter().map(name).collect();
+            let before: Vec<ToolDef> =
+                before.into_iter().map(|(n, o)| tool(&name(n), origin(o))).collect();
+            let after: Vec<ToolDef> = after
+                .into_iter()
+                .map(|(n, o)| tool(&name(n), origin(o)))
+                .filter(|t| changed.contains(&t.name))
+                .collect();
+            let groups = vec![
+                ToolGroup { name: "s2".into(), description: "Two.".into() },
+                ToolGroup { name: "s3".into(), description: "Three.".into() },
+            ];
+            let declared = [GroupDecl {
+                name: "s4".into(),
+                display_name: Some("Four".into()),
+                description: "Declared.".into(),
+                members: PatternList {
+                    patterns: vec![("t1*".into(), Pattern::new("t1*").unwrap())],
+                },
+            }];
+            let lazy = [LazyGroup {
+                name: "s3".into(),
+                description: "Lazy.".into(),
+                tool_names: vec!["t5".into()],
+            }];
+            let mut loads = LazyLoads::new();
+            loads.insert("s3".into(), Ok(loaded.into_iter().map(name).collect()));
+            let mut registry = Registry::new(before, groups);
+            let mut groups = Groups::build(&registry, &declared, &lazy, &loads);
+            registry.apply(&changed, after);
+            groups.update(&registry, &declared, &lazy, &loads, &changed);
+            proptest::prop_assert_eq!(groups, Groups::build(&registry, &declared, &lazy, &loads));
+        }
     }
 }

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::{Enrichment, LazyGroup, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -44,5 +44,16 @@ pub trait Host {
     /// default.
     fn tool_enrichment(&self) -> Vec<Enrichment> {
         Vec::new()
+    }
+    /// The registry's revision now, to ask [`Host::registry_changes`] from (WIT 0.3.0
+    /// `host.registry-revision`); `None` when the host does not track changes.
+    fn registry_revision(&self) -> Option<u64> {
+        None
+    }
+    /// What changed in the registry since revision `since` (WIT 0.3.0
+    /// `host.registry-changes`); `None` when the host cannot say, and the whole registry is
+    /// fetched instead.
+    fn registry_changes(&self, _since: u64) -> Option<RegistryDelta> {
+        None
     }
 }

@@ -55,6 +55,8 @@ pub struct LazyTools<H: Host> {
     /// registry or config change so requests only look names up.
     classes: HashMap<String, Decision>,
     index: SearchIndex,
+    /// The host's registry revision the copy is at, when the host tracks changes.
+    revision: Option<u64>,
     /// Schema token costs; counted only when a budget needs them.
     costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
@@ -78,6 +80,7 @@ impl<H: Host> LazyTools<H> {
             registry: Registry::default(),
             classes: HashMap::new(),
             index: SearchIndex::default(),
+            revision: None,
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
             names: NameTable::default(),
@@ -125,9 +128,9 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
-            self.classify_all(HashMap::new());
-            self.count_costs();
-            self.build_groups();
+            self.classify_all();
+            self.count_costs(None);
+            self.build_groups(None);
         }
         self.refresh_all();
         Ok(())
@@ -480,17 +483,54 @@ impl<H: Host> LazyTools<H> {
             .ok_or_else(|| PluginError::UnknownAgent(agent.to_string()))
     }
 
+    /// Brings the registry copy, the index, the groups and the classes up to the host's
+    /// registry: only what changed, when the host can say what changed (or when a whole fetch
+    /// shows that little did).
     fn load_registry(&mut self) {
-        self.registry = Registry::new(self.host.registry(), self.host.tool_groups())
-            .with_enrichment(self.host.tool_enrichment());
-        self.lazy = self.host.lazy_groups();
+        let delta = self
+            .revision
+            .and_then(|since| self.host.registry_changes(since));
+        // The names whose definitions changed; `None`: all of them (a first fetch).
+        let mut changed = match delta {
+            Some(delta) => {
+                self.revision = Some(delta.revision);
+                self.registry.apply(&delta.names, delta.tools);
+                Some(delta.names)
+            }
+            None => {
+                self.revision = self.host.registry_revision();
+                let fetched = Registry::new(self.host.registry(), Vec::new());
+                let first = self.registry.tools().is_empty();
+                let changed = (!first).then(|| self.registry.changed_names(&fetched));
+                self.registry = fetched;
+                changed
+            }
+        };
+        self.registry.set_groups(self.host.tool_groups());
+        let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
+        if let Some(changed) = &mut changed {
+            changed.extend(enriched);
+        }
+        let lazy = self.host.lazy_groups();
+        // Lazy groups are few; when they change, the groups are built whole.
+        let lazy_changed = lazy != self.lazy;
+        self.lazy = lazy;
         self.compact_names();
-        self.index = SearchIndex::build(&self.registry);
-        self.build_groups();
-        // Same policy: a name classified before keeps its decision.
-        let known = std::mem::take(&mut self.classes);
-        self.classify_all(known);
-        self.count_costs();
+        match &changed {
+            Some(changed) => {
+                self.index.update(&self.registry, changed);
+                // Many changes (a registry turned over): building is cheaper.
+                let few = changed.len() <= self.registry.tools().len() / 8;
+                self.build_groups((few && !lazy_changed).then_some(changed));
+                self.classify(changed);
+            }
+            None => {
+                self.index = SearchIndex::build(&self.registry);
+                self.build_groups(None);
+                self.classify_all();
+            }
+        }
+        self.count_costs(changed.as_deref());
     }
 
     /// Starts a new name table when departed names dominate it: every view
@@ -514,13 +554,25 @@ impl<H: Host> LazyTools<H> {
         );
     }
 
-    fn build_groups(&mut self) {
+    /// Builds the groups, or updates them for the `changed` names only.
+    fn build_groups(&mut self, changed: Option<&[String]>) {
         let declared = self
             .policy
             .as_ref()
             .map(|p| p.config().groups.as_slice())
             .unwrap_or_default();
-        self.groups = Groups::build(&self.registry, declared, &self.lazy, &self.lazy_loads);
+        match changed {
+            Some(changed) => self.groups.update(
+                &self.registry,
+                declared,
+                &self.lazy,
+                &self.lazy_loads,
+                changed,
+            ),
+            None => {
+                self.groups = Groups::build(&self.registry, declared, &self.lazy, &self.lazy_loads)
+            }
+        }
     }
 
     /// Asks the host to load lazy group `id`, once per run: later calls get
@@ -540,37 +592,56 @@ impl<H: Host> LazyTools<H> {
             );
         }
         self.lazy_loads.insert(id.to_string(), outcome.clone());
-        // Its tools are registered now: see them before answering.
+        // Its tools are registered now: see them before answering. The loads changed, so
+        // the groups are built whole.
         self.load_registry();
+        self.build_groups(None);
         self.refresh_all();
         outcome.map(|_| ())
     }
 
-    /// Counts schema tokens when the config weighs them (auto mode); new
-    /// schemas only, in one host call.
-    fn count_costs(&mut self) {
+    /// Counts schema tokens when the config weighs them (auto mode); new schemas only, of
+    /// the `changed` names or of every tool, in one host call.
+    fn count_costs(&mut self, changed: Option<&[String]>) {
         let auto = self
             .policy
             .as_ref()
             .is_some_and(|p| p.config().switch == DeferSwitch::Auto);
-        if auto {
-            self.costs.ensure(self.registry.tools(), &self.host);
+        if !auto {
+            return;
+        }
+        match changed {
+            Some(names) => {
+                let registry = &self.registry;
+                let tools = names.iter().flat_map(|name| registry.definitions(name));
+                self.costs.ensure(tools, &self.host);
+            }
+            None => self.costs.ensure(self.registry.tools(), &self.host),
         }
     }
 
-    /// Classifies every registered name; decisions in `known`, made under the current
-    /// policy, are taken as they are (a registry change mostly keeps its names).
-    fn classify_all(&mut self, mut known: HashMap<String, Decision>) {
+    /// Classifies every registered name afresh (a new policy).
+    fn classify_all(&mut self) {
         let Some(policy) = &self.policy else { return };
         self.classes = self
             .registry
             .names()
-            .map(|name| {
-                known
-                    .remove_entry(name)
-                    .unwrap_or_else(|| (name.to_string(), policy.classify(name, false)))
-            })
+            .map(|name| (name.to_string(), policy.classify(name, false)))
             .collect();
+    }
+
+    /// Classifies the `changed` names (a class depends on the name only): the newly
+    /// registered ones, and forgets the ones gone.
+    fn classify(&mut self, changed: &[String]) {
+        let Some(policy) = &self.policy else { return };
+        for name in changed {
+            if !self.registry.contains(name) {
+                self.classes.remove(name);
+            } else if !self.classes.contains_key(name) {
+                self.classes
+                    .insert(name.clone(), policy.classify(name, false));
+            }
+        }
     }
 
     fn decide(&self, agent: &str, name: &str) -> Decision {

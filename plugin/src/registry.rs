@@ -1,7 +1,7 @@
 //! The plugin's cached copy of the shell's tool registry. It is fetched once
 //! and again only when the host says the registry changed, never per call.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Where a tool comes from (mirrors the WIT `tool-origin`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -73,6 +73,16 @@ pub struct Enrichment {
     pub descriptions: Vec<String>,
 }
 
+/// What changed in the shell's registry since a revision (mirrors the WIT `registry-delta`,
+/// 0.3.0): every name whose definitions changed, and the definitions each has now (none for a
+/// name no longer registered).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegistryDelta {
+    pub revision: u64,
+    pub names: Vec<String>,
+    pub tools: Vec<ToolDef>,
+}
+
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: Vec<ToolDef>,
@@ -94,6 +104,93 @@ impl Registry {
             groups,
             enrichment: HashMap::new(),
         }
+    }
+
+    /// Replaces the definitions of `names` with `tools` (the tools under other names are
+    /// ignored), keeping every other definition where it is.
+    pub fn apply(&mut self, names: &[String], tools: Vec<ToolDef>) {
+        for name in names {
+            let Some(mut indices) = self.by_name.remove(name) else {
+                continue;
+            };
+            indices.sort_unstable();
+            for &index in indices.iter().rev() {
+                self.tools.swap_remove(index);
+                // The last definition moved into the gap.
+                if let Some(moved) = self.tools.get(index)
+                    && let Some(at) = self.by_name.get_mut(&moved.name)
+                {
+                    let last = self.tools.len();
+                    for i in at.iter_mut().filter(|i| **i == last) {
+                        *i = index;
+                    }
+                }
+            }
+            self.enrichment.remove(name);
+        }
+        let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
+        for tool in tools {
+            if wanted.contains(tool.name.as_str()) {
+                self.by_name
+                    .entry(tool.name.clone())
+                    .or_default()
+                    .push(self.tools.len());
+                self.tools.push(tool);
+            }
+        }
+    }
+
+    /// The names whose definitions differ in `other` (registered in one only, or otherwise
+    /// defined).
+    pub fn changed_names(&self, other: &Registry) -> Vec<String> {
+        let defs = |registry: &'_ Registry, name: &str| -> Vec<usize> {
+            registry.by_name.get(name).cloned().unwrap_or_default()
+        };
+        let mut changed: Vec<String> = Vec::new();
+        for (name, mine) in &self.by_name {
+            let theirs = defs(other, name);
+            let same = mine.len() == theirs.len()
+                && mine
+                    .iter()
+                    .zip(&theirs)
+                    .all(|(&a, &b)| self.tools[a] == other.tools[b]);
+            if !same {
+                changed.push(name.clone());
+            }
+        }
+        changed.extend(
+            other
+                .by_name
+                .keys()
+                .filter(|name| !self.by_name.contains_key(*name))
+                .cloned(),
+        );
+        changed
+    }
+
+    /// Replaces the described groups.
+    pub fn set_groups(&mut self, groups: Vec<ToolGroup>) {
+        self.groups = groups.into_iter().map(|g| (g.name.clone(), g)).collect();
+    }
+
+    /// Replaces the enrichment (see [`Registry::with_enrichment`]); returns the names whose
+    /// enrichment changed.
+    pub fn set_enrichment(&mut self, enrichment: Vec<Enrichment>) -> Vec<String> {
+        let old = std::mem::take(&mut self.enrichment);
+        let mut new = std::mem::take(self).with_enrichment(enrichment);
+        let mut changed: Vec<String> = new
+            .enrichment
+            .iter()
+            .filter(|(name, entry)| old.get(*name) != Some(entry))
+            .map(|(name, _)| name.clone())
+            .collect();
+        changed.extend(
+            old.keys()
+                .filter(|name| !new.enrichment.contains_key(*name))
+                .cloned(),
+        );
+        std::mem::swap(self, &mut new);
+        changed
     }
 
     /// The described groups (MCP servers), by name.
@@ -139,6 +236,27 @@ impl Registry {
         &self.tools
     }
 
+    /// The first definition registered under `name`.
+    pub fn first(&self, name: &str) -> Option<&ToolDef> {
+        self.by_name
+            .get(name)
+            .and_then(|defs| defs.first())
+            .map(|&i| &self.tools[i])
+    }
+
+    /// The first definition of each name, in no particular order.
+    pub fn first_definitions(&self) -> impl Iterator<Item = &ToolDef> {
+        self.by_name
+            .values()
+            .filter_map(|defs| defs.first())
+            .map(|&i| &self.tools[i])
+    }
+
+    /// The described groups, in no particular order.
+    pub fn groups(&self) -> impl Iterator<Item = &ToolGroup> {
+        self.groups.values()
+    }
+
     /// The group a tool belongs to: its MCP server.
     pub fn group_of(&self, tool: &ToolDef) -> Option<&ToolGroup> {
         match &tool.origin {
@@ -168,6 +286,11 @@ impl Registry {
         self.defs(name).min_by_key(|t| rank(t))
     }
 
+    /// Every definition registered under `name`, in registration order.
+    pub fn definitions<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ToolDef> + 'a {
+        self.defs(name)
+    }
+
     fn defs<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ToolDef> + 'a {
         self.by_name
             .get(name)
@@ -179,5 +302,66 @@ impl Registry {
     /// Registered names, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn def(name: u8, scope: u8, text: u8) -> ToolDef {
+        ToolDef {
+            name: format!("t{name}"),
+            description: format!("d{text}"),
+            parameters: "{}".into(),
+            origin: match scope {
+                0 => Origin::Builtin,
+                1 => Origin::Mcp("s".into()),
+                _ => Origin::Agent(format!("a{scope}")),
+            },
+        }
+    }
+
+    fn defs_by_name(registry: &Registry) -> Vec<(String, Vec<ToolDef>)> {
+        let mut names: Vec<String> = registry.names().map(str::to_string).collect();
+        names.sort();
+        names
+            .into_iter()
+            .map(|n| {
+                let defs = registry.defs(&n).cloned().collect();
+                (n, defs)
+            })
+            .collect()
+    }
+
+    proptest! {
+        /// A registry that applies a delta holds what a registry of the shell's new list
+        /// holds: the same names, each with the same definitions in the same order.
+        #[test]
+        fn applying_a_delta_equals_fetching_the_whole_registry(
+            before in prop::collection::vec((0u8..12, 0u8..4, 0u8..3), 0..30),
+            names in prop::collection::vec(0u8..14, 0..6),
+            after in prop::collection::vec((0u8..14, 0u8..4, 0u8..3), 0..10),
+        ) {
+            let before: Vec<ToolDef> = before.into_iter().map(|(n, s, t)| def(n, s, t)).collect();
+            let names: Vec<String> = names.into_iter().map(|n| format!("t{n}")).collect();
+            let after: Vec<ToolDef> = after
+                .into_iter()
+                .map(|(n, s, t)| def(n, s, t))
+                .filter(|t| names.contains(&t.name))
+                .collect();
+            let mut applied = Registry::new(before.clone(), vec![]);
+            applied.apply(&names, after.clone());
+            let whole: Vec<ToolDef> = before
+                .into_iter()
+                .filter(|t| !names.contains(&t.name))
+                .chain(after)
+                .collect();
+            let fetched = Registry::new(whole, vec![]);
+            prop_assert_eq!(defs_by_name(&applied), defs_by_name(&fetched));
+            prop_assert!(applied.changed_names(&fetched).is_empty());
+        }
     }
 }

@@ -50,7 +50,7 @@ pub struct TokenCosts {
 
 impl TokenCosts {
     /// Counts every tool whose schema has not been counted yet.
-    pub fn ensure(&mut self, tools: &[ToolDef], host: &impl Host) {
+    pub fn ensure<'a>(&mut self, tools: impl IntoIterator<Item = &'a ToolDef>, host: &impl Host) {
         let mut missing: Vec<(u64, String)> = Vec::new();
         for tool in tools {
             let key = tool.fingerprint();

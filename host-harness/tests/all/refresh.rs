@@ -14,17 +14,27 @@ use host_harness::shell::{Origin, Shell, Tool};
 use host_harness::shell_core::ShellCore;
 use lazy_tools::LazyTools;
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{Enrichment, LazyGroup, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
 use serde_json::json;
 
 struct CountingHost {
     inner: HostView,
     allowed_calls: Cell<usize>,
+    registry_calls: Cell<usize>,
+    /// Whether the host says what changed in the registry (WIT 0.3.0 `registry-changes`).
+    deltas: bool,
 }
 
 impl Host for CountingHost {
     fn registry(&self) -> Vec<ToolDef> {
+        self.registry_calls.set(self.registry_calls.get() + 1);
         self.inner.registry()
+    }
+    fn registry_revision(&self) -> Option<u64> {
+        self.inner.registry_revision().filter(|_| self.deltas)
+    }
+    fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
+        self.inner.registry_changes(since).filter(|_| self.deltas)
     }
     fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
         self.allowed_calls.set(self.allowed_calls.get() + 1);
@@ -67,6 +77,10 @@ const AGENTS: [(&str, Option<&str>); 4] = [
 ];
 
 fn setup() -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
+    setup_with(false)
+}
+
+fn setup_with(deltas: bool) -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
     let mut shell = Shell::new();
     let tools = [
         "bash",
@@ -82,6 +96,8 @@ fn setup() -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
     let mut plugin = LazyTools::new(CountingHost {
         inner: HostView::new(Arc::clone(&core), "lazy-tools"),
         allowed_calls: Cell::new(0),
+        registry_calls: Cell::new(0),
+        deltas,
     });
     plugin
         .configure(r#"{"defer": ["gh__*", "slack__*"]}"#)
@@ -107,6 +123,40 @@ fn load(plugin: &mut LazyTools<CountingHost>, agent: &str, tool: &str) {
     let arguments = json!({ "tool_names": [tool] }).to_string();
     let loaded = plugin.execute(agent, "tool_search", &arguments).unwrap();
     assert!(!loaded.is_error, "{}", loaded.text);
+}
+
+/// A registry change as a plugin sees it when the host says what changed and when it fetches
+/// the whole registry: the same views and the same search, without fetching every tool.
+#[test]
+fn a_registry_change_fetches_only_what_changed_and_sees_the_same() {
+    let mut seen = Vec::new();
+    for deltas in [false, true] {
+        let (core, mut plugin) = setup_with(deltas);
+        plugin.host().registry_calls.set(0);
+        {
+            let mut core = core.lock().unwrap();
+            core.register(Tool::new(
+                "gh__close_issue",
+                "Close an issue of a repository.",
+                Origin::Builtin,
+            ))
+            .unwrap();
+            core.unregister("gh__list_issues", None).unwrap();
+        }
+        plugin.registry_changed().unwrap();
+        assert_eq!(
+            plugin.host().registry_calls.get(),
+            usize::from(!deltas),
+            "with deltas the plugin fetches only the changed tools"
+        );
+        let (_, views) = requests(&mut plugin);
+        let arguments = json!({ "queries": ["close an issue"], "top_k": 3 }).to_string();
+        let found = plugin.execute("side", "tool_search", &arguments).unwrap();
+        assert!(found.text.contains("gh__close_issue"), "{}", found.text);
+        assert!(!found.text.contains("gh__list_issues"), "{}", found.text);
+        seen.push((views, found.text));
+    }
+    assert_eq!(seen[0], seen[1]);
 }
 
 #[test]

@@ -87,6 +87,12 @@ export function hostInterface(core, pluginId, logs) {
       core.tools
         .filter((t) => t.searchText !== undefined)
         .map((t) => ({ tool: t.name, ...t.searchText })),
+
+    // WIT 0.3.0: this shell keeps no log of registry changes, so it never
+    // says what changed (`none`) and the plugin fetches the whole registry.
+    // The revision only has to be a number; the generation is one.
+    registryRevision: () => core.generation,
+    registryChanges: (_since) => undefined,
   };
 }
 

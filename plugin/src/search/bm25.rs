@@ -1,5 +1,6 @@
-//! BM25F's constants and formulas, in one place: the index build applies them once per
-//! posting, so a query only sums.
+//! BM25F's constants and formulas, in one place: the index build saturates each posting's term
+//! frequency once and keeps each term's idf apart, so a query only multiplies and sums, and an
+//! update that changes a term's document frequency rewrites one number, not its postings.
 
 use super::fields::Field;
 
@@ -33,9 +34,10 @@ pub fn idf(n: usize, df: usize) -> f32 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
-/// A term's score in a document from its weighted term frequency and its idf.
-pub fn score(idf: f32, tf: f32) -> f32 {
-    idf * tf * (K1 + 1.0) / (K1 + tf)
+/// The part of a term's score in a document that its weighted term frequency gives: the score
+/// is this times the term's idf.
+pub fn saturate(tf: f32) -> f32 {
+    tf * (K1 + 1.0) / (K1 + tf)
 }
 
 #[cfg(test)]
@@ -46,10 +48,10 @@ mod tests {
     fn a_rarer_term_or_one_more_often_present_scores_more() {
         assert!(idf(1000, 1) > idf(1000, 10));
         assert!(idf(1000, 1000) > 0.0);
-        let one = score(idf(100, 5), 1.0);
-        assert!(score(idf(100, 5), 2.0) > one);
+        let one = saturate(1.0);
+        assert!(saturate(2.0) > one);
         // Saturation: twice the frequency is less than twice the score.
-        assert!(score(idf(100, 5), 2.0) < 2.0 * one);
+        assert!(saturate(2.0) < 2.0 * one);
         // A field longer than average weighs each occurrence less.
         assert!(field_norm(Field::Description, 20, 10.0) < field_norm(Field::Description, 5, 10.0));
     }

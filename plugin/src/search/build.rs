@@ -1,114 +1,339 @@
 //! Building the index from a registry: analyse every tool and group once, count terms per
-//! field, then score each posting with BM25F (see `bm25`) so that a query only sums.
+//! field, saturate each posting's weighted frequency with BM25F (see `bm25`) and compute each
+//! term's idf, so that a query only multiplies and sums. `update` grows the index with the
+//! same analysis.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashMap;
 
 use super::analyze::{Piece, Scratch, analyzer};
 use super::bm25;
 use super::dictionary::Dictionary;
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
+use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
 use super::names::{hash, normalise_name_into};
 use super::rows::{Gather, Rows};
-use super::vocab::{self, Language};
-use crate::registry::{Enrichment, Registry, ToolDef};
+use super::update::{Frozen, GroupTable, Growth};
+use crate::registry::{Enrichment, Origin, Registry, ToolDef};
+
+/// Marks a term of a tool's own name (or of a group's name) in a document's term list.
+pub(super) const IN_NAME: u32 = 1 << 31;
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
     pub fn build(registry: &Registry) -> Self {
-        let mut seen = FxHashSet::default();
-        let mut tools: Vec<&ToolDef> = registry
-            .tools()
-            .iter()
-            .filter(|t| seen.insert(t.name.as_str()))
-            .collect();
+        Self::build_frozen(registry, None)
+    }
+
+    /// A full build; `frozen` sets the tool count and average field lengths instead of this
+    /// registry's own (the ones an updated index keeps from its last full build).
+    pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
+        let mut tools: Vec<&ToolDef> = registry.first_definitions().collect();
         tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
 
         let mut builder = Builder::new();
-        // A group's text is the same for all its tools: analysed and counted once, as a
-        // document of its own. A tool of no group is a group of its own, without text.
-        let mut group_ids: FxHashMap<&str, u32> = FxHashMap::default();
+        let mut table = GroupTable::default();
         let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
         let mut docs = Docs::default();
         let mut text = ToolText::default();
+        let mut origins = Origins::default();
         for tool in &tools {
             text.read(tool);
-            let registered = group_of(registry, tool);
-            let key = match registered {
-                Some((name, _)) => name,
-                None if text.namespace().next().is_some() => {
-                    &tool.name[..tool.name.len() - text.own_name.len()]
-                }
-                None => tool.name.as_str(),
-            };
-            let next = group_ids.len() as u32;
-            let group = *group_ids.entry(key).or_insert_with(|| {
-                match registered {
-                    Some((name, description)) => {
-                        builder.add(name, &[Field::GroupName]);
-                        builder.add(description, &[Field::GroupDescription]);
-                    }
-                    None => {
-                        for segment in text.namespace() {
-                            builder.add(segment, &[Field::GroupName]);
-                        }
-                    }
-                }
-                builder.end_doc(&mut group_docs);
-                next
-            });
+            let group = builder.group(registry, tool, &text, &mut table, &mut group_docs);
             groups.push(group);
-
-            builder.add(text.own_name, &[Field::Name]);
-            builder.add(text.summary, &[Field::Summary, Field::Description]);
-            builder.add(text.rest, &[Field::Description]);
-            for name in &text.params.names {
-                builder.add(name, &[Field::ParamNames]);
-            }
-            for description in &text.params.descriptions {
-                builder.add(description, &[Field::ParamDescriptions]);
-            }
-            if let Some(extra) = registry.enrichment_of(&tool.name) {
-                let Enrichment {
-                    keywords,
-                    examples,
-                    descriptions,
-                    ..
-                } = extra;
-                for text in keywords.iter().chain(examples).chain(descriptions) {
-                    builder.add(text, &[Field::Enrichment]);
-                }
-            }
+            origins.add(tool);
+            builder.tool(registry, tool, &text);
             builder.end_doc(&mut docs);
         }
 
-        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let frozen = frozen.unwrap_or_else(|| Frozen {
+            tools: tools.len(),
+            tool_average: average_lengths(&docs.lengths),
+            group_average: average_lengths(&group_docs.lengths),
+        });
+        let terms = builder.texts.len();
+        let mut frequency = vec![0u32; terms];
+        for &(term, _) in docs.counts.iter().flatten() {
+            frequency[term as usize] += 1;
+        }
+        let mut postings = Gather::new(&frequency);
+        for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
+            for (term, score) in saturated(counts, lengths, &frozen.tool_average) {
+                let doc = doc as u32;
+                postings.push(term, Posting { doc, score });
+            }
+        }
+        let postings = postings.finish();
+        let mut group_tf: Rows<(u32, f32)> = Rows::default();
+        for (lengths, counts) in group_docs.lengths.iter().zip(group_docs.counts.iter()) {
+            group_tf.push(saturated(counts, lengths, &frozen.group_average));
+        }
+        let group_postings = gather(&group_tf, 0, |_| false, terms);
+        let members = members(&groups, group_docs.len(), &[]);
+        let removed = vec![false; tools.len()];
+        let holders = Holders {
+            segments: [&postings, &Rows::default()],
+            group_postings: &group_postings,
+            members: &members,
+            groups: &groups,
+            removed: &removed,
+        };
+        let document_frequency: Vec<u32> = (0..terms as u32)
+            .map(|term| holders.count_built(term) as u32)
+            .collect();
+        let mut idf: Vec<f32> = document_frequency
+            .iter()
+            .map(|&df| bm25::idf(frozen.tools, df as usize))
+            .collect();
+        for concept in 0..holders::concept_count() {
+            holders::translated_idf(
+                concept,
+                &holders,
+                frozen.tools,
+                |t| builder.dictionary.term_id(t),
+                |term, lower| idf[term as usize] = idf[term as usize].min(lower),
+            );
+        }
+
+        let doc_terms = term_lists(&docs.counts, Field::Name);
+        let group_terms = term_lists(&group_docs.counts, Field::GroupName);
+        let mut name_count = vec![0u32; terms];
+        for &term in doc_terms
+            .iter()
+            .flatten()
+            .chain(group_terms.iter().flatten())
+        {
+            if term & IN_NAME != 0 {
+                name_count[(term & !IN_NAME) as usize] += 1;
+            }
+        }
+        let name_terms: Vec<(Box<str>, u32)> = builder
+            .texts
+            .iter()
+            .enumerate()
+            .filter(|&(id, _)| name_count[id] > 0)
+            .map(|(id, text)| (text.clone(), id as u32))
+            .collect();
         let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
         let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            let own = own_name(&tool.name);
-            let names = [tool.name.as_str(), own];
-            for name in &names[..if own.len() == tool.name.len() { 1 } else { 2 }] {
-                normalise_name_into(name, &mut buf);
-                exact.push((hash(&buf), doc as u32));
-            }
+            exact_keys(&tool.name, doc as u32, &mut buf, &mut exact);
         }
         exact.sort_unstable();
         exact.dedup();
-        builder.finish(names, groups, docs, group_docs, exact)
+        let mut group_live = vec![0u32; group_docs.len()];
+        for &group in &groups {
+            group_live[group as usize] += 1;
+        }
+
+        let mut dictionary = std::mem::take(&mut builder.dictionary);
+        dictionary.set_name_terms(name_terms);
+        SearchIndex {
+            names: tools.iter().map(|t| t.name.clone()).collect(),
+            order: (0..tools.len() as u64).map(|doc| (doc + 1) << 32).collect(),
+            removed,
+            removed_count: 0,
+            group_count: group_docs.len(),
+            groups,
+            name_words: docs.name_words,
+            dictionary,
+            idf,
+            postings,
+            added: Rows::default(),
+            group_postings,
+            exact,
+            exact_added: Vec::new(),
+            growth: Growth {
+                builder,
+                frozen,
+                document_frequency,
+                name_count,
+                doc_terms,
+                group_terms,
+                group_tf,
+                group_live,
+                groups: table,
+                origins,
+                added_tf: Rows::default(),
+                built: tools.len(),
+                churn: 0,
+                registered: registry
+                    .groups()
+                    .map(|g| (g.name.as_str().into(), hash(&g.description)))
+                    .collect(),
+            },
+        }
+    }
+}
+
+/// The live tools of each of `groups` groups.
+pub(super) fn members(groups: &[u32], group_count: usize, removed: &[bool]) -> Rows<u32> {
+    let mut sizes = vec![0; group_count];
+    let live = |doc: usize| !removed.get(doc).copied().unwrap_or(false);
+    for (doc, &group) in groups.iter().enumerate() {
+        if live(doc) {
+            sizes[group as usize] += 1;
+        }
+    }
+    let mut members = Gather::new(&sizes);
+    for (doc, &group) in groups.iter().enumerate() {
+        if live(doc) {
+            members.push(group, doc as u32);
+        }
+    }
+    members.finish()
+}
+
+/// Term-major postings from document-major rows of (term, score): row `i` is document
+/// `first + i`, left out when `skip` says so.
+pub(super) fn gather(
+    rows: &Rows<(u32, f32)>,
+    first: u32,
+    skip: impl Fn(u32) -> bool,
+    terms: usize,
+) -> Postings {
+    let docs = || {
+        rows.iter()
+            .enumerate()
+            .map(move |(i, row)| (first + i as u32, row))
+            .filter(|&(doc, _)| !skip(doc))
+    };
+    let mut frequency = vec![0u32; terms];
+    for (_, row) in docs() {
+        for &(term, _) in row {
+            frequency[term as usize] += 1;
+        }
+    }
+    let mut postings = Gather::new(&frequency);
+    for (doc, row) in docs() {
+        for &(term, score) in row {
+            postings.push(term, Posting { doc, score });
+        }
+    }
+    postings.finish()
+}
+
+/// The keys under which a tool's whole name and own name are found exactly.
+pub(super) fn exact_keys(name: &str, doc: u32, buf: &mut String, out: &mut Vec<(u64, u32)>) {
+    let own = own_name(name);
+    let names = [name, own];
+    for name in &names[..if own.len() == name.len() { 1 } else { 2 }] {
+        normalise_name_into(name, buf);
+        out.push((hash(buf), doc));
+    }
+}
+
+/// Per document, its terms, marked [`IN_NAME`] when `name_field` holds them.
+fn term_lists(counts: &Rows<(u32, [u16; FIELD_COUNT])>, name_field: Field) -> Rows<u32> {
+    let mut lists = Rows::default();
+    for row in counts.iter() {
+        lists.push(
+            row.iter()
+                .map(|&(term, counts)| mark(term, &counts, name_field)),
+        );
+    }
+    lists
+}
+
+pub(super) fn mark(term: u32, counts: &[u16; FIELD_COUNT], name_field: Field) -> u32 {
+    if counts[name_field.index()] > 0 {
+        term | IN_NAME
+    } else {
+        term
+    }
+}
+
+/// Field lengths averaged over the documents that have text at all.
+fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
+    let with_text = lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
+    let n = with_text.clone().count().max(1) as f32;
+    let mut average = [0f32; FIELD_COUNT];
+    for lengths in with_text {
+        for (sum, &length) in average.iter_mut().zip(lengths) {
+            *sum += length as f32 / n;
+        }
+    }
+    average
+}
+
+/// Each term of one document with its weighted, length-normalised, saturated frequency
+/// (BM25F without the idf).
+pub(super) fn saturated<'a>(
+    counts: &'a [(u32, [u16; FIELD_COUNT])],
+    lengths: &[u32; FIELD_COUNT],
+    average: &[f32; FIELD_COUNT],
+) -> impl Iterator<Item = (u32, f32)> + 'a {
+    let mut norms = [0f32; FIELD_COUNT];
+    for (i, field) in Field::ALL.iter().enumerate() {
+        norms[i] = bm25::field_norm(*field, lengths[i], average[i]);
+    }
+    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
+    counts.iter().map(move |&(term, counts)| {
+        let mut tf = 0.0;
+        for (count, norm) in counts.into_iter().zip(norms) {
+            tf += count as f32 * norm;
+        }
+        (term, bm25::saturate(tf))
+    })
+}
+
+/// How many live tools each MCP server (a tool's origin) has in the index: a group the shell
+/// describes anew changes the text of exactly these.
+#[derive(Debug, Default)]
+pub(super) struct Origins {
+    ids: FxHashMap<Box<str>, u32>,
+    pub live: Vec<u32>,
+    /// Per tool, its origin's id (`u32::MAX`: not an MCP server).
+    pub of_tool: Vec<u32>,
+}
+
+impl Origins {
+    pub fn add(&mut self, tool: &ToolDef) {
+        let id = match &tool.origin {
+            Origin::Mcp(server) => {
+                let id = match self.ids.get(server.as_str()) {
+                    Some(&id) => id,
+                    None => {
+                        let id = self.live.len() as u32;
+                        self.ids.insert(server.as_str().into(), id);
+                        self.live.push(0);
+                        id
+                    }
+                };
+                self.live[id as usize] += 1;
+                id
+            }
+            Origin::Builtin | Origin::Agent(_) => u32::MAX,
+        };
+        self.of_tool.push(id);
+    }
+
+    pub fn remove(&mut self, doc: u32) {
+        if let Some(live) = self
+            .of_tool
+            .get(doc as usize)
+            .and_then(|&id| self.live.get_mut(id as usize))
+        {
+            *live -= 1;
+        }
+    }
+
+    /// How many live tools come from `server`.
+    pub fn live_of(&self, server: &str) -> u32 {
+        self.ids.get(server).map_or(0, |&id| self.live[id as usize])
     }
 }
 
 /// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
-struct Docs {
+pub(super) struct Docs {
     /// Per document, its terms in each field, counted the way BM25 counts document length.
-    lengths: Vec<[u32; FIELD_COUNT]>,
+    pub lengths: Vec<[u32; FIELD_COUNT]>,
     /// Per document, one entry per term with its count in each field.
-    counts: Rows<(u32, [u16; FIELD_COUNT])>,
+    pub counts: Rows<(u32, [u16; FIELD_COUNT])>,
     /// Per document, the word terms of its own name, in order (tools only).
-    name_words: Rows<u32>,
+    pub name_words: Rows<u32>,
 }
 
 impl Docs {
@@ -119,20 +344,23 @@ impl Docs {
 
 /// The document being analysed.
 #[derive(Debug, Default)]
-struct Doc {
+pub(super) struct Doc {
     /// Which document this is, for [`Builder::seen`]; ids start at 1.
     id: u32,
-    lengths: [u32; FIELD_COUNT],
+    pub lengths: [u32; FIELD_COUNT],
     /// One entry per term, in order of first occurrence.
-    counts: Vec<(u32, [u16; FIELD_COUNT])>,
-    name_words: Vec<u32>,
+    pub counts: Vec<(u32, [u16; FIELD_COUNT])>,
+    pub name_words: Vec<u32>,
 }
 
 /// Interns terms while tools are analysed, and counts them in the document being analysed.
+/// It outlives the full build: an update analyses new tools with it.
 #[derive(Debug, Default)]
-struct Builder {
-    terms: FxHashMap<Box<str>, u32>,
-    texts: Vec<Box<str>>,
+pub(super) struct Builder {
+    /// Every term ever interned (an update may remove the last tool holding one; the
+    /// dictionary then hides it).
+    pub dictionary: Dictionary,
+    pub texts: Vec<Box<str>>,
     scratch: Scratch,
     /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
     /// stemmed and looked up once.
@@ -140,7 +368,7 @@ struct Builder {
     /// Per term, the last document that holds it and the term's place in that document's
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
-    doc: Doc,
+    pub doc: Doc,
 }
 
 impl Builder {
@@ -155,14 +383,75 @@ impl Builder {
     }
 
     fn intern(&mut self, term: &str) -> u32 {
-        if let Some(&id) = self.terms.get(term) {
+        if let Some(id) = self.dictionary.any_term_id(term) {
             return id;
         }
         let id = self.texts.len() as u32;
-        self.terms.insert(term.into(), id);
+        self.dictionary.insert(term.into(), id);
         self.texts.push(term.into());
         self.seen.push((0, 0));
         id
+    }
+
+    /// The group (MCP server) of `tool` in `table`; a new one is analysed into `docs`. A
+    /// group's text is the same for all its tools: analysed and counted once, as a document of
+    /// its own. A tool of no group is a group of its own, without text.
+    pub fn group(
+        &mut self,
+        registry: &Registry,
+        tool: &ToolDef,
+        text: &ToolText<'_>,
+        table: &mut GroupTable,
+        docs: &mut Docs,
+    ) -> u32 {
+        let registered = group_of(registry, tool);
+        let key = match registered {
+            Some((name, _)) => name,
+            None if text.namespace().next().is_some() => {
+                &tool.name[..tool.name.len() - text.own_name.len()]
+            }
+            None => tool.name.as_str(),
+        };
+        if let Some(group) = table.get(key) {
+            return group;
+        }
+        match registered {
+            Some((name, description)) => {
+                self.add(name, &[Field::GroupName]);
+                self.add(description, &[Field::GroupDescription]);
+            }
+            None => {
+                for segment in text.namespace() {
+                    self.add(segment, &[Field::GroupName]);
+                }
+            }
+        }
+        self.end_doc(docs);
+        table.insert(key, registered.map(|(_, description)| hash(description)))
+    }
+
+    /// Analyses `tool` (its `text` read) as the document being analysed.
+    pub fn tool(&mut self, registry: &Registry, tool: &ToolDef, text: &ToolText<'_>) {
+        self.add(text.own_name, &[Field::Name]);
+        self.add(text.summary, &[Field::Summary, Field::Description]);
+        self.add(text.rest, &[Field::Description]);
+        for name in &text.params.names {
+            self.add(name, &[Field::ParamNames]);
+        }
+        for description in &text.params.descriptions {
+            self.add(description, &[Field::ParamDescriptions]);
+        }
+        if let Some(extra) = registry.enrichment_of(&tool.name) {
+            let Enrichment {
+                keywords,
+                examples,
+                descriptions,
+                ..
+            } = extra;
+            for text in keywords.iter().chain(examples).chain(descriptions) {
+                self.add(text, &[Field::Enrichment]);
+            }
+        }
     }
 
     /// Counts one occurrence of `term` in `field` of the document being analysed.
@@ -178,7 +467,7 @@ impl Builder {
     }
 
     /// Moves the document being analysed to `docs`; the next one starts empty.
-    fn end_doc(&mut self, docs: &mut Docs) {
+    pub fn end_doc(&mut self, docs: &mut Docs) {
         let doc = &mut self.doc;
         docs.lengths.push(std::mem::take(&mut doc.lengths));
         docs.counts.push(doc.counts.drain(..));
@@ -223,232 +512,5 @@ impl Builder {
             }
         });
         self.scratch = scratch;
-    }
-
-    /// Each term's inverse document frequency over tools (a group's term is in all its
-    /// tools), where a vocabulary word counts every tool that holds it or one of its
-    /// translations: `获取` ("get") is rare in a mostly English catalog, but what it means is
-    /// not, and it must not outweigh the rare words of a query.
-    fn idf(&self, holders: &Holders<'_>) -> Vec<f32> {
-        let n = holders.tools();
-        let idf = |df: usize| bm25::idf(n, df);
-        let mut out: Vec<f32> = (0..self.texts.len() as u32)
-            .map(|term| idf(holders.count(term)))
-            .collect();
-        for forms in vocab::built_in().concept_forms() {
-            // The tools holding each form, by language.
-            let mut by_language = [ToolSet::new(holders.tools()), ToolSet::new(holders.tools())];
-            let mut single_terms: Vec<(u32, Language, ToolSet)> = Vec::new();
-            for form in forms {
-                let Some(ids) = form
-                    .terms
-                    .iter()
-                    .map(|t| self.terms.get(t.as_str()).copied())
-                    .collect::<Option<Vec<u32>>>()
-                else {
-                    continue;
-                };
-                // Tools holding every term of the form.
-                let mut tools = holders.set(ids[0]);
-                for &id in &ids[1..] {
-                    tools.intersect(&holders.set(id));
-                }
-                by_language[form.language as usize].unite(&tools);
-                if let [single] = ids.as_slice() {
-                    single_terms.push((*single, form.language, tools));
-                }
-            }
-            for (term, language, own) in single_terms {
-                let translations = &by_language[1 - language as usize];
-                let df = own.union_len(translations);
-                out[term as usize] = out[term as usize].min(idf(df));
-            }
-        }
-        out
-    }
-
-    fn finish(
-        self,
-        names: Vec<String>,
-        groups: Vec<u32>,
-        docs: Docs,
-        group_docs: Docs,
-        exact: Vec<(u64, u32)>,
-    ) -> SearchIndex {
-        let terms = self.texts.len();
-        let mut in_names = vec![false; terms];
-        let mut postings = weighted_frequencies(&docs, terms, Field::Name, &mut in_names);
-        let mut group_postings =
-            weighted_frequencies(&group_docs, terms, Field::GroupName, &mut in_names);
-        let mut sizes = vec![0; group_docs.len()];
-        for &group in &groups {
-            sizes[group as usize] += 1;
-        }
-        let mut members = Gather::new(&sizes);
-        for (doc, &group) in groups.iter().enumerate() {
-            members.push(group, doc as u32);
-        }
-        let members = members.finish();
-        let idf = self.idf(&Holders {
-            postings: &postings,
-            group_postings: &group_postings,
-            members: &members,
-            groups: &groups,
-        });
-        for list in [&mut postings, &mut group_postings] {
-            for (term_postings, &idf) in list.iter_mut().zip(&idf) {
-                for posting in term_postings {
-                    posting.score = bm25::score(idf, posting.score);
-                }
-            }
-        }
-
-        let name_terms: Vec<(Box<str>, u32)> = self
-            .texts
-            .iter()
-            .enumerate()
-            .filter(|&(id, _)| in_names[id])
-            .map(|(id, text)| (text.clone(), id as u32))
-            .collect();
-        SearchIndex {
-            names,
-            groups,
-            group_count: group_docs.len(),
-            name_words: docs.name_words,
-            dictionary: Dictionary::new(self.terms, name_terms),
-            postings,
-            group_postings,
-            exact,
-        }
-    }
-}
-
-/// Per term, each document's weighted, length-normalised term frequency (BM25F); the score
-/// comes once every term's document frequency is known. Terms found in `name_field` are
-/// marked in `in_names`.
-fn weighted_frequencies(
-    docs: &Docs,
-    terms: usize,
-    name_field: Field,
-    in_names: &mut [bool],
-) -> Postings {
-    // Field lengths are averaged over the documents that have text at all.
-    let with_text = docs.lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
-    let n = with_text.clone().count().max(1) as f32;
-    let mut average = [0f32; FIELD_COUNT];
-    for lengths in with_text {
-        for (sum, &length) in average.iter_mut().zip(lengths) {
-            *sum += length as f32 / n;
-        }
-    }
-    let mut frequency = vec![0u32; terms];
-    for &(term, counts) in docs.counts.iter().flatten() {
-        frequency[term as usize] += 1;
-        if counts[name_field.index()] > 0 {
-            in_names[term as usize] = true;
-        }
-    }
-    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
-    let mut postings = Gather::new(&frequency);
-    for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
-        let mut norms = [0f32; FIELD_COUNT];
-        for (i, field) in Field::ALL.iter().enumerate() {
-            norms[i] = bm25::field_norm(*field, lengths[i], average[i]);
-        }
-        for &(term, counts) in counts {
-            let mut tf = 0.0;
-            for (count, norm) in counts.into_iter().zip(norms) {
-                tf += count as f32 * norm;
-            }
-            let doc = doc as u32;
-            postings.push(term, Posting { doc, score: tf });
-        }
-    }
-    postings.finish()
-}
-
-/// Which tools hold a term, in their own text or through their group's.
-struct Holders<'a> {
-    postings: &'a Postings,
-    group_postings: &'a Postings,
-    members: &'a Rows<u32>,
-    /// The group of each tool.
-    groups: &'a [u32],
-}
-
-impl Holders<'_> {
-    /// How many tools hold `term`.
-    fn count(&self, term: u32) -> usize {
-        let own = &self.postings[term as usize];
-        let in_groups = &self.group_postings[term as usize];
-        if in_groups.is_empty() {
-            return own.len();
-        }
-        let through_groups: usize = in_groups
-            .iter()
-            .map(|p| self.members[p.doc as usize].len())
-            .sum();
-        // Tools that hold it both ways count once; group postings are sorted by group.
-        let both = own
-            .iter()
-            .filter(|p| {
-                let group = self.groups[p.doc as usize];
-                in_groups.binary_search_by_key(&group, |g| g.doc).is_ok()
-            })
-            .count();
-        own.len() + through_groups - both
-    }
-
-    fn tools(&self) -> usize {
-        self.groups.len()
-    }
-
-    /// The tools that hold `term`.
-    fn set(&self, term: u32) -> ToolSet {
-        let mut set = ToolSet::new(self.tools());
-        for posting in &self.postings[term as usize] {
-            set.insert(posting.doc);
-        }
-        for posting in &self.group_postings[term as usize] {
-            for &tool in &self.members[posting.doc as usize] {
-                set.insert(tool);
-            }
-        }
-        set
-    }
-}
-
-/// A set of tools, a bit each: the vocabulary's document frequencies unite and intersect the
-/// sets of many common words.
-struct ToolSet(Vec<u64>);
-
-impl ToolSet {
-    fn new(tools: usize) -> Self {
-        Self(vec![0; tools.div_ceil(64)])
-    }
-
-    fn insert(&mut self, tool: u32) {
-        self.0[tool as usize / 64] |= 1 << (tool % 64);
-    }
-
-    fn intersect(&mut self, other: &Self) {
-        for (word, other) in self.0.iter_mut().zip(&other.0) {
-            *word &= other;
-        }
-    }
-
-    fn unite(&mut self, other: &Self) {
-        for (word, other) in self.0.iter_mut().zip(&other.0) {
-            *word |= other;
-        }
-    }
-
-    /// How many tools are in this set or in `other`.
-    fn union_len(&self, other: &Self) -> usize {
-        self.0
-            .iter()
-            .zip(&other.0)
-            .map(|(a, b)| (a | b).count_ones() as usize)
-            .sum()
     }
 }

@@ -3,19 +3,22 @@
 //! glosses and WordNet synonyms (`lexicon`), name-prefix and typo matches, and an exact
 //! whole-name match ranked first.
 //!
-//! The index is built once per registry change; a query only reads it. Each posting holds a
-//! term's whole BM25F contribution to one tool, or to one group (MCP server) whose name and
-//! description are indexed once for all its tools; a query sums postings and nothing else.
+//! The index is built once, then grown by each registry change (see `update`: a full build
+//! //! again only when much has changed); a query only reads it. Each posting holds a term's
+//! saturated frequency in one tool, or in one group (MCP server) whose name and description
+//! are indexed once for all its tools; times the term's idf, kept apart so an update rewrites
+//! one number per term, it is the term's BM25F score there. A query multiplies and sums.
 //!
 //! Modules use each other one way: `rank` parses with `query` and reads `index`; `query`
-//! reads the term `dictionary`, `vocab` and `lexicon`; `build` fills `index` with `bm25`'s formulas; the index
-//! knows nothing of queries.
+//! reads the term `dictionary`, `vocab` and `lexicon`; `build` and `update` fill `index` with
+//! `bm25`'s formulas and `holders`' idf; the index knows nothing of queries.
 
 mod analyze;
 mod bm25;
 mod build;
 mod dictionary;
 mod fields;
+mod holders;
 mod index;
 mod lexicon;
 mod names;
@@ -23,10 +26,12 @@ mod query;
 mod rank;
 mod rows;
 mod schema;
+mod update;
 mod vocab;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};
 pub use index::SearchIndex;
+pub use update::{MAX_CHURN, Updated};
 pub use vocab::{VocabError, Vocabulary};
 
 #[cfg(test)]

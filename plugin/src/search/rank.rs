@@ -49,13 +49,32 @@ impl SearchIndex {
         self.select(&scores, &exact, top_k, eligible)
     }
 
-    /// Each tool's BM25F score for `query`: its own text's, plus its group's.
+    /// Each tool's BM25F score for `query`: its own text's, plus its group's; none for a
+    /// removed tool.
     fn scores(&self, query: &Query) -> Vec<f32> {
-        let mut scores = accumulate(&self.postings, self.names.len(), &query.slots);
+        let size = self.names.len();
+        let mut scores = accumulate(
+            &[&self.postings, &self.added],
+            &self.idf,
+            size,
+            &query.slots,
+        );
         if self.group_count > 0 {
-            let group_scores = accumulate(&self.group_postings, self.group_count, &query.slots);
+            let group_scores = accumulate(
+                &[&self.group_postings],
+                &self.idf,
+                self.group_count,
+                &query.slots,
+            );
             for (score, &group) in scores.iter_mut().zip(&self.groups) {
                 *score += group_scores[group as usize];
+            }
+        }
+        if self.removed_count > 0 {
+            for (score, &removed) in scores.iter_mut().zip(&self.removed) {
+                if removed {
+                    *score = 0.0;
+                }
             }
         }
         scores
@@ -100,6 +119,7 @@ impl SearchIndex {
                 score,
                 crowd: 0,
                 doc: doc as u32,
+                order: self.order[doc],
             })
             .collect();
         for &doc in exact {
@@ -108,6 +128,7 @@ impl SearchIndex {
                 score: scores[doc as usize],
                 crowd: 0,
                 doc,
+                order: self.order[doc as usize],
             });
         }
         let mut chosen: Vec<u32> = Vec::with_capacity(top_k);
@@ -141,8 +162,9 @@ impl SearchIndex {
 }
 
 /// The score of each of `size` documents: per slot (a word of the query), the best of its
-/// forms, a form scoring the sum of its terms.
-fn accumulate(postings: &Postings, size: usize, slots: &[Vec<Form>]) -> Vec<f32> {
+/// forms, a form scoring the sum of its terms. A document is in one of the `segments`.
+fn accumulate(segments: &[&Postings], idf: &[f32], size: usize, slots: &[Vec<Form>]) -> Vec<f32> {
+    let idf = |term: u32| idf.get(term as usize).copied().unwrap_or(0.0);
     let mut scores = vec![0f32; size];
     let mut best = vec![0f32; size];
     let mut sum = vec![0f32; size];
@@ -153,19 +175,25 @@ fn accumulate(postings: &Postings, size: usize, slots: &[Vec<Form>]) -> Vec<f32>
         if let [form] = slot.as_slice()
             && let [(term, weight)] = form.as_slice()
         {
-            for posting in &postings[*term as usize] {
-                scores[posting.doc as usize] += weight * posting.score;
+            let weight = weight * idf(*term);
+            for segment in segments {
+                for posting in segment.row(*term as usize) {
+                    scores[posting.doc as usize] += weight * posting.score;
+                }
             }
             continue;
         }
         for form in slot {
             for &(term, weight) in form {
-                for posting in &postings[term as usize] {
-                    let doc = posting.doc as usize;
-                    if sum[doc] == 0.0 {
-                        in_form.push(posting.doc);
+                let weight = weight * idf(term);
+                for segment in segments {
+                    for posting in segment.row(term as usize) {
+                        let doc = posting.doc as usize;
+                        if sum[doc] == 0.0 {
+                            in_form.push(posting.doc);
+                        }
+                        sum[doc] += weight * posting.score;
                     }
-                    sum[doc] += weight * posting.score;
                 }
             }
             for &doc in &in_form {
@@ -195,6 +223,8 @@ struct Ranked {
     /// How many tools of its group were chosen when `score` was computed.
     crowd: u32,
     doc: u32,
+    /// The tool's place in name order.
+    order: u64,
 }
 
 impl Ord for Ranked {
@@ -202,7 +232,7 @@ impl Ord for Ranked {
         self.exact
             .cmp(&other.exact)
             .then(self.score.total_cmp(&other.score))
-            .then(other.doc.cmp(&self.doc))
+            .then(other.order.cmp(&self.order))
     }
 }
 

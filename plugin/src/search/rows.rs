@@ -26,19 +26,24 @@ impl<T> Rows<T> {
         self.starts.push(self.items.len() as u32);
     }
 
+    /// How many rows there are.
+    pub fn len(&self) -> usize {
+        self.starts.len() - 1
+    }
+
+    /// Row `row`, or no items past the last row (an index grown by an update has terms its
+    /// older segments never saw).
+    pub fn row(&self, row: usize) -> &[T] {
+        match (self.starts.get(row), self.starts.get(row + 1)) {
+            (Some(&start), Some(&end)) => &self.items[start as usize..end as usize],
+            _ => &[],
+        }
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &[T]> {
         self.starts
             .windows(2)
             .map(|w| &self.items[w[0] as usize..w[1] as usize])
-    }
-
-    pub fn iter_mut(&mut self) -> impl Iterator<Item = &mut [T]> {
-        let mut rest = self.items.as_mut_slice();
-        self.starts.windows(2).map(move |w| {
-            let (row, tail) = std::mem::take(&mut rest).split_at_mut((w[1] - w[0]) as usize);
-            rest = tail;
-            row
-        })
     }
 }
 
@@ -102,10 +107,8 @@ mod tests {
             (&rows[0], &rows[1], &rows[2]),
             (&[1, 2][..], &[][..], &[3][..])
         );
-        for row in rows.iter_mut() {
-            row.iter_mut().for_each(|x| *x *= 10);
-        }
-        assert_eq!(rows.iter().collect::<Vec<_>>(), [&[10, 20][..], &[], &[30]]);
+        assert_eq!(rows.len(), 3);
+        assert_eq!((rows.row(2), rows.row(3)), (&[3][..], &[][..]));
 
         let mut gather = Gather::new(&[2, 0, 1]);
         for (row, item) in [(0, 'a'), (2, 'c'), (0, 'b')] {

@@ -2,6 +2,7 @@
 //! through the shell, with every catalog tool deferred so that all of them compete.
 
 use std::collections::HashMap;
+use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
@@ -31,9 +32,20 @@ pub enum Found {
 impl ComponentSearch {
     /// A shell with `catalog` registered and lazy-tools deferring every tool.
     pub fn new(catalog: &Catalog) -> Result<Self> {
+        Self::with_component(catalog, None)
+    }
+
+    /// [`ComponentSearch::new`] with the lazy-tools component at `path` (another build of
+    /// it, to compare) instead of the one built with this harness.
+    pub fn with_component(catalog: &Catalog, path: Option<&Path>) -> Result<Self> {
         let mut shell = Shell::new();
         shell.register_catalog(catalog)?;
-        let component = WasmHost::global().lazy_tools()?;
+        let component = match path {
+            Some(path) => WasmHost::global()
+                .load(path)
+                .with_context(|| format!("loading {}", path.display()))?,
+            None => WasmHost::global().lazy_tools()?,
+        };
         shell
             .install_plugin(PLUGIN, &component, &json!({"defer": ["Defer(*)"]}))
             .context("installing lazy-tools")?;

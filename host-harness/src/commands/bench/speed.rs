@@ -25,6 +25,8 @@ pub struct Options {
     pub queries: Vec<PathBuf>,
     pub tools: usize,
     pub runs: usize,
+    /// Another build of the lazy-tools component to measure.
+    pub component: Option<PathBuf>,
 }
 
 /// `tools` tools from `catalogs`, deterministically: every server of every catalog in order,
@@ -121,6 +123,11 @@ pub struct Args {
     /// Runs per measurement.
     #[arg(long, default_value_t = 50)]
     runs: usize,
+    /// The lazy-tools component to measure inside [default: the one built with this
+    /// harness]; another build of it (an older commit's) gives before-and-after figures in
+    /// one command.
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
 }
 
 impl Args {
@@ -144,6 +151,7 @@ impl Args {
             queries: or_default(self.queries, &["bench/zh.jsonl"]),
             tools: self.tools,
             runs: self.runs,
+            component: self.component,
         };
         run(options, heap)
     }
@@ -195,9 +203,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         .collect();
 
     // Inside the component, through the shell.
-    let mut empty = ComponentSearch::new(&Catalog { servers: vec![] })?;
-    let mut component =
-        ComponentSearch::new(&catalog).context("loading the generated catalog into lazy-tools")?;
+    let with =
+        |catalog: &Catalog| ComponentSearch::with_component(catalog, options.component.as_deref());
+    let mut empty = with(&Catalog { servers: vec![] })?;
+    let mut component = with(&catalog).context("loading the generated catalog into lazy-tools")?;
     let plugin_memory = |c: &mut ComponentSearch| -> Result<usize> {
         Ok(c.shell_mut().plugin_mut(PLUGIN)?.memory_bytes())
     };
@@ -219,13 +228,87 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             .1
         })
         .collect();
+    // registry-changed when nothing changed, when one server of JOINING tools joins, and
+    // when it leaves again (a server reconnecting): what the plugin fetches and redoes.
+    let joining = joining_server(&catalog, JOINING)?;
+    let mut unchanged = Vec::with_capacity(runs);
+    let mut joins = Vec::with_capacity(runs);
+    let mut leaves = Vec::with_capacity(runs);
+    let mut joined_memory = 0;
+    for _ in 0..runs {
+        unchanged.push(registry_changed(&mut component)?);
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            core.set_group(&joining.servers[0].name, &joining.servers[0].description);
+            for (_, tool) in joining.tools() {
+                core.register(tool)?;
+            }
+        }
+        joins.push(registry_changed(&mut component)?);
+        joined_memory = plugin_memory(&mut component)?;
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.unregister(&tool.name, None)?;
+            }
+        }
+        leaves.push(registry_changed(&mut component)?);
+    }
+    // The same join with one agent alive: the plugin refreshes its view (`allowed-tools` of
+    // 10,000 names over WIT), the part of a registry change that is per agent, not the index.
+    let agent = component.shell_mut().create_agent("main", None)?;
+    let mut joins_with_agent = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.register(tool)?;
+            }
+        }
+        joins_with_agent.push(registry_changed(&mut component)?);
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.unregister(&tool.name, None)?;
+            }
+        }
+        registry_changed(&mut component)?;
+    }
+    component.shell_mut().dispose_agent(&agent)?;
+    // A full build: a fresh plugin's first look at the whole registry (the tools registered
+    // after it was installed, so registry-changed fetches and indexes them all).
     let mut reloads = Vec::with_capacity(runs);
     for _ in 0..runs {
-        let plugin = component.shell_mut().plugin_mut(PLUGIN)?;
-        let (result, took) = time(|| plugin.registry_changed());
-        result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
-        reloads.push(took);
+        let mut fresh = with(&Catalog { servers: vec![] })?;
+        {
+            let shell = fresh.shell_mut();
+            let mut core = shell.core();
+            for server in &catalog.servers {
+                core.set_group(&server.name, &server.description);
+            }
+            for (_, tool) in catalog.tools() {
+                core.register(tool)?;
+            }
+        }
+        reloads.push(registry_changed(&mut fresh)?);
     }
+    // Natively, the index alone: the same server joining and leaving.
+    let mut joined_registry = native_registry(&catalog);
+    let joining_tools: Vec<ToolDef> = native_registry(&joining).tools().to_vec();
+    let joining_names: Vec<String> = joining_tools.iter().map(|t| t.name.clone()).collect();
+    let mut grown = SearchIndex::build(&registry);
+    let mut native_joins = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        joined_registry.apply(&joining_names, joining_tools.clone());
+        native_joins.push(time(|| grown.update(&joined_registry, &joining_names)).1);
+        joined_registry.apply(&joining_names, Vec::new());
+        grown.update(&joined_registry, &joining_names);
+    }
+
     // The search's own share of a call is small next to the call's refresh of ten thousand
     // names, so each run searches ten queries in one call and compares it with a call that
     // loads the same tools by name: the difference over ten is one search.
@@ -253,12 +336,32 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             ms(median(builds)),
         ),
         (
-            "index build in the component (registry-changed: fetch the tools over WIT, index, classify)",
+            "index update, native (SearchIndex::update: one server of 20 tools joins)",
+            ms(median(native_joins)),
+        ),
+        (
+            "registry-changed in the component, full (every tool new: fetch all over WIT, index, classify)",
             ms(median(reloads)),
         ),
         (
             "  of which the shell's side, native (the tools as WIT records)",
             ms(median(host_side)),
+        ),
+        (
+            "registry-changed in the component, nothing changed",
+            ms(median(unchanged)),
+        ),
+        (
+            "registry-changed in the component, one server of 20 tools joins (10,000 + 20)",
+            ms(median(joins)),
+        ),
+        (
+            "registry-changed in the component, the same server leaves",
+            ms(median(leaves)),
+        ),
+        (
+            "registry-changed in the component, the join with one agent alive (its view refreshed)",
+            ms(median(joins_with_agent)),
         ),
         (
             "search, native (SearchIndex::search, top 5)",
@@ -297,7 +400,49 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         ),
         mb(loaded_memory)
     );
+    println!(
+        "{:<96} {:>12}",
+        "component linear memory after the last join (index grown in place)",
+        mb(joined_memory)
+    );
     Ok(())
+}
+
+/// Tools of the server that joins and leaves in the join figures.
+const JOINING: usize = 20;
+
+/// One server of `tools` tools, taken from the first servers of `catalog` under a name of its
+/// own, as a server that connects to the shell.
+fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog> {
+    let mut server = catalog
+        .servers
+        .iter()
+        .find(|s| !s.tools.is_empty())
+        .cloned()
+        .context("the catalog has no tools")?;
+    let all: Vec<_> = catalog.servers.iter().flat_map(|s| &s.tools).collect();
+    server.name = "joining".into();
+    server.tools = all
+        .iter()
+        .take(tools)
+        .enumerate()
+        .map(|(i, tool)| {
+            let mut tool = (*tool).clone();
+            tool.name = format!("{}_{i}", tool.name);
+            tool
+        })
+        .collect();
+    Ok(Catalog {
+        servers: vec![server],
+    })
+}
+
+/// Times the plugin's `registry-changed`.
+fn registry_changed(component: &mut ComponentSearch) -> Result<Duration> {
+    let plugin = component.shell_mut().plugin_mut(PLUGIN)?;
+    let (result, took) = time(|| plugin.registry_changed());
+    result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
+    Ok(took)
 }
 
 /// Times one `tool_search` call by a fresh agent (creating the agent is not timed); the

@@ -96,6 +96,22 @@ impl dsh::tool_restriction::host::Host for PluginState {
         })
     }
 
+    fn registry_revision(&mut self) -> u64 {
+        self.host().registry_revision().unwrap_or_default()
+    }
+
+    fn registry_changes(&mut self, since: u64) -> Option<wit::RegistryDelta> {
+        self.host_call(|s| {
+            s.host()
+                .registry_changes(since)
+                .map(|delta| wit::RegistryDelta {
+                    revision: delta.revision,
+                    names: delta.names,
+                    tools: delta.tools.into_iter().map(def_to_wit).collect(),
+                })
+        })
+    }
+
     fn tool_enrichment(&mut self) -> Vec<wit::Enrichment> {
         self.host_call(|s| {
             s.host()

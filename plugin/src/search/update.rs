@@ -1,0 +1,628 @@
+//! Growing the index by a few tools without a full build, the way a search engine adds a
+//! segment and marks deleted documents: a changed or new tool is analysed into the small
+//! segment of added tools (new document ids), a removed or replaced one is marked removed, and
+//! only the idf of the terms whose holders changed is computed again (with the vocabulary
+//! concepts those terms are in).
+//!
+//! What an update does not redo is the tool count and the average field lengths in the BM25F
+//! formulas: they stay those of the last full build. Scores are so exactly those of a full
+//! build of the same tools with those figures (a property test checks it), and drift from a
+//! plain full build only as far as the registry has turned over since; past [`MAX_CHURN`] of
+//! it, the update is a full build.
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::bm25;
+use super::build::{Builder, Docs, IN_NAME, Origins, exact_keys, gather, mark, members, saturated};
+use super::fields::{FIELD_COUNT, Field, ToolText};
+use super::holders::{self, Holders};
+use super::index::SearchIndex;
+use super::names::hash;
+use super::rows::Rows;
+use crate::registry::Registry;
+
+/// An update that changes more than this share of the tools of the last full build (tools
+/// added, removed or changed since, counted together) is a full build.
+pub const MAX_CHURN: f32 = 1.0 / 8.0;
+
+/// The figures of the last full build that an update keeps.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub(super) struct Frozen {
+    /// How many tools it indexed (BM25's N).
+    pub tools: usize,
+    pub tool_average: [f32; FIELD_COUNT],
+    pub group_average: [f32; FIELD_COUNT],
+}
+
+/// Groups by key (the MCP server, or the namespace of tools of no described group), with a
+/// hash of the description they were indexed with (`None`: not described).
+#[derive(Debug, Default)]
+pub(super) struct GroupTable {
+    keys: FxHashMap<Box<str>, u32>,
+    described: Vec<Option<u64>>,
+}
+
+impl GroupTable {
+    pub fn get(&self, key: &str) -> Option<u32> {
+        self.keys.get(key).copied()
+    }
+
+    pub fn insert(&mut self, key: &str, described: Option<u64>) -> u32 {
+        let id = self.described.len() as u32;
+        self.keys.insert(key.into(), id);
+        self.described.push(described);
+        id
+    }
+
+    fn described(&self, group: u32) -> Option<u64> {
+        self.described.get(group as usize).copied().flatten()
+    }
+}
+
+/// What an update needs beyond what a query reads.
+#[derive(Debug, Default)]
+pub(super) struct Growth {
+    pub builder: Builder,
+    pub frozen: Frozen,
+    /// Per term, how many tools that are not removed hold it (own text or group's).
+    pub document_frequency: Vec<u32>,
+    /// Per term, how many tools' own names and live groups' names hold it.
+    pub name_count: Vec<u32>,
+    /// Per tool, its terms, [`IN_NAME`] marked.
+    pub doc_terms: Rows<u32>,
+    /// Per group, its terms, [`IN_NAME`] marked, and their saturated frequencies.
+    pub group_terms: Rows<u32>,
+    pub group_tf: Rows<(u32, f32)>,
+    /// Per group, how many of its tools are not removed.
+    pub group_live: Vec<u32>,
+    pub groups: GroupTable,
+    pub origins: Origins,
+    /// Per tool added since the full build, its saturated frequencies.
+    pub added_tf: Rows<(u32, f32)>,
+    /// How many tools the full build indexed: added tools' ids start here.
+    pub built: usize,
+    /// Tools added, removed or changed since the full build.
+    pub churn: usize,
+    /// The registry's group descriptions (hashed) as last indexed.
+    pub registered: FxHashMap<Box<str>, u64>,
+}
+
+/// What [`SearchIndex::update`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Updated {
+    Unchanged,
+    /// Tools added and removed in place (a changed tool counts as both).
+    Grown {
+        added: usize,
+        removed: usize,
+    },
+    Rebuilt,
+}
+
+impl SearchIndex {
+    /// Brings the index up to `registry`, where only the tools named in `changed` (definitions
+    /// or enrichment), and the groups, can differ from what it indexed. Builds afresh when
+    /// that is simpler or the index has drifted too far (see the module's text).
+    pub fn update(&mut self, registry: &Registry, changed: &[String]) -> Updated {
+        let growth = &self.growth;
+        if (growth.churn + changed.len()) as f32 > growth.frozen.tools as f32 * MAX_CHURN {
+            *self = Self::build(registry);
+            return Updated::Rebuilt;
+        }
+        let mut changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        let groups = self.changed_groups(registry);
+        if changed.is_empty() && groups.is_empty() {
+            return Updated::Unchanged;
+        }
+        let mut affected: Vec<u32> = Vec::new();
+        let mut removed = 0;
+        for name in &changed {
+            if let Some(doc) = self.find(name) {
+                self.remove_doc(doc, &mut affected);
+                removed += 1;
+            }
+        }
+        // A group described anew changes the text of the tools still indexed under it.
+        if groups
+            .iter()
+            .any(|name| self.growth.origins.live_of(name) > 0)
+        {
+            *self = Self::build(registry);
+            return Updated::Rebuilt;
+        }
+        // The builder interns new terms into the index's dictionary.
+        self.growth.builder.dictionary = std::mem::take(&mut self.dictionary);
+        let grown = self.grow(registry, &changed, &mut affected);
+        self.dictionary = std::mem::take(&mut self.growth.builder.dictionary);
+        let Some(added) = grown else {
+            *self = Self::build(registry);
+            return Updated::Rebuilt;
+        };
+        for name in groups {
+            match registry.group(&name) {
+                Some(group) => {
+                    self.growth
+                        .registered
+                        .insert(name, hash(&group.description));
+                }
+                None => {
+                    self.growth.registered.remove(&name);
+                }
+            }
+        }
+
+        let terms = self.growth.builder.texts.len();
+        if self.group_count != self.growth.group_tf.len() {
+            self.group_postings = gather(&self.growth.group_tf, 0, |_| false, terms);
+            self.group_count = self.growth.group_tf.len();
+        }
+        let removed_docs = &self.removed;
+        self.added = gather(
+            &self.growth.added_tf,
+            self.growth.built as u32,
+            |doc| removed_docs[doc as usize],
+            terms,
+        );
+        affected.sort_unstable();
+        affected.dedup();
+        self.refresh_idf(&affected);
+        let Self {
+            dictionary, growth, ..
+        } = self;
+        for &term in &affected {
+            let t = term as usize;
+            dictionary.set_held(term, growth.document_frequency[t] > 0);
+            dictionary.set_in_names(&growth.builder.texts[t], term, growth.name_count[t] > 0);
+        }
+        Updated::Grown { added, removed }
+    }
+
+    /// Adds the registry's definition of each of `changed` names; `None` when that needs a
+    /// full build (a group indexed with another description).
+    fn grow(
+        &mut self,
+        registry: &Registry,
+        changed: &[&str],
+        affected: &mut Vec<u32>,
+    ) -> Option<usize> {
+        let mut added = 0;
+        let mut text = ToolText::default();
+        for name in changed {
+            let Some(tool) = registry.first(name) else {
+                continue;
+            };
+            text.read(tool);
+            let growth = &mut self.growth;
+            let mut group_docs = Docs::default();
+            let groups_before = growth.group_tf.len() as u32;
+            let group =
+                growth
+                    .builder
+                    .group(registry, tool, &text, &mut growth.groups, &mut group_docs);
+            let described = registry.group_of(tool).map(|g| hash(&g.description));
+            if group < groups_before && growth.groups.described(group) != described {
+                return None;
+            }
+            if group >= groups_before {
+                self.add_group(&group_docs);
+            }
+            let growth = &mut self.growth;
+            growth.builder.tool(registry, tool, &text);
+            let mut docs = Docs::default();
+            growth.builder.end_doc(&mut docs);
+            growth.origins.add(tool);
+            self.add_doc(&tool.name, group, &docs, affected);
+            added += 1;
+        }
+        Some(added)
+    }
+
+    /// The frozen figures, for a full build to compare an updated index with.
+    #[cfg(test)]
+    pub(super) fn frozen(&self) -> Frozen {
+        self.growth.frozen
+    }
+
+    /// Groups the registry describes otherwise than when they were indexed (new, changed or
+    /// gone).
+    fn changed_groups(&self, registry: &Registry) -> Vec<Box<str>> {
+        let registered = &self.growth.registered;
+        let mut changed: Vec<Box<str>> = registry
+            .groups()
+            .filter(|g| registered.get(g.name.as_str()) != Some(&hash(&g.description)))
+            .map(|g| g.name.as_str().into())
+            .collect();
+        changed.extend(
+            registered
+                .keys()
+                .filter(|name| registry.group(name).is_none())
+                .cloned(),
+        );
+        changed
+    }
+
+    /// The tool indexed under `name` and not removed.
+    fn find(&self, name: &str) -> Option<u32> {
+        let built = &self.names[..self.growth.built];
+        if let Ok(doc) = built.binary_search_by(|n| n.as_str().cmp(name))
+            && !self.removed[doc]
+        {
+            return Some(doc as u32);
+        }
+        (self.growth.built..self.names.len())
+            .rev()
+            .find(|&doc| !self.removed[doc] && self.names[doc] == name)
+            .map(|doc| doc as u32)
+    }
+
+    fn remove_doc(&mut self, doc: u32, affected: &mut Vec<u32>) {
+        self.removed[doc as usize] = true;
+        self.exact_added.retain(|&(_, d)| d != doc);
+        self.removed_count += 1;
+        let growth = &mut self.growth;
+        growth.churn += 1;
+        growth.origins.remove(doc);
+        let group = self.groups[doc as usize];
+        holds(growth, doc, group, affected, |count| *count -= 1);
+        let live = &mut growth.group_live[group as usize];
+        *live -= 1;
+        if *live == 0 {
+            name_counts(growth, group, |count| *count -= 1);
+        }
+    }
+
+    fn add_group(&mut self, group_docs: &Docs) {
+        let growth = &mut self.growth;
+        let (Some(lengths), Some(counts)) =
+            (group_docs.lengths.last(), group_docs.counts.iter().last())
+        else {
+            return;
+        };
+        growth
+            .group_tf
+            .push(saturated(counts, lengths, &growth.frozen.group_average));
+        growth
+            .group_terms
+            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::GroupName)));
+        growth.group_live.push(0);
+    }
+
+    fn add_doc(&mut self, name: &str, group: u32, docs: &Docs, affected: &mut Vec<u32>) {
+        let doc = self.names.len() as u32;
+        let growth = &mut self.growth;
+        let terms = growth.builder.texts.len();
+        growth.document_frequency.resize(terms, 0);
+        growth.name_count.resize(terms, 0);
+        self.idf.resize(terms, 0.0);
+        let (Some(lengths), Some(counts), Some(name_words)) = (
+            docs.lengths.last(),
+            docs.counts.iter().last(),
+            docs.name_words.iter().last(),
+        ) else {
+            return;
+        };
+        growth
+            .added_tf
+            .push(saturated(counts, lengths, &growth.frozen.tool_average));
+        growth
+            .doc_terms
+            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::Name)));
+        growth.churn += 1;
+        self.names.push(name.to_string());
+        self.groups.push(group);
+        self.name_words.push(name_words.iter().copied());
+        self.removed.push(false);
+        exact_keys(name, doc, &mut String::new(), &mut self.exact_added);
+        self.exact_added.dedup();
+        self.place_in_name_order(doc);
+        let growth = &mut self.growth;
+        holds(growth, doc, group, affected, |count| *count += 1);
+        let live = &mut growth.group_live[group as usize];
+        *live += 1;
+        if *live == 1 {
+            name_counts(growth, group, |count| *count += 1);
+        }
+    }
+
+    /// Gives added tool `doc` its place in name order: between the built tools around its
+    /// name, and in name order among the tools added between the same two.
+    fn place_in_name_order(&mut self, doc: u32) {
+        let built = self.growth.built;
+        let name = self.names[doc as usize].as_str();
+        let slot = self.names[..built].partition_point(|n| n.as_str() < name) as u64;
+        self.order.push(slot << 32);
+        let mut same_slot: Vec<usize> = (built..self.names.len())
+            .filter(|&d| self.order[d] >> 32 == slot)
+            .collect();
+        same_slot.sort_unstable_by(|&a, &b| self.names[a].cmp(&self.names[b]));
+        for (i, d) in same_slot.into_iter().enumerate() {
+            self.order[d] = (slot << 32) | (i as u64 + 1);
+        }
+    }
+
+    /// The idf of `affected` terms (whose holders changed) and of the terms that share a
+    /// vocabulary concept with one of them, computed again.
+    fn refresh_idf(&mut self, affected: &[u32]) {
+        let Self {
+            growth,
+            dictionary,
+            idf,
+            postings,
+            added,
+            group_postings,
+            groups,
+            removed,
+            group_count,
+            ..
+        } = self;
+        let texts = &growth.builder.texts;
+        let df = &growth.document_frequency;
+        let mut again: FxHashSet<u32> = affected.iter().copied().collect();
+        let concepts: FxHashSet<u32> = affected
+            .iter()
+            .flat_map(|&t| holders::concepts_with(&texts[t as usize]))
+            .copied()
+            .collect();
+        for &concept in &concepts {
+            again.extend(holders::single_terms(concept).filter_map(|t| dictionary.any_term_id(t)));
+        }
+        let mut evaluate: Vec<u32> = again
+            .iter()
+            .flat_map(|&t| holders::concepts_with(&texts[t as usize]))
+            .copied()
+            .collect();
+        evaluate.sort_unstable();
+        evaluate.dedup();
+        let tools = growth.frozen.tools;
+        for &term in &again {
+            idf[term as usize] = bm25::idf(tools, df[term as usize] as usize);
+        }
+        let members = members(groups, *group_count, removed);
+        let holders = Holders {
+            segments: [&*postings, &*added],
+            group_postings: &*group_postings,
+            members: &members,
+            groups: &*groups,
+            removed: &*removed,
+        };
+        let term_id = |t: &str| {
+            dictionary
+                .any_term_id(t)
+                .filter(|&id| df.get(id as usize).is_some_and(|&df| df > 0))
+        };
+        for concept in evaluate {
+            holders::translated_idf(concept, &holders, tools, term_id, |term, lower| {
+                if again.contains(&term) {
+                    idf[term as usize] = idf[term as usize].min(lower);
+                }
+            });
+        }
+    }
+}
+
+/// Applies `change` to the document frequency of every term tool `doc` holds, in its own text
+/// or its group's (once), and to the name count of its own name's terms.
+fn holds(
+    growth: &mut Growth,
+    doc: u32,
+    group: u32,
+    affected: &mut Vec<u32>,
+    change: impl Fn(&mut u32),
+) {
+    let Growth {
+        doc_terms,
+        group_terms,
+        document_frequency,
+        name_count,
+        ..
+    } = growth;
+    let own = &doc_terms[doc as usize];
+    for &marked in own {
+        let term = marked & !IN_NAME;
+        change(&mut document_frequency[term as usize]);
+        if marked & IN_NAME != 0 {
+            change(&mut name_count[term as usize]);
+        }
+        affected.push(term);
+    }
+    for &marked in &group_terms[group as usize] {
+        let term = marked & !IN_NAME;
+        if !own.iter().any(|&t| t & !IN_NAME == term) {
+            change(&mut document_frequency[term as usize]);
+        }
+        affected.push(term);
+    }
+}
+
+/// Applies `change` to the name count of the terms of `group`'s name.
+fn name_counts(growth: &mut Growth, group: u32, change: impl Fn(&mut u32)) {
+    let Growth {
+        group_terms,
+        name_count,
+        ..
+    } = growth;
+    for &marked in &group_terms[group as usize] {
+        if marked & IN_NAME != 0 {
+            change(&mut name_count[(marked & !IN_NAME) as usize]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::registry::{Origin, ToolDef, ToolGroup};
+
+    const WORDS: &[&str] = &[
+        "get",
+        "list",
+        "create",
+        "file",
+        "files",
+        "issue",
+        "weather",
+        "forecast",
+        "read",
+        "write",
+        "delete",
+        "search",
+        "image",
+        "repository",
+        "message",
+        "send",
+        "stock",
+        "price",
+        "translate",
+        "获取",
+        "文件",
+        "天气",
+        "创建",
+        "查询",
+        "翻译",
+        "the",
+        "a",
+    ];
+
+    const QUERIES: &[&str] = &[
+        "get weather forecast",
+        "create issue",
+        "read file",
+        "获取天气",
+        "文件",
+        "search images",
+        "send a message",
+        "s1 price",
+        "translat",
+        "reposi",
+        "s2__get_file",
+        "delete_stock",
+    ];
+
+    /// A tool drawn from `WORDS`: server, name words, description words.
+    type Spec = (u8, (usize, usize), Vec<usize>);
+
+    fn tool((server, (verb, noun), words): &Spec, edit: u32) -> ToolDef {
+        let word = |i: &usize| WORDS[i % WORDS.len()];
+        let mut description: Vec<&str> = words.iter().map(word).collect();
+        let edited = format!("v{edit}");
+        if edit > 0 {
+            description.push(&edited);
+        }
+        ToolDef {
+            name: format!("s{server}__{}_{}", word(verb), word(noun)),
+            description: description.join(" "),
+            parameters: "{}".into(),
+            // Server 3's tools have no described group.
+            origin: Origin::Mcp(format!("s{server}")),
+        }
+    }
+
+    fn registry(specs: &[(Spec, bool, u32)], group_edit: u32) -> Registry {
+        let tools = specs
+            .iter()
+            .filter(|(_, present, _)| *present)
+            .map(|(spec, _, edit)| tool(spec, *edit))
+            .collect();
+        let groups = (0..3)
+            .map(|g| ToolGroup {
+                name: format!("s{g}"),
+                description: format!("{} server {group_edit}", WORDS[g * 5]),
+            })
+            .collect();
+        Registry::new(tools, groups)
+    }
+
+    fn ranking(index: &SearchIndex) -> Vec<Vec<(String, u32)>> {
+        QUERIES
+            .iter()
+            .map(|q| {
+                index
+                    .search_scored(q, 100, |_| true)
+                    .into_iter()
+                    .map(|(name, score)| (name.to_string(), score.to_bits()))
+                    .collect()
+            })
+            .collect()
+    }
+
+    fn spec() -> impl Strategy<Value = Spec> {
+        (
+            0u8..4,
+            (0..WORDS.len(), 0..WORDS.len()),
+            prop::collection::vec(0..WORDS.len(), 0..8),
+        )
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// After any joins, leaves, edits and group changes, an updated index ranks exactly as
+        /// a full build of the same tools with the figures it keeps (tool count, average field
+        /// lengths), and a full build's figures are its own again after a rebuild.
+        #[test]
+        fn an_updated_index_ranks_as_a_full_build_with_its_figures(
+            pool in prop::collection::vec((spec(), any::<bool>()), 40..80),
+            steps in prop::collection::vec((0usize..80, 0u8..8), 1..24),
+        ) {
+            let mut specs: Vec<(Spec, bool, u32)> =
+                pool.into_iter().map(|(spec, present)| (spec, present, 0)).collect();
+            let mut group_edit = 0;
+            let mut index = SearchIndex::build(&registry(&specs, group_edit));
+            for (at, action) in steps {
+                let at = at % specs.len();
+                let before = tool(&specs[at].0, specs[at].2).name;
+                match action {
+                    0..=2 => specs[at].1 = !specs[at].1,
+                    3..=6 => specs[at].2 += 1,
+                    _ => group_edit += 1,
+                }
+                let registry = registry(&specs, group_edit);
+                let changed = if action == 7 { vec![] } else { vec![before] };
+                let updated = index.update(&registry, &changed);
+                let fresh = SearchIndex::build_frozen(&registry, Some(index.frozen()));
+                prop_assert_eq!(ranking(&index), ranking(&fresh), "{:?}", updated);
+                prop_assert_eq!(index.len(), fresh.len());
+                if updated == Updated::Rebuilt {
+                    prop_assert_eq!(ranking(&index), ranking(&SearchIndex::build(&registry)));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_few_tools_joining_grow_the_index_and_many_rebuild_it() {
+        let specs: Vec<(Spec, bool, u32)> = (0..64)
+            .map(|i| {
+                (
+                    (1, (i % WORDS.len(), i / WORDS.len()), vec![i, i + 3]),
+                    i < 48,
+                    0,
+                )
+            })
+            .collect();
+        let mut index = SearchIndex::build(&registry(&specs, 0));
+        let mut joined = specs.clone();
+        for spec in &mut joined[48..50] {
+            spec.1 = true;
+        }
+        let names: Vec<String> = joined[48..50].iter().map(|s| tool(&s.0, 0).name).collect();
+        let updated = index.update(&registry(&joined, 0), &names);
+        assert_eq!(
+            updated,
+            Updated::Grown {
+                added: 2,
+                removed: 0
+            }
+        );
+        assert_eq!(index.update(&registry(&joined, 0), &[]), Updated::Unchanged);
+        let all: Vec<String> = specs.iter().map(|s| tool(&s.0, 0).name).collect();
+        for spec in &mut joined {
+            spec.1 = true;
+        }
+        assert_eq!(index.update(&registry(&joined, 0), &all), Updated::Rebuilt);
+    }
+}
