@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use host_harness::shell::{Origin, Shell, Tool};
-use host_harness::wasm_host::cache::{CompiledCache, Rejection};
+use host_harness::wasm_host::cache::{CompiledCache, Rejection, Verified};
 use host_harness::wasm_host::{LoadError, LoadedFrom, WasmHost, hex, lazy_tools_component_path};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -256,6 +256,118 @@ fn a_changed_component_of_the_same_size_never_runs_the_old_code() {
         .load_through_cache(&f.component, Some(&f.sha256), &f.cache)
         .unwrap_err();
     assert!(matches!(err, LoadError::Sha256Mismatch { .. }), "{err}");
+}
+
+/// What a test's cache waits for before it trusts a file's identity: more
+/// than the kernel's timestamp tick, less than the real two seconds.
+const TEST_SETTLE: std::time::Duration = std::time::Duration::from_millis(150);
+
+/// An entry compiled into a cache with a short settle time, then loaded once
+/// after it settled (hashing both files and signing their identities), and
+/// once more by identity.
+fn settled_entry() -> (Fixture, CompiledCache) {
+    let f = fixture();
+    let cache = f.cache.clone().with_settle(Some(TEST_SETTLE));
+    let host = WasmHost::global();
+    let (_, from) = host
+        .load_through_cache(&f.component, Some(&f.sha256), &cache)
+        .unwrap();
+    assert_eq!(from, LoadedFrom::Compiled);
+    // Not settled yet: hashed, nothing signed.
+    let load = || cache.load(host.engine(), host.engine_key(), &f.sha256, &f.component);
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+    std::thread::sleep(TEST_SETTLE * 2);
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+    assert_eq!(load().unwrap().verified, Verified::ByIdentity);
+    (f, cache)
+}
+
+#[test]
+fn settled_files_load_by_identity_and_any_write_makes_the_load_hash_again() {
+    let (f, cache) = settled_entry();
+    let host = WasmHost::global();
+    let load = || cache.load(host.engine(), host.engine_key(), &f.sha256, &f.component);
+    runs(
+        &host
+            .load_through_cache(&f.component, Some(&f.sha256), &cache)
+            .unwrap()
+            .0,
+    );
+
+    // The same bytes written again in place (same inode, size and, restored,
+    // modification time): the change time moved, so the load hashes again.
+    let code_path = cache.entry_path(&f.sha256, host.engine_key());
+    let code = std::fs::read(&code_path).unwrap();
+    let modified = std::fs::metadata(&code_path).unwrap().modified().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&code_path)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &code).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+
+    // A copy renamed into place is another file: hashed, then trusted only
+    // after it settled too.
+    let copy = code_path.with_extension("copy");
+    std::fs::copy(&code_path, &copy).unwrap();
+    std::fs::rename(&copy, &code_path).unwrap();
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+    std::thread::sleep(TEST_SETTLE * 2);
+    assert_eq!(load().unwrap().verified, Verified::Hashed);
+    assert_eq!(load().unwrap().verified, Verified::ByIdentity);
+}
+
+#[test]
+fn code_patched_after_its_identity_was_signed_never_runs() {
+    let (f, cache) = settled_entry();
+    let host = WasmHost::global();
+    // Patched in place, size kept and modification time put back: only the
+    // change time, which no user program can set, tells.
+    let code_path = cache.entry_path(&f.sha256, host.engine_key());
+    let mut code = std::fs::read(&code_path).unwrap();
+    let at = code.len() / 2;
+    code[at] ^= 0xff;
+    let modified = std::fs::metadata(&code_path).unwrap().modified().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&code_path)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &code).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    let rejection = cache
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("patched code was trusted by its old identity");
+    assert!(matches!(rejection, Rejection::Corrupt), "{rejection}");
+}
+
+#[test]
+fn a_component_changed_after_its_identity_was_signed_never_runs_the_old_code() {
+    let (f, cache) = settled_entry();
+    let host = WasmHost::global();
+    let mut bytes = std::fs::read(&f.component).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0x01;
+    let modified = std::fs::metadata(&f.component).unwrap().modified().unwrap();
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&f.component)
+        .unwrap();
+    std::io::Write::write_all(&mut &file, &bytes).unwrap();
+    file.set_modified(modified).unwrap();
+    drop(file);
+    let rejection = cache
+        .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
+        .err()
+        .expect("the old code was used for a changed component");
+    assert!(
+        matches!(rejection, Rejection::ComponentChanged),
+        "{rejection}"
+    );
 }
 
 #[cfg(unix)]
