@@ -37,16 +37,23 @@ pub fn median_ns(samples: usize, batch: usize, mut f: impl FnMut()) -> f64 {
 pub struct Args {
     #[command(flatten)]
     catalog: CatalogArg,
+    /// How deferred tools reach the model: `inject` (the default: loaded
+    /// schemas join the tools array) or `dispatch` (a fixed tools array and
+    /// the `deferred_tool_call` forwarder).
+    #[arg(long, default_value = "inject", value_parser = ["inject", "dispatch"])]
+    strategy: String,
 }
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        run(&self.catalog.path())
+        run(&self.catalog.path(), &self.strategy)
     }
 }
 
-pub fn run(catalog: &Path) -> Result<()> {
+pub fn run(catalog: &Path, strategy: &str) -> Result<()> {
     let catalog = Catalog::load(catalog)?;
+    // The preset (every MCP tool deferred) with the strategy asked for.
+    let config = serde_json::json!({ "strategy": strategy });
     let component = WasmHost::global().lazy_tools()?;
 
     let mut shell = Shell::new();
@@ -54,7 +61,7 @@ pub fn run(catalog: &Path) -> Result<()> {
     shell.register_catalog(&catalog)?;
     shell.create_agent("main", None)?;
     shell
-        .install_plugin("lazy-tools", &component, &Value::Null)
+        .install_plugin("lazy-tools", &component, &config)
         .context("installing the component")?;
 
     // The native plugin runs over the same registry in a shell of its own, so
@@ -65,7 +72,7 @@ pub fn run(catalog: &Path) -> Result<()> {
     native_shell.create_agent("main", None)?;
     let mut native = native_lazy_tools(native_shell.shared_core(), "lazy-tools-native");
     native
-        .configure("null")
+        .configure(&config.to_string())
         .map_err(|e| anyhow::anyhow!("native configure: {e:?}"))?;
     native.agent_created("main", None)?;
 
@@ -83,7 +90,7 @@ pub fn run(catalog: &Path) -> Result<()> {
     const SAMPLES: usize = 101;
     const BATCH: usize = 2_000;
     println!(
-        "pre-execute verdict, {} tools registered, median per call over {SAMPLES} batches of {BATCH}:",
+        "pre-execute verdict, {} tools registered, strategy {strategy}, median per call over {SAMPLES} batches of {BATCH}:",
         shell.core().tools().len()
     );
     println!(
@@ -117,8 +124,8 @@ pub fn run(catalog: &Path) -> Result<()> {
         shell.shared_core(),
         Limits::default(),
     )?;
-    if bare.configure("null")?.is_err() {
-        bail!("the component rejects a null config");
+    if let Err(e) = bare.configure(&config.to_string())? {
+        bail!("the component rejects {config}: {e:?}");
     }
     bare.agent_created("main", None)?
         .map_err(|e| anyhow::anyhow!("agent-created: {e}"))?;
