@@ -44,7 +44,7 @@ impl Field {
     /// How much a term in this field counts against one in the description.
     pub fn weight(self) -> f32 {
         match self {
-            Field::Name => 3.0,
+            Field::Name => 2.0,
             Field::GroupName => 1.5,
             Field::Summary => 1.0,
             Field::Description => 0.5,
