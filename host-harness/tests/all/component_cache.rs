@@ -283,6 +283,15 @@ fn settled_entry() -> (Fixture, CompiledCache) {
     (f, cache)
 }
 
+/// Writes `bytes` over `path` in place (same inode, no truncation) and puts
+/// its modification time back, as someone hiding a change would.
+fn overwrite_keeping_mtime(path: &Path, bytes: &[u8]) {
+    let modified = std::fs::metadata(path).unwrap().modified().unwrap();
+    let file = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+    std::io::Write::write_all(&mut &file, bytes).unwrap();
+    file.set_modified(modified).unwrap();
+}
+
 #[test]
 fn settled_files_load_by_identity_and_any_write_makes_the_load_hash_again() {
     let (f, cache) = settled_entry();
@@ -299,14 +308,7 @@ fn settled_files_load_by_identity_and_any_write_makes_the_load_hash_again() {
     // modification time): the change time moved, so the load hashes again.
     let code_path = cache.entry_path(&f.sha256, host.engine_key());
     let code = std::fs::read(&code_path).unwrap();
-    let modified = std::fs::metadata(&code_path).unwrap().modified().unwrap();
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&code_path)
-        .unwrap();
-    std::io::Write::write_all(&mut &file, &code).unwrap();
-    file.set_modified(modified).unwrap();
-    drop(file);
+    overwrite_keeping_mtime(&code_path, &code);
     assert_eq!(load().unwrap().verified, Verified::Hashed);
 
     // A copy renamed into place is another file: hashed, then trusted only
@@ -330,14 +332,7 @@ fn code_patched_after_its_identity_was_signed_never_runs() {
     let mut code = std::fs::read(&code_path).unwrap();
     let at = code.len() / 2;
     code[at] ^= 0xff;
-    let modified = std::fs::metadata(&code_path).unwrap().modified().unwrap();
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&code_path)
-        .unwrap();
-    std::io::Write::write_all(&mut &file, &code).unwrap();
-    file.set_modified(modified).unwrap();
-    drop(file);
+    overwrite_keeping_mtime(&code_path, &code);
     let rejection = cache
         .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
         .err()
@@ -352,14 +347,7 @@ fn a_component_changed_after_its_identity_was_signed_never_runs_the_old_code() {
     let mut bytes = std::fs::read(&f.component).unwrap();
     let last = bytes.len() - 1;
     bytes[last] ^= 0x01;
-    let modified = std::fs::metadata(&f.component).unwrap().modified().unwrap();
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(&f.component)
-        .unwrap();
-    std::io::Write::write_all(&mut &file, &bytes).unwrap();
-    file.set_modified(modified).unwrap();
-    drop(file);
+    overwrite_keeping_mtime(&f.component, &bytes);
     let rejection = cache
         .load(host.engine(), host.engine_key(), &f.sha256, &f.component)
         .err()
