@@ -14,6 +14,7 @@ use super::index::{Posting, Postings, SearchIndex};
 use super::names::{hash, normalise_name_into};
 use super::rows::{Gather, Rows};
 use super::update::{Frozen, GroupTable, Growth};
+use super::word_terms::WordTerms;
 use crate::registry::{Enrichment, Origin, Registry, ToolDef};
 
 /// Marks a term of a tool's own name (or of a group's name) in a document's term list.
@@ -29,7 +30,7 @@ impl SearchIndex {
     /// registry's own (the ones an updated index keeps from its last full build).
     pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
         let mut tools: Vec<&ToolDef> = registry.first_definitions().collect();
-        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        tools.sort_unstable_by(|a, b| crate::names::compare(&a.name, &b.name));
 
         let mut builder = Builder::new();
         let mut table = GroupTable::default();
@@ -364,7 +365,7 @@ pub(super) struct Builder {
     scratch: Scratch,
     /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
     /// stemmed and looked up once.
-    words: FxHashMap<Box<str>, Option<u32>>,
+    words: WordTerms,
     /// Per term, the last document that holds it and the term's place in that document's
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
@@ -485,7 +486,7 @@ impl Builder {
                 Piece::Cjk { gram, .. } => gram,
             };
             let term = match self.words.get(text) {
-                Some(&known) => known,
+                Some(known) => known,
                 None => {
                     let term = match piece {
                         Piece::Word { lower, .. } => {
@@ -495,7 +496,7 @@ impl Builder {
                             analyzer.keeps_cjk(gram).then(|| self.intern(gram))
                         }
                     };
-                    self.words.insert(text.into(), term);
+                    self.words.insert(text, term);
                     term
                 }
             };
