@@ -11,7 +11,7 @@ use super::dictionary::Dictionary;
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
-use super::names::{hash, normalise_name_into};
+use super::names::{hash, name_key};
 use super::rows::{Gather, Rows};
 use super::update::{Frozen, GroupTable, Growth};
 use super::word_terms::WordTerms;
@@ -117,9 +117,8 @@ impl SearchIndex {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
-        let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            exact_keys(&tool.name, doc as u32, &mut buf, &mut exact);
+            exact_keys(&tool.name, doc as u32, &mut exact);
         }
         exact.sort_unstable();
         exact.dedup();
@@ -216,12 +215,11 @@ pub(super) fn gather(
 }
 
 /// The keys under which a tool's whole name and own name are found exactly.
-pub(super) fn exact_keys(name: &str, doc: u32, buf: &mut String, out: &mut Vec<(u64, u32)>) {
+pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
     let own = own_name(name);
     let names = [name, own];
     for name in &names[..if own.len() == name.len() { 1 } else { 2 }] {
-        normalise_name_into(name, buf);
-        out.push((hash(buf), doc));
+        out.push((name_key(name), doc));
     }
 }
 
