@@ -3,9 +3,12 @@
 //! loads a group's members, and the `dispatch` catalog shows one line per
 //! group.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::{FxHashMap, FxHashSet as HashSet};
 
 use crate::config::GroupDecl;
+use crate::names;
 use crate::registry::{LazyGroup, Origin, Registry};
 
 /// The group of deferred tools that belong to no other group.
@@ -61,24 +64,31 @@ impl Groups {
             members: BTreeSet::new(),
             lazy: None,
         };
-        let mut servers = HashSet::new();
+        let mut servers = HashSet::default();
+        // Each server's tools gathered, then sorted once: one lookup by hash per tool, not a
+        // walk down the trees (comparing strings is slow in the component; see
+        // `names::compare`).
+        let mut of_server: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
         for tool in registry.tools() {
             if let Origin::Mcp(server) = &tool.origin {
-                let group = match by_id.get_mut(server) {
-                    Some(group) => group,
-                    None => {
-                        servers.insert(server.clone());
-                        by_id.entry(server.clone()).or_insert_with(|| Group {
-                            description: registry
-                                .group(server)
-                                .map(|g| g.description.clone())
-                                .unwrap_or_default(),
-                            ..blank()
-                        })
-                    }
-                };
-                group.members.insert(tool.name.clone());
+                of_server.entry(server).or_default().push(&tool.name);
             }
+        }
+        for (server, mut members) in of_server {
+            members.sort_unstable_by(|a, b| names::compare(a, b));
+            members.dedup();
+            servers.insert(server.to_string());
+            by_id.insert(
+                server.to_string(),
+                Group {
+                    description: registry
+                        .group(server)
+                        .map(|g| g.description.clone())
+                        .unwrap_or_default(),
+                    members: members.into_iter().map(str::to_string).collect(),
+                    ..blank()
+                },
+            );
         }
         for decl in declared {
             let group = by_id.entry(decl.name.clone()).or_insert_with(blank);

@@ -2,7 +2,9 @@
 //! tools and the exposure layers it installs through the [`Host`].
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 
@@ -78,7 +80,7 @@ impl<H: Host> LazyTools<H> {
             host,
             policy: None,
             registry: Registry::default(),
-            classes: HashMap::new(),
+            classes: HashMap::default(),
             index: SearchIndex::default(),
             revision: None,
             costs: TokenCosts::default(),

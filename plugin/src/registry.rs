@@ -1,7 +1,9 @@
 //! The plugin's cached copy of the shell's tool registry. It is fetched once
 //! and again only when the host says the registry changed, never per call.
 
-use std::collections::{HashMap, HashSet};
+// Fx: the keys are tool and server names from the shell, and SipHash is the slow part of
+// filling these maps with ten thousand tools.
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Where a tool comes from (mirrors the WIT `tool-origin`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -93,7 +95,8 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(tools: Vec<ToolDef>, groups: Vec<ToolGroup>) -> Self {
-        let mut by_name: HashMap<String, Vec<usize>> = HashMap::with_capacity(tools.len());
+        let mut by_name: HashMap<String, Vec<usize>> =
+            HashMap::with_capacity_and_hasher(tools.len(), Default::default());
         for (i, tool) in tools.iter().enumerate() {
             by_name.entry(tool.name.clone()).or_default().push(i);
         }
@@ -102,7 +105,7 @@ impl Registry {
             tools,
             by_name,
             groups,
-            enrichment: HashMap::new(),
+            enrichment: HashMap::default(),
         }
     }
 

@@ -225,23 +225,30 @@ pub fn changed_hint(tool: &str, strategy: Strategy) -> String {
 }
 
 /// Where the first sentence of `text` ends, as a byte offset: after `.`, `!` or `?` followed
-/// by whitespace or the end, after `。`, `！` or `？`, or before a line break.
+/// by whitespace or the end, after `。`, `！` or `？`, or before a line break. Read by bytes (an
+/// index build reads every description): each candidate is the first byte of a character.
 pub fn sentence_end(text: &str) -> usize {
-    text.char_indices()
-        .find(|&(i, c)| {
-            matches!(c, '。' | '！' | '？' | '\n')
-                || (matches!(c, '.' | '!' | '?')
-                    && text[i + c.len_utf8()..]
-                        .chars()
-                        .next()
-                        .is_none_or(char::is_whitespace))
-        })
-        .map_or(
-            text.len(),
-            |(i, c)| {
-                if c == '\n' { i } else { i + c.len_utf8() }
-            },
-        )
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        match b {
+            b'\n' => return i,
+            b'.' | b'!' | b'?' => {
+                let next = text[i + 1..].chars().next();
+                if next.is_none_or(char::is_whitespace) {
+                    return i + 1;
+                }
+            }
+            // The lead bytes of 。 (E3 80 82), ！ (EF BC 81) and ？ (EF BC 9F).
+            0xE3 | 0xEF => {
+                let end = i + 3;
+                if matches!(text.get(i..end), Some("。" | "！" | "？")) {
+                    return end;
+                }
+            }
+            _ => {}
+        }
+    }
+    text.len()
 }
 
 /// The first sentence of a description, at most `max_chars` characters, for
@@ -276,6 +283,24 @@ mod tests {
         assert_eq!(first_sentence("line one\nline two", 100), "line one");
         assert_eq!(first_sentence("abcdefgh", 5), "abcd…");
         assert_eq!(first_sentence("", 5), "");
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn sentence_end_reads_chars_as_bytes(text in "[a .!?\n\t。！？é…股\u{3000}Ａあ]{0,20}") {
+            let by_chars = text
+                .char_indices()
+                .find(|&(i, c)| {
+                    matches!(c, '。' | '！' | '？' | '\n')
+                        || (matches!(c, '.' | '!' | '?')
+                            && text[i + c.len_utf8()..]
+                                .chars()
+                                .next()
+                                .is_none_or(char::is_whitespace))
+                })
+                .map_or(text.len(), |(i, c)| if c == '\n' { i } else { i + c.len_utf8() });
+            proptest::prop_assert_eq!(sentence_end(&text), by_chars);
+        }
     }
 
     #[test]

@@ -169,11 +169,12 @@ impl Analyzer {
             may_split,
             buf,
         } = scratch;
-        // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are.
-        if text.is_ascii() {
-            ascii_words(text, buf, &mut f);
+        // Most tool text is ASCII: bytes, no char decoding, and lowercase words as they are,
+        // up to the word with the first non-ASCII character; chars from there.
+        let Some(rest) = ascii_words(text, buf, &mut f) else {
             return;
-        }
+        };
+        let text = &text[rest..];
         word.clear();
         *may_split = false;
         // Where the current run of CJK characters began.
@@ -258,29 +259,55 @@ fn flush_word(
     word.clear();
 }
 
-/// The pieces of ASCII text: its words of letters and digits, each split as
-/// [`split_points`] splits a word of chars.
-fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+/// The pieces of the ASCII words of `text`: its words of letters and digits, each split as
+/// [`split_points`] splits a word of chars. Stops at the first non-ASCII byte and returns
+/// where the rest begins: that byte, or the start of the word it is in (none of whose pieces
+/// were given), after which nothing carries over from the text before.
+fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut i = 0;
-    while i < bytes.len() {
-        if ASCII_CLASS[bytes[i] as usize] == 0 {
+    while let Some(&b) = bytes.get(i) {
+        if ASCII_CLASS[b as usize] == 0 {
+            if !b.is_ascii() {
+                return Some(i);
+            }
             i += 1;
             continue;
         }
         let start = i;
-        // The classes of the word's bytes: a word of lowercase letters only is one piece.
-        let mut classes = 0;
-        while let Some(&b) = bytes.get(i) {
+        // A word of lowercase letters only is one piece.
+        let mut lower_only = true;
+        loop {
+            // Eight bytes at a time while they are ASCII (most words end in the first eight).
+            if let Some(&chunk) = bytes.get(i..).and_then(<[u8]>::first_chunk::<8>) {
+                let chunk = u64::from_le_bytes(chunk);
+                if chunk & HIGH == 0 {
+                    let lower = in_range(chunk, b'a', b'z');
+                    let word = lower | in_range(chunk, b'A', b'Z') | in_range(chunk, b'0', b'9');
+                    // The word's bytes in this chunk, from the first.
+                    let n = (!word & HIGH).trailing_zeros() / 8;
+                    let of_word = HIGH & u64::MAX.checked_shl(8 * n).map_or(u64::MAX, |m| !m);
+                    lower_only &= lower & of_word == of_word;
+                    i += n as usize;
+                    if n < 8 {
+                        break;
+                    }
+                    continue;
+                }
+            }
+            let Some(&b) = bytes.get(i) else { break };
             let class = ASCII_CLASS[b as usize];
             if class == 0 {
+                if !b.is_ascii() {
+                    return Some(start);
+                }
                 break;
             }
-            classes |= class;
+            lower_only &= class == LOWER;
             i += 1;
         }
         let word = &text[start..i];
-        if classes == LOWER {
+        if lower_only {
             f(Piece::Word {
                 lower: word,
                 whole: false,
@@ -289,6 +316,19 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
             ascii_word_pieces(word, buf, f);
         }
     }
+    None
+}
+
+/// The high bit of each of eight bytes.
+const HIGH: u64 = 0x8080_8080_8080_8080;
+
+/// The high bit of each byte of `chunk` that is in `lo..=hi`, for a chunk of ASCII bytes: no
+/// subtraction borrows from the next byte.
+fn in_range(chunk: u64, lo: u8, hi: u8) -> u64 {
+    let each = |b: u8| u64::from_le_bytes([b; 8]);
+    let at_least_lo = (chunk | HIGH) - each(lo);
+    let at_most_hi = (each(hi) | HIGH) - chunk;
+    at_least_lo & at_most_hi & HIGH
 }
 
 const LOWER: u8 = 1;
@@ -330,9 +370,7 @@ fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)
         .chain([bytes.len()])
     {
         split |= end < bytes.len();
-        buf.clear();
-        buf.push_str(&word[start..end]);
-        buf.make_ascii_lowercase();
+        ascii_lowercase_into(&bytes[start..end], buf);
         f(Piece::Word {
             lower: buf,
             whole: false,
@@ -340,14 +378,19 @@ fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)
         start = end;
     }
     if split {
-        buf.clear();
-        buf.push_str(word);
-        buf.make_ascii_lowercase();
+        ascii_lowercase_into(bytes, buf);
         f(Piece::Word {
             lower: buf,
             whole: true,
         });
     }
+}
+
+/// `bytes` lowercased into `buf`, byte by byte: in the component, copying a few bytes with
+/// `push_str` is a call out of the guest (`memory.copy`).
+fn ascii_lowercase_into(bytes: &[u8], buf: &mut String) {
+    buf.clear();
+    buf.extend(bytes.iter().map(|b| char::from(b.to_ascii_lowercase())));
 }
 
 /// The unigrams and bigrams of a run of CJK characters, in order.
@@ -485,6 +528,91 @@ mod tests {
             let mut general = pieces(&format!("{text} é"));
             assert_eq!(general.pop(), Some(("é".to_string(), false)));
             assert_eq!(pieces(text), general, "{text}");
+        }
+    }
+
+    /// Every piece the general path (chars, from the start) gives, for text of any kind.
+    fn pieces_by_chars(text: &str) -> Vec<Piece<'static>> {
+        let mut out = Vec::new();
+        let (mut word, mut may_split, mut buf) = (Vec::new(), false, String::new());
+        let mut cjk_start = None;
+        let leak = |s: &str| -> &'static str { Box::leak(s.to_string().into_boxed_str()) };
+        let mut f = |piece: Piece<'_>| {
+            out.push(match piece {
+                Piece::Word { lower, whole } => Piece::Word {
+                    lower: leak(lower),
+                    whole,
+                },
+                Piece::Cjk { gram, bigram } => Piece::Cjk {
+                    gram: leak(gram),
+                    bigram,
+                },
+            })
+        };
+        for (i, c) in text.char_indices() {
+            let c = fold_width(c);
+            if is_cjk(c) {
+                flush_word(&mut word, &mut may_split, &mut buf, &mut f);
+                cjk_start.get_or_insert(i);
+                continue;
+            }
+            if let Some(start) = cjk_start.take() {
+                cjk_grams(&text[start..i], &mut f);
+            }
+            if c.is_alphanumeric() {
+                may_split |= c.is_uppercase() || c.is_numeric();
+                word.push(c);
+            } else {
+                flush_word(&mut word, &mut may_split, &mut buf, &mut f);
+            }
+        }
+        flush_word(&mut word, &mut may_split, &mut buf, &mut f);
+        if let Some(start) = cjk_start {
+            cjk_grams(&text[start..], &mut f);
+        }
+        out
+    }
+
+    #[test]
+    fn text_read_as_ascii_up_to_its_first_other_character_splits_as_chars_do() {
+        for text in [
+            "getBaziDetail café HTMLParser",
+            "Read files 读取文件 quickly",
+            "readFile读取 x2Y",
+            "naïveCamelCase and ＰＤＦ files",
+            "plain ascii only, with_Under_scores",
+            "é",
+            "股票",
+            "a股b",
+            "endsWith é",
+            "aVeryLongCamelCaseIdentifierName reallylonglowercaseword ABCDEFGHIJKLMNOP x",
+            "0123456789abcdefXYZ::ab@cd[ef]gh{ij}kl`mn/op:qr",
+        ] {
+            let mut fast = Vec::new();
+            analyzer().for_each_piece(text, |piece| {
+                fast.push(match piece {
+                    Piece::Word { lower, whole } => (lower.to_string(), whole),
+                    Piece::Cjk { gram, bigram } => (gram.to_string(), bigram),
+                })
+            });
+            let slow: Vec<(String, bool)> = pieces_by_chars(text)
+                .into_iter()
+                .map(|piece| match piece {
+                    Piece::Word { lower, whole } => (lower.to_string(), whole),
+                    Piece::Cjk { gram, bigram } => (gram.to_string(), bigram),
+                })
+                .collect();
+            assert_eq!(fast, slow, "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_splits_as_chars_do(text in "[a-zA-Z0-9 _:@\\[`{/\\x7féÉ股票ＰＤ\\n-]{0,40}") {
+            let mut fast = Vec::new();
+            analyzer().for_each_piece(&text, |piece| fast.push(format!("{piece:?}")));
+            let slow: Vec<String> = pieces_by_chars(&text).iter().map(|p| format!("{p:?}")).collect();
+            proptest::prop_assert_eq!(fast, slow);
         }
     }
 

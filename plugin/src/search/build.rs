@@ -11,9 +11,10 @@ use super::dictionary::Dictionary;
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
 use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
-use super::names::{hash, normalise_name_into};
+use super::names::{hash, name_key};
 use super::rows::{Gather, Rows};
 use super::update::{Frozen, GroupTable, Growth};
+use super::word_terms::WordTerms;
 use crate::registry::{Enrichment, Origin, Registry, ToolDef};
 
 /// Marks a term of a tool's own name (or of a group's name) in a document's term list.
@@ -29,7 +30,7 @@ impl SearchIndex {
     /// registry's own (the ones an updated index keeps from its last full build).
     pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
         let mut tools: Vec<&ToolDef> = registry.first_definitions().collect();
-        tools.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+        tools.sort_unstable_by(|a, b| crate::names::compare(&a.name, &b.name));
 
         let mut builder = Builder::new();
         let mut table = GroupTable::default();
@@ -116,9 +117,8 @@ impl SearchIndex {
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
         let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
-        let mut buf = String::new();
         for (doc, tool) in tools.iter().enumerate() {
-            exact_keys(&tool.name, doc as u32, &mut buf, &mut exact);
+            exact_keys(&tool.name, doc as u32, &mut exact);
         }
         exact.sort_unstable();
         exact.dedup();
@@ -215,12 +215,11 @@ pub(super) fn gather(
 }
 
 /// The keys under which a tool's whole name and own name are found exactly.
-pub(super) fn exact_keys(name: &str, doc: u32, buf: &mut String, out: &mut Vec<(u64, u32)>) {
+pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
     let own = own_name(name);
     let names = [name, own];
     for name in &names[..if own.len() == name.len() { 1 } else { 2 }] {
-        normalise_name_into(name, buf);
-        out.push((hash(buf), doc));
+        out.push((name_key(name), doc));
     }
 }
 
@@ -364,7 +363,7 @@ pub(super) struct Builder {
     scratch: Scratch,
     /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
     /// stemmed and looked up once.
-    words: FxHashMap<Box<str>, Option<u32>>,
+    words: WordTerms,
     /// Per term, the last document that holds it and the term's place in that document's
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
@@ -485,7 +484,7 @@ impl Builder {
                 Piece::Cjk { gram, .. } => gram,
             };
             let term = match self.words.get(text) {
-                Some(&known) => known,
+                Some(known) => known,
                 None => {
                     let term = match piece {
                         Piece::Word { lower, .. } => {
@@ -495,7 +494,7 @@ impl Builder {
                             analyzer.keeps_cjk(gram).then(|| self.intern(gram))
                         }
                     };
-                    self.words.insert(text.into(), term);
+                    self.words.insert(text, term);
                     term
                 }
             };

@@ -90,8 +90,14 @@ impl<'a> ToolText<'a> {
 
 /// The tool's own name: what follows the last `__` (`github__create_issue` -> `create_issue`).
 pub fn own_name(name: &str) -> &str {
-    // A byte search: `rsplit_once` sets up a general substring searcher on every call.
-    match name.as_bytes().windows(2).rposition(|pair| pair == b"__") {
+    // A byte search: `rsplit_once` sets up a general substring searcher on every call, and
+    // comparing two-byte windows as slices calls `memcmp` in the component.
+    let bytes = name.as_bytes();
+    let last = (1..bytes.len())
+        .rev()
+        .find(|&i| bytes[i] == b'_' && bytes[i - 1] == b'_')
+        .map(|i| i - 1);
+    match last {
         Some(at) if at + 2 < name.len() => &name[at + 2..],
         _ => name,
     }

@@ -8,7 +8,7 @@
 
 use super::dictionary::Dictionary;
 use super::fields::own_name;
-use super::names::{hash, normalise_name};
+use super::names::{name_key, normalise_name};
 use super::rows::Rows;
 use super::update::Growth;
 
@@ -76,7 +76,7 @@ impl SearchIndex {
     /// The tools whose whole name or own name `text` is, once normalised.
     pub(super) fn exact_matches(&self, text: &str) -> Vec<u32> {
         let wanted = normalise_name(text);
-        let wanted_hash = hash(&wanted);
+        let wanted_hash = name_key(&wanted);
         let first = self.exact.partition_point(|&(hash, _)| hash < wanted_hash);
         let built = self.exact[first..]
             .iter()

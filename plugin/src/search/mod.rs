@@ -28,6 +28,7 @@ mod rows;
 mod schema;
 mod update;
 mod vocab;
+mod word_terms;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};
 pub use index::SearchIndex;

@@ -36,7 +36,39 @@ pub fn normalise_name_into(text: &str, out: &mut String) {
     }
 }
 
-/// Hashes, not strings, are kept for ten thousand names: a match is checked against the name.
+/// The key an exact match looks a name up by: a hash of `normalise_name(text)` (hashes, not
+/// strings, are kept for ten thousand names; a match is checked against the name). Computed
+/// without writing the normalised name for ASCII text: an index build keys every tool's
+/// whole name and own name.
+pub fn name_key(text: &str) -> u64 {
+    if !text.is_ascii() {
+        return normalise_name(text).bytes().fold(KEY_START, key_step);
+    }
+    // The bytes `normalise_name_into` writes: a run of separators is one `_` between words.
+    let mut key = KEY_START;
+    let (mut started, mut separated) = (false, false);
+    for b in text.bytes() {
+        if !b.is_ascii_alphanumeric() {
+            separated = started;
+            continue;
+        }
+        if std::mem::take(&mut separated) {
+            key = key_step(key, b'_');
+        }
+        key = key_step(key, b.to_ascii_lowercase());
+        started = true;
+    }
+    key
+}
+
+/// FNV-1a, a byte at a time.
+const KEY_START: u64 = 0xcbf2_9ce4_8422_2325;
+
+fn key_step(key: u64, byte: u8) -> u64 {
+    (key ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+}
+
+/// A text's hash (a group description's, to tell when the shell describes a group anew).
 pub fn hash(text: &str) -> u64 {
     use std::hash::BuildHasher;
     rustc_hash::FxBuildHasher.hash_one(text)

@@ -361,6 +361,20 @@ proptest! {
     fn normalise_name_follows_its_definition(text in "\\PC{0,24}") {
         prop_assert_eq!(super::names::normalise_name(&text), normalised_by_definition(&text));
     }
+
+    #[test]
+    fn a_name_key_is_the_key_of_its_normalised_name(
+        text in "[a-zA-Z0-9 _./-]{0,24}|\\PC{0,24}",
+    ) {
+        use super::names::{name_key, normalise_name};
+        let normal = normalise_name(&text);
+        prop_assert_eq!(name_key(&text), name_key(&normal));
+        // Written out: the key is FNV-1a over the normalised bytes.
+        let fnv = normal.bytes().fold(0xcbf2_9ce4_8422_2325u64, |key, b| {
+            (key ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        });
+        prop_assert_eq!(name_key(&text), fnv);
+    }
 }
 
 #[test]

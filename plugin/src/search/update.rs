@@ -314,7 +314,7 @@ impl SearchIndex {
         self.groups.push(group);
         self.name_words.push(name_words.iter().copied());
         self.removed.push(false);
-        exact_keys(name, doc, &mut String::new(), &mut self.exact_added);
+        exact_keys(name, doc, &mut self.exact_added);
         self.exact_added.dedup();
         self.place_in_name_order(doc);
         let growth = &mut self.growth;

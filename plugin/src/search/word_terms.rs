@@ -1,0 +1,181 @@
+//! Each distinct piece of text an index build has met (a lowercase word or a CJK gram) and
+//! the term it became, so that each is stemmed and looked up once. Every token of every tool
+//! is looked up here (ten thousand tools: about 700,000 lookups of a few thousand pieces), so
+//! a short piece, as most are, is its own key: its bytes and length packed in two integers,
+//! hashed and compared without reading a string, in a small open-addressing table of its
+//! own. In the component a general hash map was the largest part of an index build: string
+//! equality calls wasi-libc's byte-by-byte `memcmp`, and the map's probing and hashing did not
+//! inline.
+
+use rustc_hash::FxHashMap;
+
+/// Pieces up to this many bytes are packed (the key's last byte holds the length).
+const SHORT: usize = 15;
+
+/// A stop word's entry.
+const STOP: u32 = u32::MAX;
+
+#[derive(Debug, Default)]
+pub(super) struct WordTerms {
+    /// Packed keys and their terms; a zero key is an empty slot (a packed key's length is
+    /// never zero). The length is a power of two, at most half full.
+    slots: Vec<((u64, u64), u32)>,
+    filled: usize,
+    long: FxHashMap<Box<str>, Option<u32>>,
+}
+
+impl WordTerms {
+    /// What `piece` became: `Some(None)` for a stop word, `None` if never met.
+    pub fn get(&self, piece: &str) -> Option<Option<u32>> {
+        let Some(key) = pack(piece) else {
+            return self.long.get(piece).copied();
+        };
+        if self.slots.is_empty() {
+            return None;
+        }
+        let mask = self.slots.len() - 1;
+        let mut at = slot_of(key, mask);
+        loop {
+            let (found, term) = self.slots[at];
+            if found == key {
+                return Some((term != STOP).then_some(term));
+            }
+            if found == (0, 0) {
+                return None;
+            }
+            at = (at + 1) & mask;
+        }
+    }
+
+    /// Records what `piece` became; a piece is inserted once.
+    pub fn insert(&mut self, piece: &str, term: Option<u32>) {
+        let Some(key) = pack(piece) else {
+            self.long.insert(piece.into(), term);
+            return;
+        };
+        if 2 * (self.filled + 1) > self.slots.len() {
+            self.grow();
+        }
+        self.place(key, term.unwrap_or(STOP));
+        self.filled += 1;
+    }
+
+    fn place(&mut self, key: (u64, u64), term: u32) {
+        let mask = self.slots.len() - 1;
+        let mut at = slot_of(key, mask);
+        while self.slots[at].0 != (0, 0) && self.slots[at].0 != key {
+            at = (at + 1) & mask;
+        }
+        self.slots[at] = (key, term);
+    }
+
+    fn grow(&mut self) {
+        let size = (2 * self.slots.len()).max(1024);
+        let old = std::mem::replace(&mut self.slots, vec![((0, 0), 0); size]);
+        for (key, term) in old {
+            if key != (0, 0) {
+                self.place(key, term);
+            }
+        }
+    }
+}
+
+/// The slot a key's probe starts at.
+fn slot_of((low, high): (u64, u64), mask: usize) -> usize {
+    const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
+    let hash = (low ^ high.wrapping_mul(MIX).rotate_left(29)).wrapping_mul(MIX);
+    (hash >> 32) as usize & mask
+}
+
+/// The bytes of a short piece and its length in two integers: two pieces pack equal only
+/// when they are equal. Read with a few overlapping loads, neither copied (in the component
+/// a copy of a few bytes is a call out of the guest) nor read byte by byte.
+fn pack(piece: &str) -> Option<(u64, u64)> {
+    let bytes = piece.as_bytes();
+    let length = bytes.len();
+    let (low, high) = match length {
+        0 => return None,
+        1..=3 => {
+            let (first, middle, last) = (bytes[0], bytes[length / 2], bytes[length - 1]);
+            let low = u64::from(first)
+                | u64::from(middle) << (8 * (length / 2))
+                | u64::from(last) << (8 * (length - 1));
+            (low, 0)
+        }
+        4..=8 => {
+            let first = u32::from_le_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+            let tail = &bytes[length - 4..];
+            let last = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]);
+            // The two loads overlap for fewer than eight bytes; they agree where they do.
+            (u64::from(first) | u64::from(last) << (8 * (length - 4)), 0)
+        }
+        9..=SHORT => {
+            let word = |at: usize| {
+                let mut eight = [0; 8];
+                eight.copy_from_slice(&bytes[at..at + 8]);
+                u64::from_le_bytes(eight)
+            };
+            // The last eight bytes, moved down past the ones the first load read.
+            (word(0), word(length - 8) >> (8 * (16 - length)))
+        }
+        _ => return None,
+    };
+    Some((low, high | (length as u64) << 56))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_piece_packs_as_its_bytes_and_length() {
+        let text = "abcdefghijklmnopq";
+        for length in 1..=SHORT {
+            let piece = &text[..length];
+            let mut bytes = [0u8; 16];
+            bytes[..length].copy_from_slice(piece.as_bytes());
+            bytes[15] = length as u8;
+            let expected = (
+                u64::from_le_bytes(bytes[..8].try_into().unwrap()),
+                u64::from_le_bytes(bytes[8..].try_into().unwrap()),
+            );
+            assert_eq!(pack(piece), Some(expected), "{piece}");
+        }
+        assert_eq!((pack(""), pack(&text[..16])), (None, None));
+    }
+
+    #[test]
+    fn pieces_are_found_as_inserted_short_or_long() {
+        let mut terms = WordTerms::default();
+        let mut pieces: Vec<String> = [
+            "",
+            "a",
+            "a\0",
+            "get",
+            "gets",
+            "fifteen_bytes__",
+            "sixteen_bytes___",
+            "股票",
+            "股",
+            "a_rather_long_word_of_many_bytes",
+        ]
+        .map(String::from)
+        .into();
+        // Enough to grow the table a few times.
+        pieces.extend((0..5000).map(|i| format!("w{i}")));
+        for (i, piece) in pieces.iter().enumerate() {
+            assert_eq!(terms.get(piece), None);
+            terms.insert(piece, (i % 3 != 0).then_some(i as u32));
+        }
+        for (i, piece) in pieces.iter().enumerate() {
+            assert_eq!(
+                terms.get(piece),
+                Some((i % 3 != 0).then_some(i as u32)),
+                "{piece}"
+            );
+        }
+        assert_eq!(terms.get("ge"), None);
+        assert_eq!(terms.get("sixteen_bytes__"), None);
+        assert_eq!(terms.get("w5000"), None);
+    }
+}
