@@ -8,14 +8,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
+use crate::copy_log::CopyLog;
 use crate::groups::{Groups, LazyLoads};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
-use crate::host::{Host, LogLevel};
+use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::names::{NameId, NameSet, NameTable};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
-use crate::registry::{LazyGroup, Registry, ToolDef};
+use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::{AgentState, CatalogCache};
 use crate::suggest;
@@ -57,6 +58,8 @@ pub struct LazyTools<H: Host> {
     index: SearchIndex,
     /// The host's registry revision the copy is at, when the host tracks changes.
     revision: Option<u64>,
+    /// What each load changed in the copy, for views refreshed from a delta.
+    copy_log: CopyLog,
     /// Schema token costs; counted only when a budget needs them.
     costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
@@ -81,6 +84,7 @@ impl<H: Host> LazyTools<H> {
             classes: HashMap::new(),
             index: SearchIndex::default(),
             revision: None,
+            copy_log: CopyLog::default(),
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
             names: NameTable::default(),
@@ -128,6 +132,8 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
+            // Every class may have changed: no view is patched from a delta.
+            self.copy_log.reset();
             self.classify_all();
             self.count_costs(None);
             self.build_groups(None);
@@ -491,9 +497,12 @@ impl<H: Host> LazyTools<H> {
             .revision
             .and_then(|since| self.host.registry_changes(since));
         // The names whose definitions changed; `None`: all of them (a first fetch).
+        // With the definitions they had before, for the copy log.
+        let mut before = Vec::new();
         let mut changed = match delta {
             Some(delta) => {
                 self.revision = Some(delta.revision);
+                before = self.definitions_now(&delta.names);
                 self.registry.apply(&delta.names, delta.tools);
                 Some(delta.names)
             }
@@ -502,6 +511,9 @@ impl<H: Host> LazyTools<H> {
                 let fetched = Registry::new(self.host.registry(), Vec::new());
                 let first = self.registry.tools().is_empty();
                 let changed = (!first).then(|| self.registry.changed_names(&fetched));
+                if let Some(changed) = &changed {
+                    before = self.definitions_now(changed);
+                }
                 self.registry = fetched;
                 changed
             }
@@ -510,6 +522,10 @@ impl<H: Host> LazyTools<H> {
         let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
         if let Some(changed) = &mut changed {
             changed.extend(enriched);
+        }
+        match &changed {
+            Some(_) => self.copy_log.record(before),
+            None => self.copy_log.reset(),
         }
         let lazy = self.host.lazy_groups();
         // Lazy groups are few; when they change, the groups are built whole.
@@ -531,6 +547,21 @@ impl<H: Host> LazyTools<H> {
             }
         }
         self.count_costs(changed.as_deref());
+    }
+
+    /// Each name with its definitions now (origins and, when a budget counts them, token
+    /// costs), before the copy changes them.
+    fn definitions_now(&self, names: &[String]) -> Vec<(String, Vec<(Origin, u32)>)> {
+        let auto = self.auto_budget().is_some();
+        names
+            .iter()
+            .map(|name| {
+                let defs = self.registry.definitions(name);
+                let defs =
+                    defs.map(|t| (t.origin.clone(), if auto { self.costs.cost(t) } else { 0 }));
+                (name.clone(), defs.collect())
+            })
+            .collect()
     }
 
     /// Starts a new name table when departed names dominate it: every view
@@ -686,9 +717,128 @@ impl<H: Host> LazyTools<H> {
         self.refresh(agent)
     }
 
-    /// Asks the host what the agent may call, reclassifies, and installs the
-    /// resulting allow set if it changed.
+    /// Refreshes the agent's view and installs the resulting exposure layer if it changed:
+    /// from the names that changed when only tools registered or removed reached the agent
+    /// since its last refresh (the host's `allowed-changes`), else whole.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
+        let state = self.agent(agent)?;
+        let delta = match state.seen_generation {
+            Some(since) if self.copy_log.since(state.seen_copy).is_some() => {
+                self.host.allowed_changes(agent, since)
+            }
+            _ => None,
+        };
+        if let Some(delta) = delta
+            && self.refresh_by(agent, delta)?
+        {
+            return Ok(());
+        }
+        self.refresh_whole(agent)
+    }
+
+    /// Patches the agent's view for the names the host's `delta` and the registry copy
+    /// changed since its last refresh. False, having changed nothing, when the agent crosses
+    /// its token budget: then every name's class changes and the view is computed whole.
+    fn refresh_by(&mut self, agent: &str, delta: AllowedDelta) -> Result<bool, PluginError> {
+        let state = self.agent(agent)?;
+        let Some(copied) = self.copy_log.since(state.seen_copy) else {
+            return Ok(false);
+        };
+        // Each changed name once with whether the agent may call it now (the host's answer
+        // for the names it gives; unchanged for the others) and the definitions the
+        // agent's budget counted for it (the first change's `before`, else the copy's).
+        let mut changed: HashMap<NameId, (bool, Option<&[(Origin, u32)]>)> = HashMap::new();
+        for change in copied {
+            if let Some(id) = self.names.get(&change.name) {
+                let entry = changed
+                    .entry(id)
+                    .or_insert((state.allowed().contains(id), None));
+                entry.1.get_or_insert(&change.before);
+            }
+        }
+        let mut answered = Vec::with_capacity(delta.allowed.len() + delta.denied.len());
+        for name in &delta.allowed {
+            answered.push((self.names.intern(name), true));
+        }
+        for name in &delta.denied {
+            if let Some(id) = self.names.get(name) {
+                answered.push((id, false));
+            }
+        }
+        let state = self.agent(agent)?;
+        for (id, allowed) in answered {
+            changed.entry(id).or_insert((false, None)).0 = allowed;
+        }
+        let budget = self.auto_budget().map(|budget| {
+            let counted = |id: NameId, before: Option<&[(Origin, u32)]>| -> u64 {
+                let name = self.names.name(id);
+                if !state.allowed().contains(id) || guards::is_guard(name) {
+                    return 0;
+                }
+                let cost = match before {
+                    Some(defs) => defs
+                        .iter()
+                        .min_by_key(|(o, _)| o.rank_for(agent))
+                        .map(|d| d.1),
+                    None => self
+                        .registry
+                        .lookup(name, agent)
+                        .map(|t| self.costs.cost(t)),
+                };
+                u64::from(cost.unwrap_or(0))
+            };
+            let counts = |id: NameId, allowed: bool| -> u64 {
+                let name = self.names.name(id);
+                if !allowed || guards::is_guard(name) {
+                    return 0;
+                }
+                let cost = self
+                    .registry
+                    .lookup(name, agent)
+                    .map(|t| self.costs.cost(t));
+                u64::from(cost.unwrap_or(0))
+            };
+            let mut eager = state.budget.eager_tokens;
+            for (&id, &(allowed, before)) in &changed {
+                eager = eager.saturating_sub(counted(id, before)) + counts(id, allowed);
+            }
+            BudgetStanding {
+                over: eager > u64::from(budget),
+                eager_tokens: eager,
+                budget,
+            }
+        });
+        let over = state.budget.over || budget.is_some_and(|b| b.over);
+        if over != state.budget.over {
+            return Ok(false);
+        }
+        let view: Vec<(NameId, Option<bool>)> = changed
+            .iter()
+            .map(|(&id, &(allowed, _))| {
+                let hidden = allowed.then(|| self.hides(agent, self.names.name(id), over));
+                (id, hidden)
+            })
+            .collect();
+        let epoch = self.copy_log.epoch();
+        let (registry, names) = (&self.registry, &self.names);
+        let state = self
+            .agents
+            .get_mut(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
+        if let Some(standing) = budget {
+            state.budget = BudgetStanding { over, ..standing };
+        }
+        state.patch(view, names, |name| {
+            registry.lookup(name, agent).map(ToolDef::fingerprint)
+        });
+        state.seen_generation = Some(delta.generation);
+        state.seen_copy = epoch;
+        self.install(agent)?;
+        Ok(true)
+    }
+
+    /// Asks the host what the agent may call and computes the view from it.
+    fn refresh_whole(&mut self, agent: &str) -> Result<(), PluginError> {
         self.agent(agent)?;
         // Read first: a change while we ask shows up as a newer value.
         let generation = self.host.agent_generation(agent);
@@ -713,6 +863,7 @@ impl<H: Host> LazyTools<H> {
             registry.lookup(name, agent).map(ToolDef::fingerprint)
         });
         state.seen_generation = Some(generation);
+        state.seen_copy = self.copy_log.epoch();
         self.install(agent)
     }
 
@@ -725,10 +876,7 @@ impl<H: Host> LazyTools<H> {
     /// In auto mode, what the agent's tools would cost if nothing were
     /// deferred (the guards aside), against the budget.
     fn weigh_budget(&self, agent: &str, allowed: &[String]) -> Option<BudgetStanding> {
-        let config = self.policy.as_ref()?.config();
-        if config.switch != DeferSwitch::Auto {
-            return None;
-        }
+        let budget = self.auto_budget()?;
         let eager_tokens: u64 = allowed
             .iter()
             .filter(|name| !guards::is_guard(name))
@@ -736,10 +884,16 @@ impl<H: Host> LazyTools<H> {
             .map(|tool| u64::from(self.costs.cost(tool)))
             .sum();
         Some(BudgetStanding {
-            over: eager_tokens > u64::from(config.token_budget),
+            over: eager_tokens > u64::from(budget),
             eager_tokens,
-            budget: config.token_budget,
+            budget,
         })
+    }
+
+    /// The token budget, when the config weighs tools against it (auto mode).
+    fn auto_budget(&self) -> Option<u32> {
+        let config = self.policy.as_ref()?.config();
+        (config.switch == DeferSwitch::Auto).then_some(config.token_budget)
     }
 
     fn install(&mut self, agent: &str) -> Result<(), PluginError> {
