@@ -43,6 +43,10 @@ pub struct Args {
     /// Catalogs to generate the tools from (default: the bundled ones).
     #[arg(long = "catalog")]
     catalogs: Vec<PathBuf>,
+    /// The lazy-tools component to measure [default: the one built with this harness];
+    /// another build of it gives before-and-after figures from one binary.
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
 }
 
 /// Latencies of one kind of call.
@@ -177,7 +181,12 @@ impl Args {
         );
 
         // Inside the component, through the shell.
-        let component = WasmHost::global().lazy_tools()?;
+        let component = match &self.component {
+            Some(path) => WasmHost::global()
+                .load(path)
+                .with_context(|| format!("loading {}", path.display()))?,
+            None => WasmHost::global().lazy_tools()?,
+        };
         let region = heap.map(Region::new);
         let setup_started = Instant::now();
         let mut shell = Shell::new();
