@@ -744,16 +744,18 @@ impl<H: Host> LazyTools<H> {
         let Some(copied) = self.copy_log.since(state.seen_copy) else {
             return Ok(false);
         };
-        // Each changed name once with whether the agent may call it now (the host's answer
-        // for the names it gives; unchanged for the others) and the definitions the
-        // agent's budget counted for it (the first change's `before`, else the copy's).
-        let mut changed: HashMap<NameId, (bool, Option<&[(Origin, u32)]>)> = HashMap::new();
+        // Each changed name once: the names the copy changed (whether the agent may call
+        // them is unchanged unless the host says otherwise), then the host's answers.
+        let mut changed: HashMap<NameId, Changed<'_>> = HashMap::new();
         for change in copied {
             if let Some(id) = self.names.get(&change.name) {
-                let entry = changed
-                    .entry(id)
-                    .or_insert((state.allowed().contains(id), None));
-                entry.1.get_or_insert(&change.before);
+                let allowed = state.allowed().contains(id);
+                let entry = changed.entry(id).or_insert(Changed {
+                    allowed,
+                    before: None,
+                });
+                // The oldest change holds what the view was computed with.
+                entry.before.get_or_insert(&change.before);
             }
         }
         let mut answered = Vec::with_capacity(delta.allowed.len() + delta.denied.len());
@@ -765,57 +767,21 @@ impl<H: Host> LazyTools<H> {
                 answered.push((id, false));
             }
         }
-        let state = self.agent(agent)?;
         for (id, allowed) in answered {
-            changed.entry(id).or_insert((false, None)).0 = allowed;
+            changed.entry(id).or_default().allowed = allowed;
         }
-        let budget = self.auto_budget().map(|budget| {
-            let counted = |id: NameId, before: Option<&[(Origin, u32)]>| -> u64 {
-                let name = self.names.name(id);
-                if !state.allowed().contains(id) || guards::is_guard(name) {
-                    return 0;
-                }
-                let cost = match before {
-                    Some(defs) => defs
-                        .iter()
-                        .min_by_key(|(o, _)| o.rank_for(agent))
-                        .map(|d| d.1),
-                    None => self
-                        .registry
-                        .lookup(name, agent)
-                        .map(|t| self.costs.cost(t)),
-                };
-                u64::from(cost.unwrap_or(0))
-            };
-            let counts = |id: NameId, allowed: bool| -> u64 {
-                let name = self.names.name(id);
-                if !allowed || guards::is_guard(name) {
-                    return 0;
-                }
-                let cost = self
-                    .registry
-                    .lookup(name, agent)
-                    .map(|t| self.costs.cost(t));
-                u64::from(cost.unwrap_or(0))
-            };
-            let mut eager = state.budget.eager_tokens;
-            for (&id, &(allowed, before)) in &changed {
-                eager = eager.saturating_sub(counted(id, before)) + counts(id, allowed);
-            }
-            BudgetStanding {
-                over: eager > u64::from(budget),
-                eager_tokens: eager,
-                budget,
-            }
-        });
+        let state = self.agent(agent)?;
+        let budget = self.budget_after(agent, state, &changed);
         let over = state.budget.over || budget.is_some_and(|b| b.over);
         if over != state.budget.over {
             return Ok(false);
         }
         let view: Vec<(NameId, Option<bool>)> = changed
             .iter()
-            .map(|(&id, &(allowed, _))| {
-                let hidden = allowed.then(|| self.hides(agent, self.names.name(id), over));
+            .map(|(&id, change)| {
+                let hidden = change
+                    .allowed
+                    .then(|| self.hides(agent, self.names.name(id), over));
                 (id, hidden)
             })
             .collect();
@@ -835,6 +801,46 @@ impl<H: Host> LazyTools<H> {
         state.seen_copy = epoch;
         self.install(agent)?;
         Ok(true)
+    }
+
+    /// In auto mode, how the agent stands against its budget once the `changed` names
+    /// count as they do now instead of as they did at its last refresh.
+    fn budget_after(
+        &self,
+        agent: &str,
+        state: &AgentState,
+        changed: &HashMap<NameId, Changed<'_>>,
+    ) -> Option<BudgetStanding> {
+        let budget = self.auto_budget()?;
+        let mut eager = state.budget.eager_tokens;
+        for (&id, change) in changed {
+            let name = self.names.name(id);
+            if state.allowed().contains(id) {
+                let counted = match change.before {
+                    Some(defs) => defs
+                        .iter()
+                        .min_by_key(|(origin, _)| origin.rank_for(agent))
+                        .map_or(0, |&(_, cost)| counted_cost(name, cost)),
+                    None => self.eager_cost(agent, name),
+                };
+                eager = eager.saturating_sub(counted);
+            }
+            if change.allowed {
+                eager += self.eager_cost(agent, name);
+            }
+        }
+        Some(BudgetStanding {
+            over: eager > u64::from(budget),
+            eager_tokens: eager,
+            budget,
+        })
+    }
+
+    /// What the agent's budget counts for `name`: the schema it sees, guards aside.
+    fn eager_cost(&self, agent: &str, name: &str) -> u64 {
+        self.registry
+            .lookup(name, agent)
+            .map_or(0, |tool| counted_cost(name, self.costs.cost(tool)))
     }
 
     /// Asks the host what the agent may call and computes the view from it.
@@ -879,9 +885,7 @@ impl<H: Host> LazyTools<H> {
         let budget = self.auto_budget()?;
         let eager_tokens: u64 = allowed
             .iter()
-            .filter(|name| !guards::is_guard(name))
-            .filter_map(|name| self.registry.lookup(name, agent))
-            .map(|tool| u64::from(self.costs.cost(tool)))
+            .map(|name| self.eager_cost(agent, name))
             .sum();
         Some(BudgetStanding {
             over: eager_tokens > u64::from(budget),
@@ -1076,6 +1080,26 @@ impl<H: Host> Loads for LazyTools<H> {
                 suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             ))
         }))
+    }
+}
+
+/// One name a registry change touched, as an agent's view is patched for it.
+#[derive(Debug, Default)]
+struct Changed<'a> {
+    /// Whether the agent may call it now.
+    allowed: bool,
+    /// Its definitions when the view was computed, if the registry copy changed them since
+    /// (origins and token costs); `None`: the copy's now.
+    before: Option<&'a [(Origin, u32)]>,
+}
+
+/// A schema's cost as a budget counts it: the guard tools are never deferred, so they do
+/// not count.
+fn counted_cost(name: &str, cost: u32) -> u64 {
+    if guards::is_guard(name) {
+        0
+    } else {
+        u64::from(cost)
     }
 }
 
