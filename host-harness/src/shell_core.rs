@@ -1085,6 +1085,10 @@ mod tests {
             },
             Unregister {
                 name: usize,
+                scope: Option<usize>,
+            },
+            LiftAll {
+                source: usize,
             },
             Restrict {
                 agent: usize,
@@ -1119,7 +1123,9 @@ mod tests {
             prop_oneof![
                 (0..TOOL_NAMES.len(), proptest::option::of(0..AGENTS.len()))
                     .prop_map(|(name, scope)| Change::Register { name, scope }),
-                (0..TOOL_NAMES.len()).prop_map(|name| Change::Unregister { name }),
+                (0..TOOL_NAMES.len(), proptest::option::of(0..AGENTS.len()))
+                    .prop_map(|(name, scope)| Change::Unregister { name, scope }),
+                (0..SOURCES.len()).prop_map(|source| Change::LiftAll { source }),
                 (0..AGENTS.len(), 0..SOURCES.len(), allow.clone()).prop_map(
                     |(agent, source, allow)| Change::Restrict {
                         agent,
@@ -1154,7 +1160,13 @@ mod tests {
                     core.register(Tool::new(TOOL_NAMES[*name], "", origin))
                         .map(|_| ())
                 }
-                Change::Unregister { name } => core.unregister(TOOL_NAMES[*name], None).map(|_| ()),
+                Change::Unregister { name, scope } => core
+                    .unregister(TOOL_NAMES[*name], scope.map(|a| AGENTS[a].0))
+                    .map(|_| ()),
+                Change::LiftAll { source } => {
+                    core.lift_all(SOURCES[*source]);
+                    Ok(())
+                }
                 Change::Restrict {
                     agent,
                     source,
@@ -1232,7 +1244,7 @@ mod tests {
                     apply(&mut core, change);
                     let global_tool = matches!(
                         change,
-                        Change::Register { scope: None, .. } | Change::Unregister { .. }
+                        Change::Register { scope: None, .. } | Change::Unregister { scope: None, .. }
                     );
                     for ((id, _), view) in AGENTS.iter().zip(views.iter_mut()) {
                         let delta = view
