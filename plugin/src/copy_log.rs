@@ -9,13 +9,18 @@ use crate::registry::Origin;
 /// How many changed names the log keeps; a view further behind is computed whole.
 pub const MAX_CHANGES: usize = 4096;
 
-/// One name a load changed, with the definitions it had before: their origins and token
-/// costs, in registration order (what an agent's budget counted for it).
+/// A name's definitions at one time: their origins and token costs, in registration order
+/// (what an agent's budget counts for the name).
+pub type Definitions = Vec<(Origin, u32)>;
+
+/// One name a load changed, with its definitions before and after: patching a thousand views
+/// then costs no schema's fingerprint again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CopyChange {
     pub epoch: u64,
     pub name: String,
-    pub before: Vec<(Origin, u32)>,
+    pub before: Definitions,
+    pub after: Definitions,
 }
 
 #[derive(Debug, Default)]
@@ -34,18 +39,19 @@ impl CopyLog {
         self.epoch
     }
 
-    /// A load that changed the named tools, each with its definitions before.
-    pub fn record(&mut self, changed: Vec<(String, Vec<(Origin, u32)>)>) {
+    /// A load that changed the named tools, each with its definitions before and after.
+    pub fn record(&mut self, changed: Vec<(String, Definitions, Definitions)>) {
         self.epoch += 1;
         if changed.len() > MAX_CHANGES {
             self.reset_at(self.epoch);
             return;
         }
-        for (name, before) in changed {
+        for (name, before, after) in changed {
             self.changes.push_back(CopyChange {
                 epoch: self.epoch,
                 name,
                 before,
+                after,
             });
         }
         while self.changes.len() > MAX_CHANGES {
@@ -89,8 +95,8 @@ mod tests {
         let mut log = CopyLog::default();
         log.reset();
         let start = log.epoch();
-        log.record(vec![("a".into(), Vec::new())]);
-        log.record(vec![("b".into(), vec![(Origin::Builtin, 7)])]);
+        log.record(vec![("a".into(), Vec::new(), Vec::new())]);
+        log.record(vec![("b".into(), vec![(Origin::Builtin, 7)], Vec::new())]);
         assert_eq!(names(log.since(start).unwrap()), ["a", "b"]);
         assert_eq!(names(log.since(start + 1).unwrap()), ["b"]);
         assert!(log.since(log.epoch()).unwrap().next().is_none());
@@ -99,16 +105,16 @@ mod tests {
         let at = log.epoch();
         log.record(
             (0..=MAX_CHANGES)
-                .map(|i| (format!("t{i}"), Vec::new()))
+                .map(|i| (format!("t{i}"), Vec::new(), Vec::new()))
                 .collect(),
         );
         assert!(log.since(at).is_none(), "too many to name");
         let at = log.epoch();
         for i in 0..MAX_CHANGES {
-            log.record(vec![(format!("u{i}"), Vec::new())]);
+            log.record(vec![(format!("u{i}"), Vec::new(), Vec::new())]);
         }
         assert_eq!(log.since(at).unwrap().count(), MAX_CHANGES);
-        log.record(vec![("last".into(), Vec::new())]);
+        log.record(vec![("last".into(), Vec::new(), Vec::new())]);
         assert!(log.since(at).is_none(), "the oldest was dropped");
         assert_eq!(log.since(at + 1).unwrap().count(), MAX_CHANGES);
     }

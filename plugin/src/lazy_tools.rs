@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
-use crate::copy_log::CopyLog;
+use crate::copy_log::{CopyLog, Definitions};
 use crate::groups::{Groups, LazyLoads};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
@@ -523,10 +523,6 @@ impl<H: Host> LazyTools<H> {
         if let Some(changed) = &mut changed {
             changed.extend(enriched);
         }
-        match &changed {
-            Some(_) => self.copy_log.record(before),
-            None => self.copy_log.reset(),
-        }
         let lazy = self.host.lazy_groups();
         // Lazy groups are few; when they change, the groups are built whole.
         let lazy_changed = lazy != self.lazy;
@@ -547,11 +543,26 @@ impl<H: Host> LazyTools<H> {
             }
         }
         self.count_costs(changed.as_deref());
+        // Logged once the new schemas are counted: views patched later count what a whole
+        // refresh would.
+        match &changed {
+            Some(_) => {
+                let names: Vec<String> = before.iter().map(|(name, _)| name.clone()).collect();
+                let after = self.definitions_now(&names);
+                let logged = before
+                    .into_iter()
+                    .zip(after)
+                    .map(|((name, before), (_, after))| (name, before, after))
+                    .collect();
+                self.copy_log.record(logged);
+            }
+            None => self.copy_log.reset(),
+        }
     }
 
     /// Each name with its definitions now (origins and, when a budget counts them, token
     /// costs), before the copy changes them.
-    fn definitions_now(&self, names: &[String]) -> Vec<(String, Vec<(Origin, u32)>)> {
+    fn definitions_now(&self, names: &[String]) -> Vec<(String, Definitions)> {
         let auto = self.auto_budget().is_some();
         names
             .iter()
@@ -753,9 +764,12 @@ impl<H: Host> LazyTools<H> {
                 let entry = changed.entry(id).or_insert(Changed {
                     allowed,
                     before: None,
+                    now: None,
                 });
-                // The oldest change holds what the view was computed with.
+                // The oldest change holds what the view was computed with, the newest what
+                // the copy holds now.
                 entry.before.get_or_insert(&change.before);
+                entry.now = Some(&change.after);
             }
         }
         let mut answered = Vec::with_capacity(delta.allowed.len() + delta.denied.len());
@@ -815,18 +829,19 @@ impl<H: Host> LazyTools<H> {
         let mut eager = state.budget.eager_tokens;
         for (&id, change) in changed {
             let name = self.names.name(id);
+            // The definitions' costs the copy logged, or the copy's (a fingerprint each).
+            let cost = |logged: Option<&[(Origin, u32)]>| match logged {
+                Some(defs) => defs
+                    .iter()
+                    .min_by_key(|(origin, _)| origin.rank_for(agent))
+                    .map_or(0, |&(_, cost)| counted_cost(name, cost)),
+                None => self.eager_cost(agent, name),
+            };
             if state.allowed().contains(id) {
-                let counted = match change.before {
-                    Some(defs) => defs
-                        .iter()
-                        .min_by_key(|(origin, _)| origin.rank_for(agent))
-                        .map_or(0, |&(_, cost)| counted_cost(name, cost)),
-                    None => self.eager_cost(agent, name),
-                };
-                eager = eager.saturating_sub(counted);
+                eager = eager.saturating_sub(cost(change.before));
             }
             if change.allowed {
-                eager += self.eager_cost(agent, name);
+                eager += cost(change.now);
             }
         }
         Some(BudgetStanding {
@@ -1091,6 +1106,8 @@ struct Changed<'a> {
     /// Its definitions when the view was computed, if the registry copy changed them since
     /// (origins and token costs); `None`: the copy's now.
     before: Option<&'a [(Origin, u32)]>,
+    /// Its definitions in the copy now, if the copy changed them since; `None`: ask the copy.
+    now: Option<&'a [(Origin, u32)]>,
 }
 
 /// A schema's cost as a budget counts it: the guard tools are never deferred, so they do

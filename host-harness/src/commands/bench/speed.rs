@@ -444,14 +444,14 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
 }
 
 /// Tools of the server that joins and leaves in the join figures.
-const JOINING: usize = 20;
+pub(super) const JOINING: usize = 20;
 
 /// Agents alive in the join figure with many agents.
 const ALIVE: usize = 100;
 
 /// One server of `tools` tools, taken from the first servers of `catalog` under a name of its
 /// own, as a server that connects to the shell.
-fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog> {
+pub(super) fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog> {
     let mut server = catalog
         .servers
         .iter()
