@@ -307,12 +307,21 @@ impl ShellCore {
     /// agent or a generation ahead (WIT 0.3.0 `host.allowed-changes`).
     pub fn allowed_changes(&self, agent: &str, plugin: &str, since: u64) -> Option<AllowedChanges> {
         let found = self.agents.get(agent)?;
-        let generation = self.agent_generation(agent, plugin);
-        if since > generation
-            || self.layers_changed_at(found, plugin) > since
-            || self.log_forgotten_at > since
-        {
+        let layers_changed_at = self.layers_changed_at(found, plugin);
+        let generation = self.tools_changed_at.max(layers_changed_at);
+        if since > generation || layers_changed_at > since || self.log_forgotten_at > since {
             return None;
+        }
+        // The agent's scope first, then its ancestors'.
+        let mut chain: Vec<&str> = vec![agent];
+        let mut at = found;
+        while let Some((parent, next)) = at
+            .parent
+            .as_deref()
+            .and_then(|p| self.agents.get_key_value(p))
+        {
+            chain.push(parent);
+            at = next;
         }
         // Every change made after `since` was read is stamped above it; older ones that
         // are too (changes that reached only other agents) are answered as exactly.
@@ -328,7 +337,7 @@ impl ShellCore {
             if !seen.insert(&change.name) {
                 continue;
             }
-            let list = if self.allows(found, agent, plugin, &change.name) {
+            let list = if self.allows(&chain, plugin, &change.name) {
                 &mut changes.allowed
             } else {
                 &mut changes.denied
@@ -338,31 +347,25 @@ impl ShellCore {
         Some(changes)
     }
 
-    /// Whether [`Self::effective`] for `agent`, ignoring `plugin`'s layers on
-    /// it, holds `name`, without walking the registry: the nearest scope of
-    /// the chain that holds the name (or the global scope), then every layer
-    /// below that scope.
-    fn allows(&self, found: &Agent, agent: &str, plugin: &str, name: &str) -> bool {
-        let mut chain: Vec<(&str, &Agent)> = vec![(agent, found)];
-        while let Some(parent) = chain[chain.len() - 1].1.parent.as_deref() {
-            let Some(next) = self.agents.get(parent) else {
-                break;
-            };
-            chain.push((parent, next));
-        }
+    /// Whether [`Self::effective`] for the agent of `chain` (itself first, then
+    /// its ancestors), ignoring `plugin`'s layers on it, holds `name`, without
+    /// walking the registry: the nearest scope of the chain that holds the name
+    /// (or the global scope), then every layer below that scope.
+    fn allows(&self, chain: &[&str], plugin: &str, name: &str) -> bool {
         // Nearest first: the layers of the scopes nearer than the holder mask the name.
-        for (scope, _) in &chain {
+        for (depth, &scope) in chain.iter().enumerate() {
             if self.names.contains_in(name, Some(scope)) {
                 return true;
             }
-            let restrictions = self.restrictions.get(*scope).into_iter().flatten();
-            let exposures = (*scope == agent)
-                .then(|| self.exposures.get(*scope))
+            let own = depth == 0;
+            let restrictions = self.restrictions.get(scope).into_iter().flatten();
+            let exposures = own
+                .then(|| self.exposures.get(scope))
                 .flatten()
                 .into_iter()
                 .flatten();
             for (source, allow) in restrictions.chain(exposures) {
-                let ignored = *scope == agent && source == plugin;
+                let ignored = own && source == plugin;
                 if !ignored && !allow.contains(name) {
                     return false;
                 }
