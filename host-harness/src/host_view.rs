@@ -6,7 +6,7 @@
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use lazy_tools::host::{Host, LogLevel};
+use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{
     Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
 };
@@ -140,6 +140,7 @@ impl Host for HostView {
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())
     }
+
     fn registry_revision(&self) -> Option<u64> {
         Some(self.core().registry_revision())
     }
@@ -151,6 +152,15 @@ impl Host for HostView {
             revision,
             names,
             tools: tools.into_iter().map(tool_def).collect(),
+        })
+    }
+
+    fn allowed_changes(&self, agent: &str, since: u64) -> Option<AllowedDelta> {
+        let changes = self.core().allowed_changes(agent, &self.plugin_id, since)?;
+        Some(AllowedDelta {
+            generation: changes.generation,
+            allowed: changes.allowed,
+            denied: changes.denied,
         })
     }
 

@@ -114,6 +114,28 @@ impl NameIndex {
 /// a plugin further behind fetches the whole registry.
 pub const MAX_REGISTRY_LOG: usize = 4096;
 
+/// One tool registered or removed: the registry revision it made, the
+/// generation it was made at (always after the bump, so a change made after
+/// an agent generation was read is stamped above it), and the name.
+#[derive(Debug, Clone)]
+struct LoggedChange {
+    revision: u64,
+    generation: u64,
+    name: String,
+}
+
+/// What changed for one agent since one of its generations, when only tools
+/// registered or removed reached it (WIT 0.3.0 `host.allowed-changes`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedChanges {
+    /// The agent's generation now.
+    pub generation: u64,
+    /// Changed names the agent may call now.
+    pub allowed: Vec<String>,
+    /// Changed names it may not call now (or that left the registry).
+    pub denied: Vec<String>,
+}
+
 #[derive(Debug, Default)]
 pub struct ShellCore {
     tools: Vec<Tool>,
@@ -128,12 +150,18 @@ pub struct ShellCore {
     generation: u64,
     /// The generation at which a global tool was last registered or removed.
     tools_changed_at: u64,
+    /// The generation at which a source's layers were lifted from every agent
+    /// at once: it reaches every agent, but names no tool.
+    layers_lifted_at: u64,
     /// Bumped once for every tool registered or removed (WIT 0.3.0
     /// `host.registry-revision`).
     registry_revision: u64,
-    /// The name each of the last [`MAX_REGISTRY_LOG`] revisions registered or
-    /// removed, oldest first: what `host.registry-changes` answers from.
-    registry_log: VecDeque<(u64, String)>,
+    /// The last [`MAX_REGISTRY_LOG`] registry changes, oldest first: what
+    /// `host.registry-changes` and `host.allowed-changes` answer from.
+    registry_log: VecDeque<LoggedChange>,
+    /// The generation of the newest change dropped from the log: an agent
+    /// generation before it is too far behind for `allowed-changes`.
+    log_forgotten_at: u64,
     agents: BTreeMap<AgentId, Agent>,
     /// Per agent, per source (a plugin id, `profile`, ...): the allow set.
     /// Inherited: it masks what the agent and its descendants may call.
@@ -247,18 +275,103 @@ impl ShellCore {
         let Some(found) = self.agents.get(agent) else {
             return self.generation;
         };
-        let exposed = found
+        self.tools_changed_at
+            .max(self.layers_changed_at(found, plugin))
+    }
+
+    /// The newest generation at which something other than a global tool
+    /// registration reached `agent`: its creation, a restriction on it or an
+    /// ancestor, a tool of its chain's scopes, another plugin's exposure on
+    /// it, layers lifted everywhere.
+    fn layers_changed_at(&self, agent: &Agent, plugin: &str) -> u64 {
+        let exposed = agent
             .exposed_at
             .iter()
             .filter(|(source, _)| source.as_str() != plugin)
             .map(|(_, at)| *at);
-        let mut latest = self.tools_changed_at.max(exposed.max().unwrap_or(0));
-        let mut at = Some(found);
+        let mut latest = self.layers_lifted_at.max(exposed.max().unwrap_or(0));
+        let mut at = Some(agent);
         while let Some(scope) = at {
             latest = latest.max(scope.changed_at);
             at = scope.parent.as_deref().and_then(|p| self.agents.get(p));
         }
         latest
+    }
+
+    /// What changed for `agent`, as [`Self::effective`] answers it to
+    /// `plugin`, since its generation `since` (one [`Self::agent_generation`]
+    /// gave): the names registered or removed since, split by whether the
+    /// agent may call each now. `None` when something else reached the agent
+    /// since (a restriction, a tool of its chain's scopes, another plugin's
+    /// exposure), when the log no longer reaches back, or for an unknown
+    /// agent or a generation ahead (WIT 0.3.0 `host.allowed-changes`).
+    pub fn allowed_changes(&self, agent: &str, plugin: &str, since: u64) -> Option<AllowedChanges> {
+        let found = self.agents.get(agent)?;
+        let layers_changed_at = self.layers_changed_at(found, plugin);
+        let generation = self.tools_changed_at.max(layers_changed_at);
+        if since > generation || layers_changed_at > since || self.log_forgotten_at > since {
+            return None;
+        }
+        // The agent's scope first, then its ancestors'.
+        let mut chain: Vec<&str> = vec![agent];
+        let mut at = found;
+        while let Some((parent, next)) = at
+            .parent
+            .as_deref()
+            .and_then(|p| self.agents.get_key_value(p))
+        {
+            chain.push(parent);
+            at = next;
+        }
+        // Every change made after `since` was read is stamped above it; older ones that
+        // are too (changes that reached only other agents) are answered as exactly.
+        let first = self
+            .registry_log
+            .partition_point(|change| change.generation <= since);
+        let mut seen: HashSet<&str> = HashSet::new();
+        let mut changes = AllowedChanges {
+            generation,
+            ..AllowedChanges::default()
+        };
+        for change in self.registry_log.range(first..) {
+            if !seen.insert(&change.name) {
+                continue;
+            }
+            let list = if self.allows(&chain, plugin, &change.name) {
+                &mut changes.allowed
+            } else {
+                &mut changes.denied
+            };
+            list.push(change.name.clone());
+        }
+        Some(changes)
+    }
+
+    /// Whether [`Self::effective`] for the agent of `chain` (itself first, then
+    /// its ancestors), ignoring `plugin`'s layers on it, holds `name`, without
+    /// walking the registry: the nearest scope of the chain that holds the name
+    /// (or the global scope), then every layer below that scope.
+    fn allows(&self, chain: &[&str], plugin: &str, name: &str) -> bool {
+        // Nearest first: the layers of the scopes nearer than the holder mask the name.
+        for (depth, &scope) in chain.iter().enumerate() {
+            if self.names.contains_in(name, Some(scope)) {
+                return true;
+            }
+            let own = depth == 0;
+            let restrictions = self.restrictions.get(scope).into_iter().flatten();
+            let exposures = own
+                .then(|| self.exposures.get(scope))
+                .flatten()
+                .into_iter()
+                .flatten();
+            for (source, allow) in restrictions.chain(exposures) {
+                let ignored = own && source == plugin;
+                if !ignored && !allow.contains(name) {
+                    return false;
+                }
+            }
+        }
+        self.names.contains_in(name, None)
     }
 
     /// A tool of `scope` was registered or removed: a global one reaches
@@ -272,12 +385,18 @@ impl ShellCore {
     }
 
     /// A tool named `name` was registered or removed: a new registry revision.
+    /// Stamped with the generation now: callers bump it first.
     fn registry_logged(&mut self, name: &str) {
         self.registry_revision += 1;
-        self.registry_log
-            .push_back((self.registry_revision, name.to_string()));
-        if self.registry_log.len() > MAX_REGISTRY_LOG {
-            self.registry_log.pop_front();
+        self.registry_log.push_back(LoggedChange {
+            revision: self.registry_revision,
+            generation: self.generation,
+            name: name.to_string(),
+        });
+        if self.registry_log.len() > MAX_REGISTRY_LOG
+            && let Some(dropped) = self.registry_log.pop_front()
+        {
+            self.log_forgotten_at = dropped.generation;
         }
     }
 
@@ -294,9 +413,11 @@ impl ShellCore {
         if since > self.registry_revision {
             return None;
         }
-        let first = self.registry_log.partition_point(|(at, _)| *at <= since);
+        let first = self
+            .registry_log
+            .partition_point(|change| change.revision <= since);
         let reaches_back = match self.registry_log.front() {
-            Some((oldest, _)) => *oldest <= since + 1,
+            Some(oldest) => oldest.revision <= since + 1,
             None => since == self.registry_revision,
         };
         if !reaches_back {
@@ -304,9 +425,9 @@ impl ShellCore {
         }
         let mut names: Vec<String> = Vec::new();
         let mut seen: HashSet<&str> = HashSet::new();
-        for (_, name) in self.registry_log.range(first..) {
-            if seen.insert(name) {
-                names.push(name.clone());
+        for change in self.registry_log.range(first..) {
+            if seen.insert(&change.name) {
+                names.push(change.name.clone());
             }
         }
         // One pass in registry order; a name's length rules most tools out before any
@@ -376,10 +497,9 @@ impl ShellCore {
             });
         }
         self.names.insert(&tool);
-        let scope = tool.origin.scope().map(str::to_string);
+        self.tools_changed(tool.origin.scope());
         self.registry_logged(&tool.name);
         self.tools.push(tool);
-        self.tools_changed(scope.as_deref());
         Ok(())
     }
 
@@ -412,10 +532,10 @@ impl ShellCore {
             }
             keep
         });
+        self.tools_changed(None);
         for name in &removed {
             self.registry_logged(name);
         }
-        self.tools_changed(None);
         before - self.tools.len()
     }
 
@@ -582,8 +702,9 @@ impl ShellCore {
         {
             layers.remove(source);
         }
-        // Every agent may have had one: as if every tool changed.
-        self.tools_changed(None);
+        // Every agent may have had one.
+        self.generation += 1;
+        self.layers_lifted_at = self.generation;
     }
 
     pub fn restriction(&self, agent: &str, source: &str) -> Option<&BTreeSet<String>> {
@@ -967,6 +1088,10 @@ mod tests {
             },
             Unregister {
                 name: usize,
+                scope: Option<usize>,
+            },
+            LiftAll {
+                source: usize,
             },
             Restrict {
                 agent: usize,
@@ -1001,7 +1126,9 @@ mod tests {
             prop_oneof![
                 (0..TOOL_NAMES.len(), proptest::option::of(0..AGENTS.len()))
                     .prop_map(|(name, scope)| Change::Register { name, scope }),
-                (0..TOOL_NAMES.len()).prop_map(|name| Change::Unregister { name }),
+                (0..TOOL_NAMES.len(), proptest::option::of(0..AGENTS.len()))
+                    .prop_map(|(name, scope)| Change::Unregister { name, scope }),
+                (0..SOURCES.len()).prop_map(|source| Change::LiftAll { source }),
                 (0..AGENTS.len(), 0..SOURCES.len(), allow.clone()).prop_map(
                     |(agent, source, allow)| Change::Restrict {
                         agent,
@@ -1036,7 +1163,13 @@ mod tests {
                     core.register(Tool::new(TOOL_NAMES[*name], "", origin))
                         .map(|_| ())
                 }
-                Change::Unregister { name } => core.unregister(TOOL_NAMES[*name], None).map(|_| ()),
+                Change::Unregister { name, scope } => core
+                    .unregister(TOOL_NAMES[*name], scope.map(|a| AGENTS[a].0))
+                    .map(|_| ()),
+                Change::LiftAll { source } => {
+                    core.lift_all(SOURCES[*source]);
+                    Ok(())
+                }
                 Change::Restrict {
                     agent,
                     source,
@@ -1089,6 +1222,55 @@ mod tests {
                         }
                     }
                     before = after;
+                }
+            }
+
+            /// A view kept by `allowed-changes` deltas (a whole fetch only when
+            /// the shell cannot say) is always the shell's whole answer, and a
+            /// global registration alone never needs the whole answer.
+            #[test]
+            fn a_view_refreshed_by_deltas_is_the_whole_answer(
+                changes in proptest::collection::vec(change(), 1..40)
+            ) {
+                let mut core = ShellCore::default();
+                for (id, parent) in AGENTS {
+                    core.create_agent(id, parent).unwrap();
+                }
+                let whole = |core: &ShellCore, id: &str| -> Option<(u64, BTreeSet<String>)> {
+                    let tools = core.effective(id, Some("p")).ok()?;
+                    let names = tools.iter().map(|t| t.name.clone()).collect();
+                    Some((core.agent_generation(id, "p"), names))
+                };
+                let mut views: Vec<Option<(u64, BTreeSet<String>)>> =
+                    AGENTS.iter().map(|(id, _)| whole(&core, id)).collect();
+                for change in &changes {
+                    apply(&mut core, change);
+                    let global_tool = matches!(
+                        change,
+                        Change::Register { scope: None, .. } | Change::Unregister { scope: None, .. }
+                    );
+                    for ((id, _), view) in AGENTS.iter().zip(views.iter_mut()) {
+                        let delta = view
+                            .as_ref()
+                            .and_then(|(since, _)| core.allowed_changes(id, "p", *since));
+                        match (delta, view.as_mut()) {
+                            (Some(delta), Some((generation, names))) => {
+                                *generation = delta.generation;
+                                names.extend(delta.allowed);
+                                for name in &delta.denied {
+                                    names.remove(name);
+                                }
+                            }
+                            (_, was) => {
+                                proptest::prop_assert!(
+                                    !(global_tool && was.is_some() && core.has_agent(id)),
+                                    "{} needed a whole fetch after {:?}", id, change
+                                );
+                                *view = whole(&core, id);
+                            }
+                        }
+                        proptest::prop_assert_eq!(&*view, &whole(&core, id), "{} after {:?}", id, change);
+                    }
                 }
             }
         }

@@ -3,7 +3,7 @@
 
 use std::cell::RefCell;
 
-use crate::host::{Host, LogLevel};
+use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
 use crate::registry::{Enrichment, LazyGroup, Origin, RegistryDelta, ToolDef, ToolGroup};
 use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
@@ -92,6 +92,14 @@ impl Host for WitHost {
             revision: delta.revision,
             names: delta.names,
             tools: delta.tools.into_iter().map(tool_from_wit).collect(),
+        })
+    }
+
+    fn allowed_changes(&self, agent: &str, since: u64) -> Option<AllowedDelta> {
+        wit_host::allowed_changes(agent, since).map(|delta| AllowedDelta {
+            generation: delta.generation,
+            allowed: delta.allowed,
+            denied: delta.denied,
         })
     }
 

@@ -12,6 +12,18 @@ pub enum LogLevel {
     Error,
 }
 
+/// What changed for one agent since one of its generations, when only tools
+/// registered or removed reached it (WIT 0.3.0 `allowed-delta`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AllowedDelta {
+    /// The agent's generation now: ask from it next time.
+    pub generation: u64,
+    /// Names registered or removed since that the agent may call now.
+    pub allowed: Vec<String>,
+    /// Names registered or removed since that it may not call now.
+    pub denied: Vec<String>,
+}
+
 pub trait Host {
     /// Every registered tool.
     fn registry(&self) -> Vec<ToolDef>;
@@ -54,6 +66,13 @@ pub trait Host {
     /// `host.registry-changes`); `None` when the host cannot say, and the whole registry is
     /// fetched instead.
     fn registry_changes(&self, _since: u64) -> Option<RegistryDelta> {
+        None
+    }
+    /// What changed for `agent` since its generation `since` (one
+    /// [`Host::agent_generation`] or an earlier delta gave), when only tools registered or
+    /// removed reached it (WIT 0.3.0 `host.allowed-changes`); `None` when the host cannot
+    /// say, and [`Host::allowed_tools`] is asked instead.
+    fn allowed_changes(&self, _agent: &str, _since: u64) -> Option<AllowedDelta> {
         None
     }
 }

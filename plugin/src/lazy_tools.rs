@@ -10,14 +10,15 @@ use serde::{Deserialize, Serialize};
 
 use crate::catalog;
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
+use crate::copy_log::{CopyLog, Definitions};
 use crate::groups::{Groups, LazyLoads};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
-use crate::host::{Host, LogLevel};
+use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::names::{NameId, NameSet, NameTable};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
-use crate::registry::{LazyGroup, Registry, ToolDef};
+use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::{AgentState, CatalogCache};
 use crate::suggest;
@@ -59,6 +60,8 @@ pub struct LazyTools<H: Host> {
     index: SearchIndex,
     /// The host's registry revision the copy is at, when the host tracks changes.
     revision: Option<u64>,
+    /// What each load changed in the copy, for views refreshed from a delta.
+    copy_log: CopyLog,
     /// Schema token costs; counted only when a budget needs them.
     costs: TokenCosts,
     agents: BTreeMap<String, AgentState>,
@@ -83,6 +86,7 @@ impl<H: Host> LazyTools<H> {
             classes: HashMap::default(),
             index: SearchIndex::default(),
             revision: None,
+            copy_log: CopyLog::default(),
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
             names: NameTable::default(),
@@ -130,6 +134,8 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
+            // Every class may have changed: no view is patched from a delta.
+            self.copy_log.reset();
             self.classify_all();
             self.count_costs(None);
             self.build_groups(None);
@@ -493,9 +499,12 @@ impl<H: Host> LazyTools<H> {
             .revision
             .and_then(|since| self.host.registry_changes(since));
         // The names whose definitions changed; `None`: all of them (a first fetch).
+        // With the definitions they had before, for the copy log.
+        let mut before = Vec::new();
         let mut changed = match delta {
             Some(delta) => {
                 self.revision = Some(delta.revision);
+                before = self.definitions_now(&delta.names);
                 self.registry.apply(&delta.names, delta.tools);
                 Some(delta.names)
             }
@@ -504,6 +513,9 @@ impl<H: Host> LazyTools<H> {
                 let fetched = Registry::new(self.host.registry(), Vec::new());
                 let first = self.registry.tools().is_empty();
                 let changed = (!first).then(|| self.registry.changed_names(&fetched));
+                if let Some(changed) = &changed {
+                    before = self.definitions_now(changed);
+                }
                 self.registry = fetched;
                 changed
             }
@@ -533,6 +545,36 @@ impl<H: Host> LazyTools<H> {
             }
         }
         self.count_costs(changed.as_deref());
+        // Logged once the new schemas are counted: views patched later count what a whole
+        // refresh would.
+        match &changed {
+            Some(_) => {
+                let names: Vec<String> = before.iter().map(|(name, _)| name.clone()).collect();
+                let after = self.definitions_now(&names);
+                let logged = before
+                    .into_iter()
+                    .zip(after)
+                    .map(|((name, before), (_, after))| (name, before, after))
+                    .collect();
+                self.copy_log.record(logged);
+            }
+            None => self.copy_log.reset(),
+        }
+    }
+
+    /// Each name with its definitions now (origins and, when a budget counts them, token
+    /// costs), before the copy changes them.
+    fn definitions_now(&self, names: &[String]) -> Vec<(String, Definitions)> {
+        let auto = self.auto_budget().is_some();
+        names
+            .iter()
+            .map(|name| {
+                let defs = self.registry.definitions(name);
+                let defs =
+                    defs.map(|t| (t.origin.clone(), if auto { self.costs.cost(t) } else { 0 }));
+                (name.clone(), defs.collect())
+            })
+            .collect()
     }
 
     /// Starts a new name table when departed names dominate it: every view
@@ -688,9 +730,138 @@ impl<H: Host> LazyTools<H> {
         self.refresh(agent)
     }
 
-    /// Asks the host what the agent may call, reclassifies, and installs the
-    /// resulting allow set if it changed.
+    /// Refreshes the agent's view and installs the resulting exposure layer if it changed:
+    /// from the names that changed when only tools registered or removed reached the agent
+    /// since its last refresh (the host's `allowed-changes`), else whole.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
+        let state = self.agent(agent)?;
+        let delta = match state.seen_generation {
+            Some(since) if self.copy_log.since(state.seen_copy).is_some() => {
+                self.host.allowed_changes(agent, since)
+            }
+            _ => None,
+        };
+        if let Some(delta) = delta
+            && self.refresh_by(agent, delta)?
+        {
+            return Ok(());
+        }
+        self.refresh_whole(agent)
+    }
+
+    /// Patches the agent's view for the names the host's `delta` and the registry copy
+    /// changed since its last refresh. False, having changed nothing, when the agent crosses
+    /// its token budget: then every name's class changes and the view is computed whole.
+    fn refresh_by(&mut self, agent: &str, delta: AllowedDelta) -> Result<bool, PluginError> {
+        let state = self.agent(agent)?;
+        let Some(copied) = self.copy_log.since(state.seen_copy) else {
+            return Ok(false);
+        };
+        // Each changed name once: the names the copy changed (whether the agent may call
+        // them is unchanged unless the host says otherwise), then the host's answers.
+        let mut changed: HashMap<NameId, Changed<'_>> = HashMap::new();
+        for change in copied {
+            if let Some(id) = self.names.get(&change.name) {
+                let allowed = state.allowed().contains(id);
+                let entry = changed.entry(id).or_insert(Changed {
+                    allowed,
+                    before: None,
+                    now: None,
+                });
+                // The oldest change holds what the view was computed with, the newest what
+                // the copy holds now.
+                entry.before.get_or_insert(&change.before);
+                entry.now = Some(&change.after);
+            }
+        }
+        let mut answered = Vec::with_capacity(delta.allowed.len() + delta.denied.len());
+        for name in &delta.allowed {
+            answered.push((self.names.intern(name), true));
+        }
+        for name in &delta.denied {
+            if let Some(id) = self.names.get(name) {
+                answered.push((id, false));
+            }
+        }
+        for (id, allowed) in answered {
+            changed.entry(id).or_default().allowed = allowed;
+        }
+        let state = self.agent(agent)?;
+        let budget = self.budget_after(agent, state, &changed);
+        let over = state.budget.over || budget.is_some_and(|b| b.over);
+        if over != state.budget.over {
+            return Ok(false);
+        }
+        let view: Vec<(NameId, Option<bool>)> = changed
+            .iter()
+            .map(|(&id, change)| {
+                let hidden = change
+                    .allowed
+                    .then(|| self.hides(agent, self.names.name(id), over));
+                (id, hidden)
+            })
+            .collect();
+        let epoch = self.copy_log.epoch();
+        let (registry, names) = (&self.registry, &self.names);
+        let state = self
+            .agents
+            .get_mut(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
+        if let Some(standing) = budget {
+            state.budget = BudgetStanding { over, ..standing };
+        }
+        state.patch(view, names, |name| {
+            registry.lookup(name, agent).map(ToolDef::fingerprint)
+        });
+        state.seen_generation = Some(delta.generation);
+        state.seen_copy = epoch;
+        self.install(agent)?;
+        Ok(true)
+    }
+
+    /// In auto mode, how the agent stands against its budget once the `changed` names
+    /// count as they do now instead of as they did at its last refresh.
+    fn budget_after(
+        &self,
+        agent: &str,
+        state: &AgentState,
+        changed: &HashMap<NameId, Changed<'_>>,
+    ) -> Option<BudgetStanding> {
+        let budget = self.auto_budget()?;
+        let mut eager = state.budget.eager_tokens;
+        for (&id, change) in changed {
+            let name = self.names.name(id);
+            // The definitions' costs the copy logged, or the copy's (a fingerprint each).
+            let cost = |logged: Option<&[(Origin, u32)]>| match logged {
+                Some(defs) => defs
+                    .iter()
+                    .min_by_key(|(origin, _)| origin.rank_for(agent))
+                    .map_or(0, |&(_, cost)| counted_cost(name, cost)),
+                None => self.eager_cost(agent, name),
+            };
+            if state.allowed().contains(id) {
+                eager = eager.saturating_sub(cost(change.before));
+            }
+            if change.allowed {
+                eager += cost(change.now);
+            }
+        }
+        Some(BudgetStanding {
+            over: eager > u64::from(budget),
+            eager_tokens: eager,
+            budget,
+        })
+    }
+
+    /// What the agent's budget counts for `name`: the schema it sees, guards aside.
+    fn eager_cost(&self, agent: &str, name: &str) -> u64 {
+        self.registry
+            .lookup(name, agent)
+            .map_or(0, |tool| counted_cost(name, self.costs.cost(tool)))
+    }
+
+    /// Asks the host what the agent may call and computes the view from it.
+    fn refresh_whole(&mut self, agent: &str) -> Result<(), PluginError> {
         self.agent(agent)?;
         // Read first: a change while we ask shows up as a newer value.
         let generation = self.host.agent_generation(agent);
@@ -715,6 +886,7 @@ impl<H: Host> LazyTools<H> {
             registry.lookup(name, agent).map(ToolDef::fingerprint)
         });
         state.seen_generation = Some(generation);
+        state.seen_copy = self.copy_log.epoch();
         self.install(agent)
     }
 
@@ -727,21 +899,22 @@ impl<H: Host> LazyTools<H> {
     /// In auto mode, what the agent's tools would cost if nothing were
     /// deferred (the guards aside), against the budget.
     fn weigh_budget(&self, agent: &str, allowed: &[String]) -> Option<BudgetStanding> {
-        let config = self.policy.as_ref()?.config();
-        if config.switch != DeferSwitch::Auto {
-            return None;
-        }
+        let budget = self.auto_budget()?;
         let eager_tokens: u64 = allowed
             .iter()
-            .filter(|name| !guards::is_guard(name))
-            .filter_map(|name| self.registry.lookup(name, agent))
-            .map(|tool| u64::from(self.costs.cost(tool)))
+            .map(|name| self.eager_cost(agent, name))
             .sum();
         Some(BudgetStanding {
-            over: eager_tokens > u64::from(config.token_budget),
+            over: eager_tokens > u64::from(budget),
             eager_tokens,
-            budget: config.token_budget,
+            budget,
         })
+    }
+
+    /// The token budget, when the config weighs tools against it (auto mode).
+    fn auto_budget(&self) -> Option<u32> {
+        let config = self.policy.as_ref()?.config();
+        (config.switch == DeferSwitch::Auto).then_some(config.token_budget)
     }
 
     fn install(&mut self, agent: &str) -> Result<(), PluginError> {
@@ -924,6 +1097,28 @@ impl<H: Host> Loads for LazyTools<H> {
                 suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             ))
         }))
+    }
+}
+
+/// One name a registry change touched, as an agent's view is patched for it.
+#[derive(Debug, Default)]
+struct Changed<'a> {
+    /// Whether the agent may call it now.
+    allowed: bool,
+    /// Its definitions when the view was computed, if the registry copy changed them since
+    /// (origins and token costs); `None`: the copy's now.
+    before: Option<&'a [(Origin, u32)]>,
+    /// Its definitions in the copy now, if the copy changed them since; `None`: ask the copy.
+    now: Option<&'a [(Origin, u32)]>,
+}
+
+/// A schema's cost as a budget counts it: the guard tools are never deferred, so they do
+/// not count.
+fn counted_cost(name: &str, cost: u32) -> u64 {
+    if guards::is_guard(name) {
+        0
+    } else {
+        u64::from(cost)
     }
 }
 

@@ -12,6 +12,7 @@
 
 mod catalog;
 mod config;
+mod copy_log;
 mod groups;
 pub mod guards;
 pub mod host;

@@ -13,6 +13,18 @@ pub enum Origin {
     Agent(String),
 }
 
+impl Origin {
+    /// How near a definition of this origin is to `agent` (lowest first): its own scope's,
+    /// then a global one, then another scope's.
+    pub fn rank_for(&self, agent: &str) -> u8 {
+        match self {
+            Origin::Agent(a) if a == agent => 0,
+            Origin::Builtin | Origin::Mcp(_) => 1,
+            Origin::Agent(_) => 2,
+        }
+    }
+}
+
 /// A tool as the registry holds it (mirrors the WIT `tool-def`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolDef {
@@ -281,12 +293,7 @@ impl Registry {
     /// The definition `agent` sees under `name`: its own scope's first, then
     /// a global one, then an ancestor's.
     pub fn lookup(&self, name: &str, agent: &str) -> Option<&ToolDef> {
-        let rank = |t: &ToolDef| match &t.origin {
-            Origin::Agent(a) if a == agent => 0,
-            Origin::Builtin | Origin::Mcp(_) => 1,
-            Origin::Agent(_) => 2,
-        };
-        self.defs(name).min_by_key(|t| rank(t))
+        self.defs(name).min_by_key(|t| t.origin.rank_for(agent))
     }
 
     /// Every definition registered under `name`, in registration order.

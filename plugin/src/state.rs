@@ -48,6 +48,8 @@ pub struct AgentState {
     /// The host's generation for this agent at the last refresh (`None`:
     /// never, or the view was dropped).
     pub seen_generation: Option<u64>,
+    /// The epoch of the plugin's registry copy at the last refresh (see `copy_log.rs`).
+    pub seen_copy: u64,
 }
 
 impl AgentState {
@@ -80,25 +82,54 @@ impl AgentState {
             set.make_empty();
         }
         for (id, hidden) in allowed {
-            self.allowed.insert(id);
-            if !hidden {
-                self.visible.insert(id);
-                self.base_visible.insert(id);
-                continue;
+            self.place(id, hidden, names, &fingerprint);
+        }
+    }
+
+    /// Recomputes the view of the `changed` names only, each with whether the
+    /// policy hides it (`None`: the agent may not call it); the others stay.
+    pub fn patch(
+        &mut self,
+        changed: impl IntoIterator<Item = (NameId, Option<bool>)>,
+        names: &NameTable,
+        fingerprint: impl Fn(&str) -> Option<u64>,
+    ) {
+        for (id, hidden) in changed {
+            for set in self.view_sets() {
+                set.remove(id);
             }
-            self.deferred.insert(id);
-            let name = names.name(id);
-            match self.activated.get(name) {
-                Some(loaded) if fingerprint(name) == Some(*loaded) => {
-                    self.visible.insert(id);
-                }
-                Some(_) => {
-                    self.lapsed.insert(id);
-                    self.pending.insert(id);
-                }
-                None => {
-                    self.pending.insert(id);
-                }
+            if let Some(hidden) = hidden {
+                self.place(id, hidden, names, &fingerprint);
+            }
+        }
+    }
+
+    /// Adds an allowed name, absent from every set of the view.
+    fn place(
+        &mut self,
+        id: NameId,
+        hidden: bool,
+        names: &NameTable,
+        fingerprint: &impl Fn(&str) -> Option<u64>,
+    ) {
+        self.allowed.insert(id);
+        if !hidden {
+            self.visible.insert(id);
+            self.base_visible.insert(id);
+            return;
+        }
+        self.deferred.insert(id);
+        let name = names.name(id);
+        match self.activated.get(name) {
+            Some(loaded) if fingerprint(name) == Some(*loaded) => {
+                self.visible.insert(id);
+            }
+            Some(_) => {
+                self.lapsed.insert(id);
+                self.pending.insert(id);
+            }
+            None => {
+                self.pending.insert(id);
             }
         }
     }
@@ -242,6 +273,34 @@ mod tests {
         assert!(state.is_pending(a) && state.is_lapsed(a) && !state.is_activated("a", Some(a)));
         assert!(state.activate(a, "a", 2));
         assert!(!state.is_lapsed(a) && state.is_activated("a", Some(a)));
+    }
+
+    #[test]
+    fn a_patch_is_the_update_with_the_same_answer() {
+        let (table, ids) = names(&["a", "b", "c", "d"]);
+        let (a, b, c, d) = (ids[0], ids[1], ids[2], ids[3]);
+        let mut patched = AgentState::default();
+        patched.update([(a, true), (b, false), (c, true)], &table, |_| Some(1));
+        assert!(patched.activate(a, "a", 1));
+        // `a` changed definition, `b` left, `c` is now shown, `d` joined hidden.
+        let fingerprint = |name: &str| Some(if name == "a" { 2 } else { 1 });
+        patched.patch(
+            [
+                (a, Some(true)),
+                (b, None),
+                (c, Some(false)),
+                (d, Some(true)),
+            ],
+            &table,
+            fingerprint,
+        );
+        let mut whole = AgentState::default();
+        whole.restore(patched.loads().clone());
+        whole.update([(a, true), (c, false), (d, true)], &table, fingerprint);
+        for (mine, theirs) in patched.view_sets().into_iter().zip(whole.view_sets()) {
+            assert_eq!(*mine, *theirs);
+        }
+        assert!(patched.is_lapsed(a) && patched.is_pending(d));
     }
 
     #[test]

@@ -13,7 +13,7 @@ use host_harness::host_view::HostView;
 use host_harness::shell::{Origin, Shell, Tool};
 use host_harness::shell_core::ShellCore;
 use lazy_tools::LazyTools;
-use lazy_tools::host::{Host, LogLevel};
+use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
 use serde_json::json;
 
@@ -21,7 +21,8 @@ struct CountingHost {
     inner: HostView,
     allowed_calls: Cell<usize>,
     registry_calls: Cell<usize>,
-    /// Whether the host says what changed in the registry (WIT 0.3.0 `registry-changes`).
+    /// Whether the host says what changed in the registry and for each agent (WIT 0.3.0
+    /// `registry-changes`, `allowed-changes`).
     deltas: bool,
 }
 
@@ -35,6 +36,11 @@ impl Host for CountingHost {
     }
     fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
         self.inner.registry_changes(since).filter(|_| self.deltas)
+    }
+    fn allowed_changes(&self, agent: &str, since: u64) -> Option<AllowedDelta> {
+        self.inner
+            .allowed_changes(agent, since)
+            .filter(|_| self.deltas)
     }
     fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
         self.allowed_calls.set(self.allowed_calls.get() + 1);
@@ -81,6 +87,13 @@ fn setup() -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
 }
 
 fn setup_with(deltas: bool) -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
+    setup_configured(deltas, r#"{"defer": ["gh__*", "slack__*"]}"#)
+}
+
+fn setup_configured(
+    deltas: bool,
+    config: &str,
+) -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) {
     let mut shell = Shell::new();
     let tools = [
         "bash",
@@ -99,9 +112,7 @@ fn setup_with(deltas: bool) -> (Arc<Mutex<ShellCore>>, LazyTools<CountingHost>) 
         registry_calls: Cell::new(0),
         deltas,
     });
-    plugin
-        .configure(r#"{"defer": ["gh__*", "slack__*"]}"#)
-        .unwrap();
+    plugin.configure(config).unwrap();
     for (id, parent) in AGENTS {
         core.lock().unwrap().create_agent(id, parent).unwrap();
         plugin.agent_created(id, parent).unwrap();
@@ -249,4 +260,218 @@ fn a_registry_that_turns_over_keeps_loads_and_layers() {
         .map(String::as_str)
         .collect();
     assert_eq!(layer, ["bash", "gh__create_issue", "read"]);
+}
+
+/// A server joining (or leaving) reaches every agent, but only through the tools it
+/// registers: with `allowed-changes` no agent asks `allowed-tools` again, and every view is
+/// the one a whole fetch gives.
+#[test]
+fn a_server_joining_makes_no_agent_ask_for_everything_again() {
+    for config in [r#"{"defer": ["gh__*", "slack__*"]}"#, "null"] {
+        let mut seen = Vec::new();
+        for deltas in [false, true] {
+            let (core, mut plugin) = setup_configured(deltas, config);
+            load(&mut plugin, "main/a", "gh__create_issue");
+            requests(&mut plugin);
+            plugin.host().allowed_calls.set(0);
+            let joining = ["linear__create", "linear__search", "linear__comment"];
+            {
+                let mut core = core.lock().unwrap();
+                for name in joining {
+                    core.register(Tool::new(
+                        name,
+                        "A tracker tool.",
+                        Origin::Mcp("linear".into()),
+                    ))
+                    .unwrap();
+                }
+                core.unregister("slack__post", None).unwrap();
+                // A changed definition lapses the loaded tool.
+                core.unregister("gh__create_issue", None).unwrap();
+                core.register(Tool::new("gh__create_issue", "Changed.", Origin::Builtin))
+                    .unwrap();
+            }
+            plugin.registry_changed().unwrap();
+            let during = plugin.host().allowed_calls.get();
+            let (asked, views) = requests(&mut plugin);
+            let asked = asked + during;
+            if deltas {
+                assert_eq!(asked, 0, "{config}: a registration made an agent ask again");
+            } else {
+                assert_eq!(asked, AGENTS.len());
+            }
+            let verdicts: Vec<_> = AGENTS
+                .iter()
+                .map(|(id, _)| plugin.pre_execute(id, "gh__create_issue"))
+                .collect();
+            let prompts: Vec<_> = AGENTS
+                .iter()
+                .map(|(id, _)| plugin.system_prompt(id).unwrap())
+                .collect();
+            seen.push((views, verdicts, prompts));
+        }
+        assert_eq!(seen[0], seen[1], "{config}");
+    }
+}
+
+/// Shells driven through the same steps, one plugin refreshing agents from deltas and one
+/// always fetching them whole: after any sequence of tool registrations and removals (global
+/// and in agents' scopes, with or without telling the plugin), restrictions, another
+/// plugin's exposure layers and loads, both plugins answer every agent the same, and each
+/// shell holds the same exposure layers.
+mod deltas_against_whole_fetches {
+    use super::*;
+    use proptest::prelude::*;
+
+    const NAMES: [&str; 6] = [
+        "bash",
+        "read",
+        "gh__create_issue",
+        "gh__list_issues",
+        "slack__post",
+        "linear__create",
+    ];
+    const CONFIGS: [&str; 4] = [
+        r#"{"defer": ["gh__*", "slack__*"]}"#,
+        // The preset, by budget: a few tools cross it, or many.
+        r#"{"tokenBudget": 150}"#,
+        r#"{"tokenBudget": 400}"#,
+        r#"{"deferToolLoading": "auto", "tokenBudget": 250, "defer": ["gh__*"]}"#,
+    ];
+
+    #[derive(Debug, Clone)]
+    enum Step {
+        /// Registered (again, with description `size`, when the scope holds it).
+        Register {
+            name: usize,
+            scope: Option<usize>,
+            size: usize,
+        },
+        Unregister {
+            name: usize,
+            scope: Option<usize>,
+        },
+        Restrict {
+            agent: usize,
+            allow: Option<Vec<usize>>,
+        },
+        Expose {
+            agent: usize,
+            allow: Option<Vec<usize>>,
+        },
+        Load {
+            agent: usize,
+            name: usize,
+        },
+        RegistryChanged,
+    }
+
+    fn step() -> impl Strategy<Value = Step> {
+        let name = 0..NAMES.len();
+        let agent = 0..AGENTS.len();
+        let allow = proptest::option::of(proptest::collection::vec(name.clone(), 0..5));
+        prop_oneof![
+            4 => (name.clone(), proptest::option::weighted(0.2, agent.clone()), 0usize..40)
+                .prop_map(|(name, scope, size)| Step::Register { name, scope, size }),
+            2 => (name.clone(), proptest::option::weighted(0.2, agent.clone()))
+                .prop_map(|(name, scope)| Step::Unregister { name, scope }),
+            1 => (agent.clone(), allow.clone()).prop_map(|(agent, allow)| Step::Restrict { agent, allow }),
+            1 => (agent.clone(), allow).prop_map(|(agent, allow)| Step::Expose { agent, allow }),
+            2 => (agent, name).prop_map(|(agent, name)| Step::Load { agent, name }),
+            3 => Just(Step::RegistryChanged),
+        ]
+    }
+
+    fn apply(
+        core: &Arc<Mutex<ShellCore>>,
+        plugin: &mut LazyTools<CountingHost>,
+        step: &Step,
+    ) -> String {
+        let names = |list: &Option<Vec<usize>>| {
+            list.as_ref()
+                .map(|l| l.iter().map(|&i| NAMES[i].to_string()).collect())
+        };
+        let scope = |s: &Option<usize>| s.map(|a| AGENTS[a].0);
+        let mut core = core.lock().unwrap();
+        // Refused steps (an unknown name in a layer) change nothing, alike in both shells.
+        match step {
+            Step::Register {
+                name,
+                scope: at,
+                size,
+            } => {
+                let _ = core.unregister(NAMES[*name], scope(at));
+                let origin = match (scope(at), NAMES[*name].split_once("__")) {
+                    (Some(agent), _) => Origin::Agent(agent.into()),
+                    (None, Some((server, _))) => Origin::Mcp(server.into()),
+                    (None, None) => Origin::Builtin,
+                };
+                let description = "word ".repeat(*size);
+                format!(
+                    "{:?}",
+                    core.register(Tool::new(NAMES[*name], description, origin))
+                )
+            }
+            Step::Unregister { name, scope: at } => {
+                format!("{:?}", core.unregister(NAMES[*name], scope(at)).map(|_| ()))
+            }
+            Step::Restrict { agent, allow } => {
+                format!(
+                    "{:?}",
+                    core.restrict(AGENTS[*agent].0, "profile", names(allow))
+                )
+            }
+            Step::Expose { agent, allow } => {
+                format!("{:?}", core.expose(AGENTS[*agent].0, "q", names(allow)))
+            }
+            Step::Load { agent, name } => {
+                drop(core);
+                let arguments = json!({ "tool_names": [NAMES[*name]] }).to_string();
+                format!(
+                    "{:?}",
+                    plugin.execute(AGENTS[*agent].0, "tool_search", &arguments)
+                )
+            }
+            Step::RegistryChanged => {
+                drop(core);
+                format!("{:?}", plugin.registry_changed())
+            }
+        }
+    }
+
+    /// Everything an agent's model and the shell get from the plugin.
+    fn answers(core: &Arc<Mutex<ShellCore>>, plugin: &mut LazyTools<CountingHost>) -> Vec<String> {
+        let mut out = Vec::new();
+        for (id, _) in AGENTS {
+            out.push(format!("{:?}", plugin.visible_tools(id)));
+            out.push(format!("{:?}", plugin.system_prompt(id)));
+            for name in NAMES {
+                out.push(format!("{:?}", plugin.pre_execute(id, name)));
+                out.push(format!("{:?}", plugin.explain(id, name)));
+            }
+            out.push(format!(
+                "{:?}",
+                core.lock().unwrap().exposure(id, "lazy-tools")
+            ));
+        }
+        out
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+        #[test]
+        fn a_view_refreshed_by_deltas_answers_as_one_fetched_whole(
+            config in 0..CONFIGS.len(),
+            steps in proptest::collection::vec(step(), 1..30),
+        ) {
+            let (whole_core, mut whole) = setup_configured(false, CONFIGS[config]);
+            let (delta_core, mut delta) = setup_configured(true, CONFIGS[config]);
+            for step in &steps {
+                let a = apply(&whole_core, &mut whole, step);
+                let b = apply(&delta_core, &mut delta, step);
+                prop_assert_eq!(a, b, "{:?}", step);
+                prop_assert_eq!(answers(&whole_core, &mut whole), answers(&delta_core, &mut delta), "after {:?}", step);
+            }
+        }
+    }
 }

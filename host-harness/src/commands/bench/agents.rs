@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc};
 
-use super::speed::generate;
+use super::speed::{JOINING, generate, joining_server};
 use crate::catalog::Catalog;
 use crate::native_plugin::native_lazy_tools;
 use crate::plugin_api::Verdict;
@@ -43,6 +43,10 @@ pub struct Args {
     /// Catalogs to generate the tools from (default: the bundled ones).
     #[arg(long = "catalog")]
     catalogs: Vec<PathBuf>,
+    /// The lazy-tools component to measure [default: the one built with this harness];
+    /// another build of it gives before-and-after figures from one binary.
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
 }
 
 /// Latencies of one kind of call.
@@ -71,6 +75,9 @@ impl Latencies {
         (at(0.5), at(0.99), at(1.0))
     }
 }
+
+/// How many times a server joins (and leaves) with every agent alive.
+const JOIN_RUNS: usize = 5;
 
 /// The agents' ids, parents first: trees of a root, `children` children and their children.
 fn agent_tree(agents: usize, children: usize) -> Vec<(String, Option<String>)> {
@@ -177,7 +184,12 @@ impl Args {
         );
 
         // Inside the component, through the shell.
-        let component = WasmHost::global().lazy_tools()?;
+        let component = match &self.component {
+            Some(path) => WasmHost::global()
+                .load(path)
+                .with_context(|| format!("loading {}", path.display()))?,
+            None => WasmHost::global().lazy_tools()?,
+        };
         let region = heap.map(Region::new);
         let setup_started = Instant::now();
         let mut shell = Shell::new();
@@ -235,6 +247,31 @@ impl Args {
                 }
             }
         }
+        // A server joining with every agent alive, then leaving (not timed): every agent's
+        // view is refreshed.
+        let joining = joining_server(&catalog, JOINING)?;
+        let mut wasm_joins = Latencies::new();
+        for _ in 0..JOIN_RUNS {
+            for timed in [true, false] {
+                {
+                    let mut core = shell.core();
+                    for (_, tool) in joining.tools() {
+                        if timed {
+                            core.register(tool)?;
+                        } else {
+                            core.unregister(&tool.name, None)?;
+                        }
+                    }
+                }
+                let plugin = shell.plugin_mut(PLUGIN)?;
+                let changed = if timed {
+                    wasm_joins.time(|| plugin.registry_changed())
+                } else {
+                    plugin.registry_changed()
+                };
+                changed?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
+            }
+        }
         let plugin_memory = shell.plugin_mut(PLUGIN)?.memory_bytes();
         let host_heap = region.as_ref().map(heap_growth);
         if shell.quarantined().next().is_some() {
@@ -277,6 +314,27 @@ impl Args {
                 }
             }
         }
+        let mut native_joins = Latencies::new();
+        for _ in 0..JOIN_RUNS {
+            for timed in [true, false] {
+                {
+                    let mut core = native_shell.core();
+                    for (_, tool) in joining.tools() {
+                        if timed {
+                            core.register(tool)?;
+                        } else {
+                            core.unregister(&tool.name, None)?;
+                        }
+                    }
+                }
+                let changed = if timed {
+                    native_joins.time(|| native.registry_changed())
+                } else {
+                    native.registry_changed()
+                };
+                changed.map_err(|e| anyhow::anyhow!("native registry-changed: {e}"))?;
+            }
+        }
         let native_heap = native_region.as_ref().map(heap_growth);
 
         println!(
@@ -296,6 +354,8 @@ impl Args {
             ("request, native", &native_requests),
             ("pre-execute verdict, component", &wasm_verdicts),
             ("pre-execute verdict, native", &native_verdicts),
+            ("a server of 20 tools joins, component", &wasm_joins),
+            ("a server of 20 tools joins, native", &native_joins),
         ] {
             let (median, p99, max) = latencies.summary();
             println!("{label:<44} {median:>10.2} {p99:>10.2} {max:>10.1}");

@@ -278,7 +278,38 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         }
         registry_changed(&mut component)?;
     }
-    component.shell_mut().dispose_agent(&agent)?;
+    // The same join with many agents alive (the first one and `ALIVE - 1` more): each view
+    // the join reaches is refreshed.
+    let mut alive = vec![agent];
+    for i in 1..ALIVE {
+        alive.push(
+            component
+                .shell_mut()
+                .create_agent(&format!("alive-{i}"), None)?,
+        );
+    }
+    let mut joins_with_agents = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.register(tool)?;
+            }
+        }
+        joins_with_agents.push(registry_changed(&mut component)?);
+        {
+            let shell = component.shell_mut();
+            let mut core = shell.core();
+            for (_, tool) in joining.tools() {
+                core.unregister(&tool.name, None)?;
+            }
+        }
+        registry_changed(&mut component)?;
+    }
+    for agent in &alive {
+        component.shell_mut().dispose_agent(agent)?;
+    }
     // A full build: a fresh plugin's first look at the whole registry (the tools registered
     // after it was installed, so registry-changed fetches and indexes them all).
     let mut reloads = Vec::with_capacity(runs);
@@ -330,7 +361,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         per_query.push(searched.saturating_sub(named) / QUERIES_PER_CALL as u32);
     }
 
-    let rows = [
+    let joins_alive_label = format!(
+        "registry-changed in the component, the join with {ALIVE} agents alive (every view refreshed)"
+    );
+    let rows: [(&str, String); 13] = [
         (
             "index build, native (SearchIndex::build)",
             ms(median(builds)),
@@ -363,6 +397,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             "registry-changed in the component, the join with one agent alive (its view refreshed)",
             ms(median(joins_with_agent)),
         ),
+        (&joins_alive_label, ms(median(joins_with_agents))),
         (
             "search, native (SearchIndex::search, top 5)",
             ms(median(searches)),
@@ -409,11 +444,14 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
 }
 
 /// Tools of the server that joins and leaves in the join figures.
-const JOINING: usize = 20;
+pub(super) const JOINING: usize = 20;
+
+/// Agents alive in the join figure with many agents.
+const ALIVE: usize = 100;
 
 /// One server of `tools` tools, taken from the first servers of `catalog` under a name of its
 /// own, as a server that connects to the shell.
-fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog> {
+pub(super) fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog> {
     let mut server = catalog
         .servers
         .iter()

@@ -112,6 +112,18 @@ impl dsh::tool_restriction::host::Host for PluginState {
         })
     }
 
+    fn allowed_changes(&mut self, agent: String, since: u64) -> Option<wit::AllowedDelta> {
+        self.host_call(|s| {
+            s.host()
+                .allowed_changes(&agent, since)
+                .map(|delta| wit::AllowedDelta {
+                    generation: delta.generation,
+                    allowed: delta.allowed,
+                    denied: delta.denied,
+                })
+        })
+    }
+
     fn tool_enrichment(&mut self) -> Vec<wit::Enrichment> {
         self.host_call(|s| {
             s.host()
