@@ -759,7 +759,7 @@ impl<H: Host> LazyTools<H> {
         };
         // Each changed name once: the names the copy changed (whether the agent may call
         // them is unchanged unless the host says otherwise), then the host's answers.
-        let mut changed: HashMap<NameId, Changed<'_>> = HashMap::new();
+        let mut changed: HashMap<NameId, Changed<'_>> = HashMap::default();
         for change in copied {
             if let Some(id) = self.names.get(&change.name) {
                 let allowed = state.allowed().contains(id);
