@@ -59,7 +59,7 @@ impl SearchIndex {
             frequency[term as usize] += 1;
         }
         let mut postings = Gather::new(&frequency);
-        for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
+        for (doc, (lengths, counts)) in docs.iter().enumerate() {
             for (term, score) in saturated(counts, lengths, &frozen.tool_average) {
                 let doc = doc as u32;
                 postings.push(term, Posting { doc, score });
@@ -67,8 +67,16 @@ impl SearchIndex {
         }
         let postings = postings.finish();
         let mut group_tf: Rows<(u32, f32)> = Rows::default();
-        for (lengths, counts) in group_docs.lengths.iter().zip(group_docs.counts.iter()) {
-            group_tf.push(saturated(counts, lengths, &frozen.group_average));
+        let mut group_terms: Rows<u32> = Rows::default();
+        for (lengths, counts) in group_docs.iter() {
+            push_document(
+                lengths,
+                counts,
+                &frozen.group_average,
+                Field::GroupName,
+                &mut group_tf,
+                &mut group_terms,
+            );
         }
         let group_postings = gather(&group_tf, 0, |_| false, terms);
         let members = members(&groups, group_docs.len(), &[]);
@@ -97,8 +105,10 @@ impl SearchIndex {
             );
         }
 
-        let doc_terms = term_lists(&docs.counts, Field::Name);
-        let group_terms = term_lists(&group_docs.counts, Field::GroupName);
+        let mut doc_terms: Rows<u32> = Rows::default();
+        for counts in docs.counts.iter() {
+            doc_terms.push(marked(counts, Field::Name));
+        }
         let mut name_count = vec![0u32; terms];
         for &term in doc_terms
             .iter()
@@ -223,24 +233,33 @@ pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
     }
 }
 
-/// Per document, its terms, marked [`IN_NAME`] when `name_field` holds them.
-fn term_lists(counts: &Rows<(u32, [u16; FIELD_COUNT])>, name_field: Field) -> Rows<u32> {
-    let mut lists = Rows::default();
-    for row in counts.iter() {
-        lists.push(
-            row.iter()
-                .map(|&(term, counts)| mark(term, &counts, name_field)),
-        );
-    }
-    lists
+/// A document's terms, marked [`IN_NAME`] where `name_field` holds them.
+fn marked(
+    counts: &[(u32, [u16; FIELD_COUNT])],
+    name_field: Field,
+) -> impl Iterator<Item = u32> + '_ {
+    counts.iter().map(move |&(term, counts)| {
+        if counts[name_field.index()] > 0 {
+            term | IN_NAME
+        } else {
+            term
+        }
+    })
 }
 
-pub(super) fn mark(term: u32, counts: &[u16; FIELD_COUNT], name_field: Field) -> u32 {
-    if counts[name_field.index()] > 0 {
-        term | IN_NAME
-    } else {
-        term
-    }
+/// Appends a document's saturated frequencies (BM25F against `average`) to `tf`, and its
+/// terms, marked where `name_field` holds them, to `terms`: what an update keeps of a group,
+/// or of a tool it adds.
+pub(super) fn push_document(
+    lengths: &[u32; FIELD_COUNT],
+    counts: &[(u32, [u16; FIELD_COUNT])],
+    average: &[f32; FIELD_COUNT],
+    name_field: Field,
+    tf: &mut Rows<(u32, f32)>,
+    terms: &mut Rows<u32>,
+) {
+    tf.push(saturated(counts, lengths, average));
+    terms.push(marked(counts, name_field));
 }
 
 /// Field lengths averaged over the documents that have text at all.
@@ -258,7 +277,7 @@ fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
 
 /// Each term of one document with its weighted, length-normalised, saturated frequency
 /// (BM25F without the idf).
-pub(super) fn saturated<'a>(
+fn saturated<'a>(
     counts: &'a [(u32, [u16; FIELD_COUNT])],
     lengths: &[u32; FIELD_COUNT],
     average: &[f32; FIELD_COUNT],
@@ -338,6 +357,13 @@ pub(super) struct Docs {
 impl Docs {
     fn len(&self) -> usize {
         self.lengths.len()
+    }
+
+    /// Each document's field lengths and term counts.
+    pub fn iter(
+        &self,
+    ) -> impl Iterator<Item = (&[u32; FIELD_COUNT], &[(u32, [u16; FIELD_COUNT])])> {
+        self.lengths.iter().zip(self.counts.iter())
     }
 }
 

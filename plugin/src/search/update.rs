@@ -13,7 +13,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::bm25;
-use super::build::{Builder, Docs, IN_NAME, Origins, exact_keys, gather, mark, members, saturated};
+use super::build::{Builder, Docs, IN_NAME, Origins, exact_keys, gather, members, push_document};
 use super::fields::{FIELD_COUNT, Field, ToolText};
 use super::holders::{self, Holders};
 use super::index::SearchIndex;
@@ -265,27 +265,17 @@ impl SearchIndex {
         growth.churn += 1;
         growth.origins.remove(doc);
         let group = self.groups[doc as usize];
-        holds(growth, doc, group, affected, |count| *count -= 1);
-        let live = &mut growth.group_live[group as usize];
-        *live -= 1;
-        if *live == 0 {
-            name_counts(growth, group, |count| *count -= 1);
-        }
+        count_tool(growth, doc, group, affected, false);
     }
 
     fn add_group(&mut self, group_docs: &Docs) {
         let growth = &mut self.growth;
-        let (Some(lengths), Some(counts)) =
-            (group_docs.lengths.last(), group_docs.counts.iter().last())
-        else {
+        let Some((lengths, counts)) = group_docs.iter().last() else {
             return;
         };
-        growth
-            .group_tf
-            .push(saturated(counts, lengths, &growth.frozen.group_average));
-        growth
-            .group_terms
-            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::GroupName)));
+        let average = &growth.frozen.group_average;
+        let (tf, terms) = (&mut growth.group_tf, &mut growth.group_terms);
+        push_document(lengths, counts, average, Field::GroupName, tf, terms);
         growth.group_live.push(0);
     }
 
@@ -296,19 +286,14 @@ impl SearchIndex {
         growth.document_frequency.resize(terms, 0);
         growth.name_count.resize(terms, 0);
         self.idf.resize(terms, 0.0);
-        let (Some(lengths), Some(counts), Some(name_words)) = (
-            docs.lengths.last(),
-            docs.counts.iter().last(),
-            docs.name_words.iter().last(),
-        ) else {
+        let (Some((lengths, counts)), Some(name_words)) =
+            (docs.iter().last(), docs.name_words.iter().last())
+        else {
             return;
         };
-        growth
-            .added_tf
-            .push(saturated(counts, lengths, &growth.frozen.tool_average));
-        growth
-            .doc_terms
-            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::Name)));
+        let average = &growth.frozen.tool_average;
+        let (tf, terms) = (&mut growth.added_tf, &mut growth.doc_terms);
+        push_document(lengths, counts, average, Field::Name, tf, terms);
         growth.churn += 1;
         self.names.push(name.to_string());
         self.groups.push(group);
@@ -317,13 +302,7 @@ impl SearchIndex {
         exact_keys(name, doc, &mut self.exact_added);
         self.exact_added.dedup();
         self.place_in_name_order(doc);
-        let growth = &mut self.growth;
-        holds(growth, doc, group, affected, |count| *count += 1);
-        let live = &mut growth.group_live[group as usize];
-        *live += 1;
-        if *live == 1 {
-            name_counts(growth, group, |count| *count += 1);
-        }
+        count_tool(&mut self.growth, doc, group, affected, true);
     }
 
     /// Gives added tool `doc` its place in name order: between the built tools around its
@@ -402,20 +381,23 @@ impl SearchIndex {
     }
 }
 
-/// Applies `change` to the document frequency of every term tool `doc` holds, in its own text
-/// or its group's (once), and to the name count of its own name's terms.
-fn holds(
-    growth: &mut Growth,
-    doc: u32,
-    group: u32,
-    affected: &mut Vec<u32>,
-    change: impl Fn(&mut u32),
-) {
+/// Counts tool `doc` of `group` in (`joins`) or out of the document frequencies and name
+/// counts: its own terms, its group's (once), and its group's name while the group has a tool
+/// that is not removed.
+fn count_tool(growth: &mut Growth, doc: u32, group: u32, affected: &mut Vec<u32>, joins: bool) {
+    let change = move |count: &mut u32| {
+        if joins {
+            *count += 1;
+        } else {
+            *count -= 1;
+        }
+    };
     let Growth {
         doc_terms,
         group_terms,
         document_frequency,
         name_count,
+        group_live,
         ..
     } = growth;
     let own = &doc_terms[doc as usize];
@@ -427,26 +409,19 @@ fn holds(
         }
         affected.push(term);
     }
+    let live = &mut group_live[group as usize];
+    change(live);
+    // The group's name counts from its first live tool to its last.
+    let name_changes = *live == u32::from(joins);
     for &marked in &group_terms[group as usize] {
         let term = marked & !IN_NAME;
         if !own.iter().any(|&t| t & !IN_NAME == term) {
             change(&mut document_frequency[term as usize]);
         }
-        affected.push(term);
-    }
-}
-
-/// Applies `change` to the name count of the terms of `group`'s name.
-fn name_counts(growth: &mut Growth, group: u32, change: impl Fn(&mut u32)) {
-    let Growth {
-        group_terms,
-        name_count,
-        ..
-    } = growth;
-    for &marked in &group_terms[group as usize] {
-        if marked & IN_NAME != 0 {
-            change(&mut name_count[(marked & !IN_NAME) as usize]);
+        if name_changes && marked & IN_NAME != 0 {
+            change(&mut name_count[term as usize]);
         }
+        affected.push(term);
     }
 }
 
