@@ -10,82 +10,21 @@
 //! plain full build only as far as the registry has turned over since; past [`MAX_CHURN`] of
 //! it, the update is a full build.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::bm25;
-use super::build::{Builder, Docs, IN_NAME, Origins, exact_keys, gather, members, push_document};
-use super::fields::{FIELD_COUNT, Field, ToolText};
+use super::build::{exact_keys, gather, members};
+use super::documents::{Docs, IN_NAME, push_document};
+use super::fields::{Field, ToolText};
+use super::growth::Growth;
 use super::holders::{self, Holders};
 use super::index::SearchIndex;
 use super::names::hash;
-use super::rows::Rows;
 use crate::registry::Registry;
 
 /// An update that changes more than this share of the tools of the last full build (tools
 /// added, removed or changed since, counted together) is a full build.
 pub const MAX_CHURN: f32 = 1.0 / 8.0;
-
-/// The figures of the last full build that an update keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct Frozen {
-    /// How many tools it indexed (BM25's N).
-    pub tools: usize,
-    pub tool_average: [f32; FIELD_COUNT],
-    pub group_average: [f32; FIELD_COUNT],
-}
-
-/// Groups by key (the MCP server, or the namespace of tools of no described group), with a
-/// hash of the description they were indexed with (`None`: not described).
-#[derive(Debug, Default)]
-pub(super) struct GroupTable {
-    keys: FxHashMap<Box<str>, u32>,
-    described: Vec<Option<u64>>,
-}
-
-impl GroupTable {
-    pub fn get(&self, key: &str) -> Option<u32> {
-        self.keys.get(key).copied()
-    }
-
-    pub fn insert(&mut self, key: &str, described: Option<u64>) -> u32 {
-        let id = self.described.len() as u32;
-        self.keys.insert(key.into(), id);
-        self.described.push(described);
-        id
-    }
-
-    fn described(&self, group: u32) -> Option<u64> {
-        self.described.get(group as usize).copied().flatten()
-    }
-}
-
-/// What an update needs beyond what a query reads.
-#[derive(Debug, Default)]
-pub(super) struct Growth {
-    pub builder: Builder,
-    pub frozen: Frozen,
-    /// Per term, how many tools that are not removed hold it (own text or group's).
-    pub document_frequency: Vec<u32>,
-    /// Per term, how many tools' own names and live groups' names hold it.
-    pub name_count: Vec<u32>,
-    /// Per tool, its terms, [`IN_NAME`] marked.
-    pub doc_terms: Rows<u32>,
-    /// Per group, its terms, [`IN_NAME`] marked, and their saturated frequencies.
-    pub group_terms: Rows<u32>,
-    pub group_tf: Rows<(u32, f32)>,
-    /// Per group, how many of its tools are not removed.
-    pub group_live: Vec<u32>,
-    pub groups: GroupTable,
-    pub origins: Origins,
-    /// Per tool added since the full build, its saturated frequencies.
-    pub added_tf: Rows<(u32, f32)>,
-    /// How many tools the full build indexed: added tools' ids start here.
-    pub built: usize,
-    /// Tools added, removed or changed since the full build.
-    pub churn: usize,
-    /// The registry's group descriptions (hashed) as last indexed.
-    pub registered: FxHashMap<Box<str>, u64>,
-}
 
 /// What [`SearchIndex::update`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +160,7 @@ impl SearchIndex {
 
     /// The frozen figures, for a full build to compare an updated index with.
     #[cfg(test)]
-    pub(super) fn frozen(&self) -> Frozen {
+    pub(super) fn frozen(&self) -> super::growth::Frozen {
         self.growth.frozen
     }
 
