@@ -252,21 +252,6 @@ pub(super) fn marked(
     })
 }
 
-/// Appends a document's saturated frequencies (BM25F against `average`) to `tf`, and its
-/// terms, marked where `name_field` holds them, to `terms`: what an update keeps of a group,
-/// or of a tool it adds.
-pub(super) fn push_document(
-    lengths: &[u32; FIELD_COUNT],
-    counts: &[(u32, [u16; FIELD_COUNT])],
-    average: &[f32; FIELD_COUNT],
-    name_field: Field,
-    tf: &mut Rows<(u32, f32)>,
-    terms: &mut Rows<u32>,
-) {
-    tf.push(saturated(counts, lengths, average));
-    terms.push(marked(counts, name_field));
-}
-
 /// Each term of one document with its weighted, length-normalised, saturated frequency
 /// (BM25F without the idf).
 pub(super) fn saturated<'a>(

@@ -14,12 +14,13 @@ use rustc_hash::FxHashSet;
 
 use super::bm25;
 use super::build::{exact_keys, gather, members};
-use super::documents::{Docs, IN_NAME, push_document};
-use super::fields::{Field, ToolText};
+use super::documents::{Docs, IN_NAME, marked, saturated};
+use super::fields::{FIELD_COUNT, Field, ToolText};
 use super::growth::Growth;
 use super::holders::{self, Holders};
 use super::index::SearchIndex;
 use super::names::hash;
+use super::rows::Rows;
 use crate::registry::Registry;
 
 /// An update that changes more than this share of the tools of the last full build (tools
@@ -318,6 +319,21 @@ impl SearchIndex {
             });
         }
     }
+}
+
+/// Appends a document's saturated frequencies (BM25F against `average`) to `tf`, and its
+/// terms, marked where `name_field` holds them, to `terms`: what an update keeps of a group,
+/// or of a tool it adds.
+fn push_document(
+    lengths: &[u32; FIELD_COUNT],
+    counts: &[(u32, [u16; FIELD_COUNT])],
+    average: &[f32; FIELD_COUNT],
+    name_field: Field,
+    tf: &mut Rows<(u32, f32)>,
+    terms: &mut Rows<u32>,
+) {
+    tf.push(saturated(counts, lengths, average));
+    terms.push(marked(counts, name_field));
 }
 
 /// Counts tool `doc` of `group` in (`joins`) or out of the document frequencies and name
