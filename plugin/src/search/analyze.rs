@@ -8,6 +8,7 @@
 //! - CJK text has no spaces between words: each run is indexed as unigrams and bigrams, except
 //!   Chinese stop words.
 
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use rust_stemmers::{Algorithm, Stemmer};
@@ -238,11 +239,26 @@ fn flush_word(
         word.clear();
         return;
     }
+    let lower = |at: Range<usize>, buf: &mut String| lowercase_into(&word[at], buf);
+    word_pieces(word.len(), split_points(word), lower, buf, f);
+    word.clear();
+}
+
+/// The pieces of a word of `len` characters or bytes split before each of `splits` (in
+/// order, inside the word), each lowercased into `buf` by `lower`; then the whole word when
+/// it split.
+fn word_pieces(
+    len: usize,
+    splits: impl Iterator<Item = usize>,
+    lower: impl Fn(Range<usize>, &mut String),
+    buf: &mut String,
+    f: &mut impl FnMut(Piece<'_>),
+) {
     let mut start = 0;
     let mut split = false;
-    for end in split_points(word).chain(std::iter::once(word.len())) {
-        split |= end < word.len();
-        lowercase_into(&word[start..end], buf);
+    for end in splits.chain([len]) {
+        split |= end < len;
+        lower(start..end, buf);
         f(Piece::Word {
             lower: buf,
             whole: false,
@@ -250,13 +266,12 @@ fn flush_word(
         start = end;
     }
     if split {
-        lowercase_into(word, buf);
+        lower(0..len, buf);
         f(Piece::Word {
             lower: buf,
             whole: true,
         });
     }
-    word.clear();
 }
 
 /// The pieces of the ASCII words of `text`: its words of letters and digits, each split as
@@ -363,27 +378,9 @@ fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)
             || (prev.is_ascii_alphabetic() && cur.is_ascii_digit())
             || (prev.is_ascii_digit() && cur.is_ascii_alphabetic())
     };
-    let mut start = 0;
-    let mut split = false;
-    for end in (1..bytes.len())
-        .filter(|&i| boundary(i))
-        .chain([bytes.len()])
-    {
-        split |= end < bytes.len();
-        ascii_lowercase_into(&bytes[start..end], buf);
-        f(Piece::Word {
-            lower: buf,
-            whole: false,
-        });
-        start = end;
-    }
-    if split {
-        ascii_lowercase_into(bytes, buf);
-        f(Piece::Word {
-            lower: buf,
-            whole: true,
-        });
-    }
+    let splits = (1..bytes.len()).filter(|&i| boundary(i));
+    let lower = |at: Range<usize>, buf: &mut String| ascii_lowercase_into(&bytes[at], buf);
+    word_pieces(bytes.len(), splits, lower, buf, f);
 }
 
 /// `bytes` lowercased into `buf`, byte by byte: in the component, copying a few bytes with

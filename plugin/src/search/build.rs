@@ -1,24 +1,17 @@
 //! Building the index from a registry: analyse every tool and group once, count terms per
 //! field, saturate each posting's weighted frequency with BM25F (see `bm25`) and compute each
-//! term's idf, so that a query only multiplies and sums. `update` grows the index with the
-//! same analysis.
+//! term's idf, so that a query only multiplies and sums. The analysis itself is `documents`'s;
+//! `update` grows the index with the same.
 
-use rustc_hash::FxHashMap;
-
-use super::analyze::{Piece, Scratch, analyzer};
 use super::bm25;
-use super::dictionary::Dictionary;
-use super::fields::{FIELD_COUNT, Field, ToolText, group_of, own_name};
+use super::documents::{Builder, Docs, GroupTable, IN_NAME, marked, saturated};
+use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
+use super::growth::{Frozen, Growth, Origins};
 use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
 use super::names::{hash, name_key};
 use super::rows::{Gather, Rows};
-use super::update::{Frozen, GroupTable, Growth};
-use super::word_terms::WordTerms;
-use crate::registry::{Enrichment, Origin, Registry, ToolDef};
-
-/// Marks a term of a tool's own name (or of a group's name) in a document's term list.
-pub(super) const IN_NAME: u32 = 1 << 31;
+use crate::registry::{Registry, ToolDef};
 
 impl SearchIndex {
     /// Indexes one document per tool name (the first definition wins).
@@ -59,7 +52,7 @@ impl SearchIndex {
             frequency[term as usize] += 1;
         }
         let mut postings = Gather::new(&frequency);
-        for (doc, (lengths, counts)) in docs.lengths.iter().zip(docs.counts.iter()).enumerate() {
+        for (doc, (lengths, counts)) in docs.iter().enumerate() {
             for (term, score) in saturated(counts, lengths, &frozen.tool_average) {
                 let doc = doc as u32;
                 postings.push(term, Posting { doc, score });
@@ -67,7 +60,7 @@ impl SearchIndex {
         }
         let postings = postings.finish();
         let mut group_tf: Rows<(u32, f32)> = Rows::default();
-        for (lengths, counts) in group_docs.lengths.iter().zip(group_docs.counts.iter()) {
+        for (lengths, counts) in group_docs.iter() {
             group_tf.push(saturated(counts, lengths, &frozen.group_average));
         }
         let group_postings = gather(&group_tf, 0, |_| false, terms);
@@ -97,6 +90,8 @@ impl SearchIndex {
             );
         }
 
+        // Gathered here rather than next to `group_tf`: two rows grown in turn leave buffers
+        // the allocator cannot reuse (1 MB more linear memory at 10,000 tools).
         let doc_terms = term_lists(&docs.counts, Field::Name);
         let group_terms = term_lists(&group_docs.counts, Field::GroupName);
         let mut name_count = vec![0u32; terms];
@@ -223,24 +218,13 @@ pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
     }
 }
 
-/// Per document, its terms, marked [`IN_NAME`] when `name_field` holds them.
+/// Per document, its terms, marked [`IN_NAME`] where `name_field` holds them.
 fn term_lists(counts: &Rows<(u32, [u16; FIELD_COUNT])>, name_field: Field) -> Rows<u32> {
     let mut lists = Rows::default();
     for row in counts.iter() {
-        lists.push(
-            row.iter()
-                .map(|&(term, counts)| mark(term, &counts, name_field)),
-        );
+        lists.push(marked(row, name_field));
     }
     lists
-}
-
-pub(super) fn mark(term: u32, counts: &[u16; FIELD_COUNT], name_field: Field) -> u32 {
-    if counts[name_field.index()] > 0 {
-        term | IN_NAME
-    } else {
-        term
-    }
 }
 
 /// Field lengths averaged over the documents that have text at all.
@@ -254,262 +238,4 @@ fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
         }
     }
     average
-}
-
-/// Each term of one document with its weighted, length-normalised, saturated frequency
-/// (BM25F without the idf).
-pub(super) fn saturated<'a>(
-    counts: &'a [(u32, [u16; FIELD_COUNT])],
-    lengths: &[u32; FIELD_COUNT],
-    average: &[f32; FIELD_COUNT],
-) -> impl Iterator<Item = (u32, f32)> + 'a {
-    let mut norms = [0f32; FIELD_COUNT];
-    for (i, field) in Field::ALL.iter().enumerate() {
-        norms[i] = bm25::field_norm(*field, lengths[i], average[i]);
-    }
-    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
-    counts.iter().map(move |&(term, counts)| {
-        let mut tf = 0.0;
-        for (count, norm) in counts.into_iter().zip(norms) {
-            tf += count as f32 * norm;
-        }
-        (term, bm25::saturate(tf))
-    })
-}
-
-/// How many live tools each MCP server (a tool's origin) has in the index: a group the shell
-/// describes anew changes the text of exactly these.
-#[derive(Debug, Default)]
-pub(super) struct Origins {
-    ids: FxHashMap<Box<str>, u32>,
-    pub live: Vec<u32>,
-    /// Per tool, its origin's id (`u32::MAX`: not an MCP server).
-    pub of_tool: Vec<u32>,
-}
-
-impl Origins {
-    pub fn add(&mut self, tool: &ToolDef) {
-        let id = match &tool.origin {
-            Origin::Mcp(server) => {
-                let id = match self.ids.get(server.as_str()) {
-                    Some(&id) => id,
-                    None => {
-                        let id = self.live.len() as u32;
-                        self.ids.insert(server.as_str().into(), id);
-                        self.live.push(0);
-                        id
-                    }
-                };
-                self.live[id as usize] += 1;
-                id
-            }
-            Origin::Builtin | Origin::Agent(_) => u32::MAX,
-        };
-        self.of_tool.push(id);
-    }
-
-    pub fn remove(&mut self, doc: u32) {
-        if let Some(live) = self
-            .of_tool
-            .get(doc as usize)
-            .and_then(|&id| self.live.get_mut(id as usize))
-        {
-            *live -= 1;
-        }
-    }
-
-    /// How many live tools come from `server`.
-    pub fn live_of(&self, server: &str) -> u32 {
-        self.ids.get(server).map_or(0, |&id| self.live[id as usize])
-    }
-}
-
-/// Documents' terms while the index is built: tools, or groups.
-#[derive(Debug, Default)]
-pub(super) struct Docs {
-    /// Per document, its terms in each field, counted the way BM25 counts document length.
-    pub lengths: Vec<[u32; FIELD_COUNT]>,
-    /// Per document, one entry per term with its count in each field.
-    pub counts: Rows<(u32, [u16; FIELD_COUNT])>,
-    /// Per document, the word terms of its own name, in order (tools only).
-    pub name_words: Rows<u32>,
-}
-
-impl Docs {
-    fn len(&self) -> usize {
-        self.lengths.len()
-    }
-}
-
-/// The document being analysed.
-#[derive(Debug, Default)]
-pub(super) struct Doc {
-    /// Which document this is, for [`Builder::seen`]; ids start at 1.
-    id: u32,
-    pub lengths: [u32; FIELD_COUNT],
-    /// One entry per term, in order of first occurrence.
-    pub counts: Vec<(u32, [u16; FIELD_COUNT])>,
-    pub name_words: Vec<u32>,
-}
-
-/// Interns terms while tools are analysed, and counts them in the document being analysed.
-/// It outlives the full build: an update analyses new tools with it.
-#[derive(Debug, Default)]
-pub(super) struct Builder {
-    /// Every term ever interned (an update may remove the last tool holding one; the
-    /// dictionary then hides it).
-    pub dictionary: Dictionary,
-    pub texts: Vec<Box<str>>,
-    scratch: Scratch,
-    /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
-    /// stemmed and looked up once.
-    words: WordTerms,
-    /// Per term, the last document that holds it and the term's place in that document's
-    /// counts: an occurrence is counted in place, with no per-document map or sort.
-    seen: Vec<(u32, u32)>,
-    pub doc: Doc,
-}
-
-impl Builder {
-    fn new() -> Self {
-        Self {
-            doc: Doc {
-                id: 1,
-                ..Doc::default()
-            },
-            ..Self::default()
-        }
-    }
-
-    fn intern(&mut self, term: &str) -> u32 {
-        if let Some(id) = self.dictionary.any_term_id(term) {
-            return id;
-        }
-        let id = self.texts.len() as u32;
-        self.dictionary.insert(term.into(), id);
-        self.texts.push(term.into());
-        self.seen.push((0, 0));
-        id
-    }
-
-    /// The group (MCP server) of `tool` in `table`; a new one is analysed into `docs`. A
-    /// group's text is the same for all its tools: analysed and counted once, as a document of
-    /// its own. A tool of no group is a group of its own, without text.
-    pub fn group(
-        &mut self,
-        registry: &Registry,
-        tool: &ToolDef,
-        text: &ToolText<'_>,
-        table: &mut GroupTable,
-        docs: &mut Docs,
-    ) -> u32 {
-        let registered = group_of(registry, tool);
-        let key = match registered {
-            Some((name, _)) => name,
-            None if text.namespace().next().is_some() => {
-                &tool.name[..tool.name.len() - text.own_name.len()]
-            }
-            None => tool.name.as_str(),
-        };
-        if let Some(group) = table.get(key) {
-            return group;
-        }
-        match registered {
-            Some((name, description)) => {
-                self.add(name, &[Field::GroupName]);
-                self.add(description, &[Field::GroupDescription]);
-            }
-            None => {
-                for segment in text.namespace() {
-                    self.add(segment, &[Field::GroupName]);
-                }
-            }
-        }
-        self.end_doc(docs);
-        table.insert(key, registered.map(|(_, description)| hash(description)))
-    }
-
-    /// Analyses `tool` (its `text` read) as the document being analysed.
-    pub fn tool(&mut self, registry: &Registry, tool: &ToolDef, text: &ToolText<'_>) {
-        self.add(text.own_name, &[Field::Name]);
-        self.add(text.summary, &[Field::Summary, Field::Description]);
-        self.add(text.rest, &[Field::Description]);
-        for name in &text.params.names {
-            self.add(name, &[Field::ParamNames]);
-        }
-        for description in &text.params.descriptions {
-            self.add(description, &[Field::ParamDescriptions]);
-        }
-        if let Some(extra) = registry.enrichment_of(&tool.name) {
-            let Enrichment {
-                keywords,
-                examples,
-                descriptions,
-                ..
-            } = extra;
-            for text in keywords.iter().chain(examples).chain(descriptions) {
-                self.add(text, &[Field::Enrichment]);
-            }
-        }
-    }
-
-    /// Counts one occurrence of `term` in `field` of the document being analysed.
-    fn count(&mut self, term: u32, field: Field) {
-        let doc = &mut self.doc;
-        let seen = &mut self.seen[term as usize];
-        if seen.0 != doc.id {
-            *seen = (doc.id, doc.counts.len() as u32);
-            doc.counts.push((term, [0; FIELD_COUNT]));
-        }
-        let count = &mut doc.counts[seen.1 as usize].1[field.index()];
-        *count = count.saturating_add(1);
-    }
-
-    /// Moves the document being analysed to `docs`; the next one starts empty.
-    pub fn end_doc(&mut self, docs: &mut Docs) {
-        let doc = &mut self.doc;
-        docs.lengths.push(std::mem::take(&mut doc.lengths));
-        docs.counts.push(doc.counts.drain(..));
-        docs.name_words.push(doc.name_words.drain(..));
-        doc.id += 1;
-    }
-
-    /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
-    fn add(&mut self, text: &str, fields: &[Field]) {
-        let analyzer = analyzer();
-        let mut scratch = std::mem::take(&mut self.scratch);
-        analyzer.for_each_piece_in(&mut scratch, text, |piece| {
-            let text = match piece {
-                Piece::Word { lower, .. } => lower,
-                Piece::Cjk { gram, .. } => gram,
-            };
-            let term = match self.words.get(text) {
-                Some(known) => known,
-                None => {
-                    let term = match piece {
-                        Piece::Word { lower, .. } => {
-                            analyzer.word_term(lower).map(|t| self.intern(&t))
-                        }
-                        Piece::Cjk { gram, .. } => {
-                            analyzer.keeps_cjk(gram).then(|| self.intern(gram))
-                        }
-                    };
-                    self.words.insert(text, term);
-                    term
-                }
-            };
-            let Some(term) = term else { return };
-            for &field in fields {
-                if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
-                    self.doc.name_words.push(term);
-                }
-                self.count(term, field);
-                // A CJK unigram repeats what its bigrams say; it is not counted as length.
-                if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
-                    self.doc.lengths[field.index()] += 1;
-                }
-            }
-        });
-        self.scratch = scratch;
-    }
 }

@@ -8,9 +8,9 @@
 
 use super::dictionary::Dictionary;
 use super::fields::own_name;
+use super::growth::Growth;
 use super::names::{name_key, normalise_name};
 use super::rows::Rows;
-use super::update::Growth;
 
 #[derive(Debug, Default)]
 pub struct SearchIndex {

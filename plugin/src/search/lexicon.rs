@@ -47,24 +47,24 @@ impl Table {
         }
         None
     }
+
+    /// The non-empty items of `key`'s value, split at `separator`; none if no line has it.
+    fn values(&self, key: &str, separator: char) -> impl Iterator<Item = &'static str> + use<> {
+        self.get(key)
+            .into_iter()
+            .flat_map(move |v| v.split(separator))
+            .filter(|item| !item.is_empty())
+    }
 }
 
 /// The English glosses of a Chinese word (`天气` -> `weather`), each one or two words.
 pub fn glosses(chinese: &str) -> impl Iterator<Item = &'static str> {
-    CEDICT
-        .get(chinese)
-        .into_iter()
-        .flat_map(|v| v.split('|'))
-        .filter(|g| !g.is_empty())
+    CEDICT.values(chinese, '|')
 }
 
 /// WordNet's synonyms of a lowercase English noun or verb (`fetch` -> bring, get, convey).
 pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
-    WORDNET
-        .get(word)
-        .into_iter()
-        .flat_map(|v| v.split(' '))
-        .filter(|s| !s.is_empty())
+    WORDNET.values(word, ' ')
 }
 
 /// The CC-CEDICT words in `text` by forward maximum matching over each run of Chinese

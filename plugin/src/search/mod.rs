@@ -4,20 +4,24 @@
 //! whole-name match ranked first.
 //!
 //! The index is built once, then grown by each registry change (see `update`: a full build
-//! //! again only when much has changed); a query only reads it. Each posting holds a term's
+//! again only when much has changed); a query only reads it. Each posting holds a term's
 //! saturated frequency in one tool, or in one group (MCP server) whose name and description
 //! are indexed once for all its tools; times the term's idf, kept apart so an update rewrites
 //! one number per term, it is the term's BM25F score there. A query multiplies and sums.
 //!
 //! Modules use each other one way: `rank` parses with `query` and reads `index`; `query`
 //! reads the term `dictionary`, `vocab` and `lexicon`; `build` and `update` fill `index` with
-//! `bm25`'s formulas and `holders`' idf; the index knows nothing of queries.
+//! the tools `documents` analyses, `bm25`'s formulas and `holders`' idf, and `update` with
+//! `build`'s helpers; `index` holds `growth` (what an update keeps), which holds the
+//! `documents` builder; the index knows nothing of queries.
 
 mod analyze;
 mod bm25;
 mod build;
 mod dictionary;
+mod documents;
 mod fields;
+mod growth;
 mod holders;
 mod index;
 mod lexicon;

@@ -11,28 +11,28 @@ pub fn normalise_name(text: &str) -> String {
 pub fn normalise_name_into(text: &str, out: &mut String) {
     out.clear();
     let text = text.trim();
+    // ASCII text (most names) is lowercased byte by byte, with no char decoding.
     if text.is_ascii() {
         for b in text.bytes() {
-            if b.is_ascii_alphanumeric() {
-                out.push(b.to_ascii_lowercase() as char);
-            } else if !out.is_empty() && !out.ends_with('_') {
-                out.push('_');
-            }
+            push_name_char(char::from(b.to_ascii_lowercase()), out);
         }
-        if out.ends_with('_') {
-            out.pop();
-        }
-        return;
-    }
-    for c in text.chars().flat_map(char::to_lowercase) {
-        if c.is_alphanumeric() {
-            out.push(c);
-        } else if !out.is_empty() && !out.ends_with('_') {
-            out.push('_');
+    } else {
+        for c in text.chars().flat_map(char::to_lowercase) {
+            push_name_char(c, out);
         }
     }
     if out.ends_with('_') {
         out.pop();
+    }
+}
+
+/// Appends lowercase `c` to a name being normalised: a letter or digit as it is, a separator
+/// as one `_` between words.
+fn push_name_char(c: char, out: &mut String) {
+    if c.is_alphanumeric() {
+        out.push(c);
+    } else if !out.is_empty() && !out.ends_with('_') {
+        out.push('_');
     }
 }
 

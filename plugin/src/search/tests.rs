@@ -358,7 +358,7 @@ fn names_normalise_to_lowercase_words_joined_by_underscores() {
 
 proptest! {
     #[test]
-    fn normalise_name_follows_its_definition(text in "\\PC{0,24}") {
+    fn normalise_name_follows_its_definition(text in "[ -~]{0,24}|\\PC{0,24}") {
         prop_assert_eq!(super::names::normalise_name(&text), normalised_by_definition(&text));
     }
 

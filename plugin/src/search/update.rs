@@ -10,11 +10,13 @@
 //! plain full build only as far as the registry has turned over since; past [`MAX_CHURN`] of
 //! it, the update is a full build.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
 
 use super::bm25;
-use super::build::{Builder, Docs, IN_NAME, Origins, exact_keys, gather, mark, members, saturated};
+use super::build::{exact_keys, gather, members};
+use super::documents::{Docs, IN_NAME, marked, saturated};
 use super::fields::{FIELD_COUNT, Field, ToolText};
+use super::growth::Growth;
 use super::holders::{self, Holders};
 use super::index::SearchIndex;
 use super::names::hash;
@@ -24,68 +26,6 @@ use crate::registry::Registry;
 /// An update that changes more than this share of the tools of the last full build (tools
 /// added, removed or changed since, counted together) is a full build.
 pub const MAX_CHURN: f32 = 1.0 / 8.0;
-
-/// The figures of the last full build that an update keeps.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
-pub(super) struct Frozen {
-    /// How many tools it indexed (BM25's N).
-    pub tools: usize,
-    pub tool_average: [f32; FIELD_COUNT],
-    pub group_average: [f32; FIELD_COUNT],
-}
-
-/// Groups by key (the MCP server, or the namespace of tools of no described group), with a
-/// hash of the description they were indexed with (`None`: not described).
-#[derive(Debug, Default)]
-pub(super) struct GroupTable {
-    keys: FxHashMap<Box<str>, u32>,
-    described: Vec<Option<u64>>,
-}
-
-impl GroupTable {
-    pub fn get(&self, key: &str) -> Option<u32> {
-        self.keys.get(key).copied()
-    }
-
-    pub fn insert(&mut self, key: &str, described: Option<u64>) -> u32 {
-        let id = self.described.len() as u32;
-        self.keys.insert(key.into(), id);
-        self.described.push(described);
-        id
-    }
-
-    fn described(&self, group: u32) -> Option<u64> {
-        self.described.get(group as usize).copied().flatten()
-    }
-}
-
-/// What an update needs beyond what a query reads.
-#[derive(Debug, Default)]
-pub(super) struct Growth {
-    pub builder: Builder,
-    pub frozen: Frozen,
-    /// Per term, how many tools that are not removed hold it (own text or group's).
-    pub document_frequency: Vec<u32>,
-    /// Per term, how many tools' own names and live groups' names hold it.
-    pub name_count: Vec<u32>,
-    /// Per tool, its terms, [`IN_NAME`] marked.
-    pub doc_terms: Rows<u32>,
-    /// Per group, its terms, [`IN_NAME`] marked, and their saturated frequencies.
-    pub group_terms: Rows<u32>,
-    pub group_tf: Rows<(u32, f32)>,
-    /// Per group, how many of its tools are not removed.
-    pub group_live: Vec<u32>,
-    pub groups: GroupTable,
-    pub origins: Origins,
-    /// Per tool added since the full build, its saturated frequencies.
-    pub added_tf: Rows<(u32, f32)>,
-    /// How many tools the full build indexed: added tools' ids start here.
-    pub built: usize,
-    /// Tools added, removed or changed since the full build.
-    pub churn: usize,
-    /// The registry's group descriptions (hashed) as last indexed.
-    pub registered: FxHashMap<Box<str>, u64>,
-}
 
 /// What [`SearchIndex::update`] did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -221,7 +161,7 @@ impl SearchIndex {
 
     /// The frozen figures, for a full build to compare an updated index with.
     #[cfg(test)]
-    pub(super) fn frozen(&self) -> Frozen {
+    pub(super) fn frozen(&self) -> super::growth::Frozen {
         self.growth.frozen
     }
 
@@ -265,27 +205,17 @@ impl SearchIndex {
         growth.churn += 1;
         growth.origins.remove(doc);
         let group = self.groups[doc as usize];
-        holds(growth, doc, group, affected, |count| *count -= 1);
-        let live = &mut growth.group_live[group as usize];
-        *live -= 1;
-        if *live == 0 {
-            name_counts(growth, group, |count| *count -= 1);
-        }
+        count_tool(growth, doc, group, affected, false);
     }
 
     fn add_group(&mut self, group_docs: &Docs) {
         let growth = &mut self.growth;
-        let (Some(lengths), Some(counts)) =
-            (group_docs.lengths.last(), group_docs.counts.iter().last())
-        else {
+        let Some((lengths, counts)) = group_docs.iter().last() else {
             return;
         };
-        growth
-            .group_tf
-            .push(saturated(counts, lengths, &growth.frozen.group_average));
-        growth
-            .group_terms
-            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::GroupName)));
+        let average = &growth.frozen.group_average;
+        let (tf, terms) = (&mut growth.group_tf, &mut growth.group_terms);
+        push_document(lengths, counts, average, Field::GroupName, tf, terms);
         growth.group_live.push(0);
     }
 
@@ -296,19 +226,14 @@ impl SearchIndex {
         growth.document_frequency.resize(terms, 0);
         growth.name_count.resize(terms, 0);
         self.idf.resize(terms, 0.0);
-        let (Some(lengths), Some(counts), Some(name_words)) = (
-            docs.lengths.last(),
-            docs.counts.iter().last(),
-            docs.name_words.iter().last(),
-        ) else {
+        let (Some((lengths, counts)), Some(name_words)) =
+            (docs.iter().last(), docs.name_words.iter().last())
+        else {
             return;
         };
-        growth
-            .added_tf
-            .push(saturated(counts, lengths, &growth.frozen.tool_average));
-        growth
-            .doc_terms
-            .push(counts.iter().map(|(t, c)| mark(*t, c, Field::Name)));
+        let average = &growth.frozen.tool_average;
+        let (tf, terms) = (&mut growth.added_tf, &mut growth.doc_terms);
+        push_document(lengths, counts, average, Field::Name, tf, terms);
         growth.churn += 1;
         self.names.push(name.to_string());
         self.groups.push(group);
@@ -317,13 +242,7 @@ impl SearchIndex {
         exact_keys(name, doc, &mut self.exact_added);
         self.exact_added.dedup();
         self.place_in_name_order(doc);
-        let growth = &mut self.growth;
-        holds(growth, doc, group, affected, |count| *count += 1);
-        let live = &mut growth.group_live[group as usize];
-        *live += 1;
-        if *live == 1 {
-            name_counts(growth, group, |count| *count += 1);
-        }
+        count_tool(&mut self.growth, doc, group, affected, true);
     }
 
     /// Gives added tool `doc` its place in name order: between the built tools around its
@@ -402,20 +321,38 @@ impl SearchIndex {
     }
 }
 
-/// Applies `change` to the document frequency of every term tool `doc` holds, in its own text
-/// or its group's (once), and to the name count of its own name's terms.
-fn holds(
-    growth: &mut Growth,
-    doc: u32,
-    group: u32,
-    affected: &mut Vec<u32>,
-    change: impl Fn(&mut u32),
+/// Appends a document's saturated frequencies (BM25F against `average`) to `tf`, and its
+/// terms, marked where `name_field` holds them, to `terms`: what an update keeps of a group,
+/// or of a tool it adds.
+fn push_document(
+    lengths: &[u32; FIELD_COUNT],
+    counts: &[(u32, [u16; FIELD_COUNT])],
+    average: &[f32; FIELD_COUNT],
+    name_field: Field,
+    tf: &mut Rows<(u32, f32)>,
+    terms: &mut Rows<u32>,
 ) {
+    tf.push(saturated(counts, lengths, average));
+    terms.push(marked(counts, name_field));
+}
+
+/// Counts tool `doc` of `group` in (`joins`) or out of the document frequencies and name
+/// counts: its own terms, its group's (once), and its group's name while the group has a tool
+/// that is not removed.
+fn count_tool(growth: &mut Growth, doc: u32, group: u32, affected: &mut Vec<u32>, joins: bool) {
+    let change = move |count: &mut u32| {
+        if joins {
+            *count += 1;
+        } else {
+            *count -= 1;
+        }
+    };
     let Growth {
         doc_terms,
         group_terms,
         document_frequency,
         name_count,
+        group_live,
         ..
     } = growth;
     let own = &doc_terms[doc as usize];
@@ -427,26 +364,19 @@ fn holds(
         }
         affected.push(term);
     }
+    let live = &mut group_live[group as usize];
+    change(live);
+    // The group's name counts from its first live tool to its last.
+    let name_changes = *live == u32::from(joins);
     for &marked in &group_terms[group as usize] {
         let term = marked & !IN_NAME;
         if !own.iter().any(|&t| t & !IN_NAME == term) {
             change(&mut document_frequency[term as usize]);
         }
-        affected.push(term);
-    }
-}
-
-/// Applies `change` to the name count of the terms of `group`'s name.
-fn name_counts(growth: &mut Growth, group: u32, change: impl Fn(&mut u32)) {
-    let Growth {
-        group_terms,
-        name_count,
-        ..
-    } = growth;
-    for &marked in &group_terms[group as usize] {
-        if marked & IN_NAME != 0 {
-            change(&mut name_count[(marked & !IN_NAME) as usize]);
+        if name_changes && marked & IN_NAME != 0 {
+            change(&mut name_count[term as usize]);
         }
+        affected.push(term);
     }
 }
 

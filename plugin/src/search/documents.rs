@@ -1,0 +1,274 @@
+//! Tools and groups analysed into documents: each term counted per field as BM25F counts it,
+//! interned once. The full build analyses every tool with a [`Builder`]; an update keeps it
+//! and analyses the tools it adds with the same one.
+
+use rustc_hash::FxHashMap;
+
+use super::analyze::{Piece, Scratch, analyzer};
+use super::bm25;
+use super::dictionary::Dictionary;
+use super::fields::{FIELD_COUNT, Field, ToolText, group_of};
+use super::names::hash;
+use super::rows::Rows;
+use super::word_terms::WordTerms;
+use crate::registry::{Enrichment, Registry, ToolDef};
+
+/// Marks a term of a tool's own name (or of a group's name) in a document's term list.
+pub(super) const IN_NAME: u32 = 1 << 31;
+
+/// Groups by key (the MCP server, or the namespace of tools of no described group), with a
+/// hash of the description they were indexed with (`None`: not described).
+#[derive(Debug, Default)]
+pub(super) struct GroupTable {
+    keys: FxHashMap<Box<str>, u32>,
+    described: Vec<Option<u64>>,
+}
+
+impl GroupTable {
+    pub fn get(&self, key: &str) -> Option<u32> {
+        self.keys.get(key).copied()
+    }
+
+    pub fn insert(&mut self, key: &str, described: Option<u64>) -> u32 {
+        let id = self.described.len() as u32;
+        self.keys.insert(key.into(), id);
+        self.described.push(described);
+        id
+    }
+
+    pub fn described(&self, group: u32) -> Option<u64> {
+        self.described.get(group as usize).copied().flatten()
+    }
+}
+
+/// Documents' terms while the index is built: tools, or groups.
+#[derive(Debug, Default)]
+pub(super) struct Docs {
+    /// Per document, its terms in each field, counted the way BM25 counts document length.
+    pub lengths: Vec<[u32; FIELD_COUNT]>,
+    /// Per document, one entry per term with its count in each field.
+    pub counts: Rows<(u32, [u16; FIELD_COUNT])>,
+    /// Per document, the word terms of its own name, in order (tools only).
+    pub name_words: Rows<u32>,
+}
+
+impl Docs {
+    pub fn len(&self) -> usize {
+        self.lengths.len()
+    }
+
+    /// Each document's field lengths and term counts.
+    pub fn iter(
+        &self,
+    ) -> impl Iterator<Item = (&[u32; FIELD_COUNT], &[(u32, [u16; FIELD_COUNT])])> {
+        self.lengths.iter().zip(self.counts.iter())
+    }
+}
+
+/// The document being analysed.
+#[derive(Debug, Default)]
+pub(super) struct Doc {
+    /// Which document this is, for [`Builder::seen`]; ids start at 1.
+    id: u32,
+    pub lengths: [u32; FIELD_COUNT],
+    /// One entry per term, in order of first occurrence.
+    pub counts: Vec<(u32, [u16; FIELD_COUNT])>,
+    pub name_words: Vec<u32>,
+}
+
+/// Interns terms while tools are analysed, and counts them in the document being analysed.
+/// It outlives the full build: an update analyses new tools with it.
+#[derive(Debug, Default)]
+pub(super) struct Builder {
+    /// Every term ever interned (an update may remove the last tool holding one; the
+    /// dictionary then hides it).
+    pub dictionary: Dictionary,
+    pub texts: Vec<Box<str>>,
+    scratch: Scratch,
+    /// Lowercase word or CJK gram -> its term (None: a stop word), so each distinct word is
+    /// stemmed and looked up once.
+    words: WordTerms,
+    /// Per term, the last document that holds it and the term's place in that document's
+    /// counts: an occurrence is counted in place, with no per-document map or sort.
+    seen: Vec<(u32, u32)>,
+    pub doc: Doc,
+}
+
+impl Builder {
+    pub fn new() -> Self {
+        Self {
+            doc: Doc {
+                id: 1,
+                ..Doc::default()
+            },
+            ..Self::default()
+        }
+    }
+
+    fn intern(&mut self, term: &str) -> u32 {
+        if let Some(id) = self.dictionary.any_term_id(term) {
+            return id;
+        }
+        let id = self.texts.len() as u32;
+        self.dictionary.insert(term.into(), id);
+        self.texts.push(term.into());
+        self.seen.push((0, 0));
+        id
+    }
+
+    /// The group (MCP server) of `tool` in `table`; a new one is analysed into `docs`. A
+    /// group's text is the same for all its tools: analysed and counted once, as a document of
+    /// its own. A tool of no group is a group of its own, without text.
+    pub fn group(
+        &mut self,
+        registry: &Registry,
+        tool: &ToolDef,
+        text: &ToolText<'_>,
+        table: &mut GroupTable,
+        docs: &mut Docs,
+    ) -> u32 {
+        let registered = group_of(registry, tool);
+        let key = match registered {
+            Some((name, _)) => name,
+            None if text.namespace().next().is_some() => {
+                &tool.name[..tool.name.len() - text.own_name.len()]
+            }
+            None => tool.name.as_str(),
+        };
+        if let Some(group) = table.get(key) {
+            return group;
+        }
+        match registered {
+            Some((name, description)) => {
+                self.add(name, &[Field::GroupName]);
+                self.add(description, &[Field::GroupDescription]);
+            }
+            None => {
+                for segment in text.namespace() {
+                    self.add(segment, &[Field::GroupName]);
+                }
+            }
+        }
+        self.end_doc(docs);
+        table.insert(key, registered.map(|(_, description)| hash(description)))
+    }
+
+    /// Analyses `tool` (its `text` read) as the document being analysed.
+    pub fn tool(&mut self, registry: &Registry, tool: &ToolDef, text: &ToolText<'_>) {
+        self.add(text.own_name, &[Field::Name]);
+        self.add(text.summary, &[Field::Summary, Field::Description]);
+        self.add(text.rest, &[Field::Description]);
+        for name in &text.params.names {
+            self.add(name, &[Field::ParamNames]);
+        }
+        for description in &text.params.descriptions {
+            self.add(description, &[Field::ParamDescriptions]);
+        }
+        if let Some(extra) = registry.enrichment_of(&tool.name) {
+            let Enrichment {
+                keywords,
+                examples,
+                descriptions,
+                ..
+            } = extra;
+            for text in keywords.iter().chain(examples).chain(descriptions) {
+                self.add(text, &[Field::Enrichment]);
+            }
+        }
+    }
+
+    /// Counts one occurrence of `term` in `field` of the document being analysed.
+    fn count(&mut self, term: u32, field: Field) {
+        let doc = &mut self.doc;
+        let seen = &mut self.seen[term as usize];
+        if seen.0 != doc.id {
+            *seen = (doc.id, doc.counts.len() as u32);
+            doc.counts.push((term, [0; FIELD_COUNT]));
+        }
+        let count = &mut doc.counts[seen.1 as usize].1[field.index()];
+        *count = count.saturating_add(1);
+    }
+
+    /// Moves the document being analysed to `docs`; the next one starts empty.
+    pub fn end_doc(&mut self, docs: &mut Docs) {
+        let doc = &mut self.doc;
+        docs.lengths.push(std::mem::take(&mut doc.lengths));
+        docs.counts.push(doc.counts.drain(..));
+        docs.name_words.push(doc.name_words.drain(..));
+        doc.id += 1;
+    }
+
+    /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
+    fn add(&mut self, text: &str, fields: &[Field]) {
+        let analyzer = analyzer();
+        let mut scratch = std::mem::take(&mut self.scratch);
+        analyzer.for_each_piece_in(&mut scratch, text, |piece| {
+            let text = match piece {
+                Piece::Word { lower, .. } => lower,
+                Piece::Cjk { gram, .. } => gram,
+            };
+            let term = match self.words.get(text) {
+                Some(known) => known,
+                None => {
+                    let term = match piece {
+                        Piece::Word { lower, .. } => {
+                            analyzer.word_term(lower).map(|t| self.intern(&t))
+                        }
+                        Piece::Cjk { gram, .. } => {
+                            analyzer.keeps_cjk(gram).then(|| self.intern(gram))
+                        }
+                    };
+                    self.words.insert(text, term);
+                    term
+                }
+            };
+            let Some(term) = term else { return };
+            for &field in fields {
+                if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
+                    self.doc.name_words.push(term);
+                }
+                self.count(term, field);
+                // A CJK unigram repeats what its bigrams say; it is not counted as length.
+                if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
+                    self.doc.lengths[field.index()] += 1;
+                }
+            }
+        });
+        self.scratch = scratch;
+    }
+}
+
+/// A document's terms, marked [`IN_NAME`] where `name_field` holds them.
+pub(super) fn marked(
+    counts: &[(u32, [u16; FIELD_COUNT])],
+    name_field: Field,
+) -> impl Iterator<Item = u32> + '_ {
+    counts.iter().map(move |&(term, counts)| {
+        if counts[name_field.index()] > 0 {
+            term | IN_NAME
+        } else {
+            term
+        }
+    })
+}
+
+/// Each term of one document with its weighted, length-normalised, saturated frequency
+/// (BM25F without the idf).
+pub(super) fn saturated<'a>(
+    counts: &'a [(u32, [u16; FIELD_COUNT])],
+    lengths: &[u32; FIELD_COUNT],
+    average: &[f32; FIELD_COUNT],
+) -> impl Iterator<Item = (u32, f32)> + 'a {
+    let mut norms = [0f32; FIELD_COUNT];
+    for (i, field) in Field::ALL.iter().enumerate() {
+        norms[i] = bm25::field_norm(*field, lengths[i], average[i]);
+    }
+    // Plain loops: iterator adapters are not all inlined in the size-optimised component.
+    counts.iter().map(move |&(term, counts)| {
+        let mut tf = 0.0;
+        for (count, norm) in counts.into_iter().zip(norms) {
+            tf += count as f32 * norm;
+        }
+        (term, bm25::saturate(tf))
+    })
+}
