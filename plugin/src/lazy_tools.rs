@@ -801,6 +801,20 @@ impl<H: Host> LazyTools<H> {
                 (id, hidden)
             })
             .collect();
+        self.apply_view(agent, View::Patch(view), budget, over, delta.generation)?;
+        Ok(true)
+    }
+
+    /// Installs a recomputed view of `agent` (whole or patched) seen at `generation`, with
+    /// its budget standing (latched: once over, always over for this config).
+    fn apply_view(
+        &mut self,
+        agent: &str,
+        view: View,
+        budget: Option<BudgetStanding>,
+        over: bool,
+        generation: u64,
+    ) -> Result<(), PluginError> {
         let epoch = self.copy_log.epoch();
         let (registry, names) = (&self.registry, &self.names);
         let state = self
@@ -810,13 +824,14 @@ impl<H: Host> LazyTools<H> {
         if let Some(standing) = budget {
             state.budget = BudgetStanding { over, ..standing };
         }
-        state.patch(view, names, |name| {
-            registry.lookup(name, agent).map(ToolDef::fingerprint)
-        });
-        state.seen_generation = Some(delta.generation);
+        let fingerprint = |name: &str| registry.lookup(name, agent).map(ToolDef::fingerprint);
+        match view {
+            View::Whole(allowed) => state.update(allowed, names, fingerprint),
+            View::Patch(changed) => state.patch(changed, names, fingerprint),
+        }
+        state.seen_generation = Some(generation);
         state.seen_copy = epoch;
-        self.install(agent)?;
-        Ok(true)
+        self.install(agent)
     }
 
     /// In auto mode, how the agent stands against its budget once the `changed` names
@@ -873,21 +888,7 @@ impl<H: Host> LazyTools<H> {
             .map(|name| (self.names.intern(name), self.hides(agent, name, over)))
             .collect();
         drop(allowed);
-        let (registry, names) = (&self.registry, &self.names);
-        let state = self
-            .agents
-            .get_mut(agent)
-            .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
-        if let Some(standing) = budget {
-            // Latched: once over, always over for this config.
-            state.budget = BudgetStanding { over, ..standing };
-        }
-        state.update(view, names, |name| {
-            registry.lookup(name, agent).map(ToolDef::fingerprint)
-        });
-        state.seen_generation = Some(generation);
-        state.seen_copy = self.copy_log.epoch();
-        self.install(agent)
+        self.apply_view(agent, View::Whole(view), budget, over, generation)
     }
 
     /// Whether the policy hides `name` from `agent`, standing `over` its
@@ -1140,6 +1141,13 @@ fn unavailable(name: &str, reason: String) -> Match {
         reason: Some(reason),
         via: None,
     }
+}
+
+/// A recomputed view of an agent: every allowed name with whether the policy hides it, or
+/// only the changed names (`None`: no longer allowed).
+enum View {
+    Whole(Vec<(NameId, bool)>),
+    Patch(Vec<(NameId, Option<bool>)>),
 }
 
 /// The names of `set`, sorted.
