@@ -313,16 +313,8 @@ impl ShellCore {
             return None;
         }
         // The agent's scope first, then its ancestors'.
-        let mut chain: Vec<&str> = vec![agent];
-        let mut at = found;
-        while let Some((parent, next)) = at
-            .parent
-            .as_deref()
-            .and_then(|p| self.agents.get_key_value(p))
-        {
-            chain.push(parent);
-            at = next;
-        }
+        let mut chain = self.chain(agent).ok()?;
+        chain.reverse();
         // Every change made after `since` was read is stamped above it; older ones that
         // are too (changes that reached only other agents) are answered as exactly.
         let first = self
