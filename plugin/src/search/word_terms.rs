@@ -5,7 +5,8 @@
 //! hashed and compared without reading a string, in a small open-addressing table of its
 //! own. In the component a general hash map was the largest part of an index build: string
 //! equality calls wasi-libc's byte-by-byte `memcmp`, and the map's probing and hashing did not
-//! inline.
+//! inline: an `FxHashMap` keyed by the same packed integers made a full build of 10,000 tools
+//! 2 to 15 ms slower in the component (four alternating runs of `bench search-speed`).
 
 use rustc_hash::FxHashMap;
 
