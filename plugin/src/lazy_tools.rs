@@ -549,12 +549,12 @@ impl<H: Host> LazyTools<H> {
         // refresh would.
         match &changed {
             Some(_) => {
-                let names: Vec<String> = before.iter().map(|(name, _)| name.clone()).collect();
-                let after = self.definitions_now(&names);
                 let logged = before
                     .into_iter()
-                    .zip(after)
-                    .map(|((name, before), (_, after))| (name, before, after))
+                    .map(|(name, before)| {
+                        let after = self.definitions_of(&name);
+                        (name, before, after)
+                    })
                     .collect();
                 self.copy_log.record(logged);
             }
@@ -562,18 +562,21 @@ impl<H: Host> LazyTools<H> {
         }
     }
 
-    /// Each name with its definitions now (origins and, when a budget counts them, token
-    /// costs), before the copy changes them.
+    /// Each name with its definitions now, before the copy changes them.
     fn definitions_now(&self, names: &[String]) -> Vec<(String, Definitions)> {
-        let auto = self.auto_budget().is_some();
         names
             .iter()
-            .map(|name| {
-                let defs = self.registry.definitions(name);
-                let defs =
-                    defs.map(|t| (t.origin.clone(), if auto { self.costs.cost(t) } else { 0 }));
-                (name.clone(), defs.collect())
-            })
+            .map(|name| (name.clone(), self.definitions_of(name)))
+            .collect()
+    }
+
+    /// The definitions of `name` in the copy: their origins and, when a budget counts them,
+    /// token costs.
+    fn definitions_of(&self, name: &str) -> Definitions {
+        let auto = self.auto_budget().is_some();
+        self.registry
+            .definitions(name)
+            .map(|t| (t.origin.clone(), if auto { self.costs.cost(t) } else { 0 }))
             .collect()
     }
 
