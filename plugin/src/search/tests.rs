@@ -389,3 +389,77 @@ fn a_typo_keeps_the_first_and_last_letter_of_a_word() {
     assert!(top(&index, "xcreenshot").is_empty());
     assert!(top(&index, "forecasx").is_empty());
 }
+
+/// Five tools of one API that all match, and a weaker match on another server.
+fn one_api_and_another_server() -> SearchIndex {
+    let none = json!({"type": "object", "properties": {}});
+    let mut tools: Vec<ToolDef> = [
+        "list invoices",
+        "create an invoice",
+        "send an invoice by email",
+        "void an invoice",
+        "download an invoice as PDF",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(i, what)| {
+        tool(
+            &format!("billing__invoice_{i}"),
+            &format!("Invoices: {what}."),
+            none.clone(),
+        )
+    })
+    .collect();
+    tools.push(tool(
+        "mail__send_email",
+        "Send an email message.",
+        none.clone(),
+    ));
+    tools.push(tool(
+        "shop__invoice_link",
+        "Link to an invoice of an order.",
+        none,
+    ));
+    SearchIndex::build(&Registry::new(tools, Vec::new()))
+}
+
+#[test]
+fn siblings_that_match_clearly_better_are_not_crowded_out_by_another_servers_weaker_tool() {
+    let index = one_api_and_another_server();
+    // Each invoice tool says "invoice" in its name and its description; the shop's link tool
+    // scores a third less. Crowding is a tie-break, so the top five are the five siblings.
+    let found = top(&index, "invoice");
+    assert!(
+        found.iter().all(|t| t.starts_with("billing__")),
+        "{found:?}"
+    );
+    // A sibling that spells out the query still comes first.
+    assert_eq!(
+        first(&index, "download invoice pdf").as_deref(),
+        Some("billing__invoice_4")
+    );
+}
+
+#[test]
+fn equal_tools_of_different_servers_are_offered_before_more_of_one_server() {
+    let none = json!({"type": "object", "properties": {}});
+    // Five servers with the same read tool, and a sixth tool on the first server that is
+    // exactly as good: the other servers' copies come before the first server's second.
+    let mut tools: Vec<ToolDef> = (0..5)
+        .map(|i| {
+            tool(
+                &format!("s{i}__read_file"),
+                "Read a file from disk.",
+                none.clone(),
+            )
+        })
+        .collect();
+    tools.push(tool("s0__read_file_again", "Read a file from disk.", none));
+    let index = SearchIndex::build(&Registry::new(tools, Vec::new()));
+    let found = top(&index, "read a file from disk");
+    let servers: std::collections::HashSet<&str> = found
+        .iter()
+        .map(|t| t.split("__").next().unwrap())
+        .collect();
+    assert_eq!(servers.len(), 5, "{found:?}");
+}
