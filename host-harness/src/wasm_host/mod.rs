@@ -108,6 +108,11 @@ impl WasmHost {
         // Every loop header and function entry checks the epoch: a plugin
         // that loops is stopped at its call's deadline.
         config.epoch_interruption(epochs);
+        // For profiling the plugin with `perf record`: wasmtime writes
+        // /tmp/perf-<pid>.map, which names the plugin's compiled functions.
+        if std::env::var_os("LAZY_TOOLS_PERF_MAP").is_some() {
+            config.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&config)
             .into_anyhow()
             .context("creating the wasmtime engine")?;
