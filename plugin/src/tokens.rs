@@ -1,7 +1,7 @@
 //! What a tool's schema costs in a request, counted by the host's tokenizer
 //! or, when the host has none, estimated on the safe side.
 
-use std::collections::HashMap;
+use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::host::Host;
 use crate::registry::ToolDef;
@@ -45,30 +45,31 @@ pub fn estimate_tokens(text: &str) -> u32 {
 /// counts the schemas that are new.
 #[derive(Debug, Default)]
 pub struct TokenCosts {
-    by_fingerprint: HashMap<u64, u32>,
+    by_fingerprint: FxHashMap<u64, u32>,
 }
 
 impl TokenCosts {
     /// Counts every tool whose schema has not been counted yet.
     pub fn ensure<'a>(&mut self, tools: impl IntoIterator<Item = &'a ToolDef>, host: &impl Host) {
-        let mut missing: Vec<(u64, String)> = Vec::new();
-        for tool in tools {
-            let key = tool.fingerprint();
-            if !self.by_fingerprint.contains_key(&key) && !missing.iter().any(|(k, _)| *k == key) {
-                missing.push((key, schema_text(tool)));
-            }
-        }
-        if missing.is_empty() {
+        // A set, not a scan of the list: a first fetch of ten thousand tools is ten thousand
+        // new fingerprints.
+        let mut pending: FxHashSet<u64> = FxHashSet::default();
+        let (keys, texts): (Vec<u64>, Vec<String>) = tools
+            .into_iter()
+            .filter_map(|tool| {
+                let key = tool.fingerprint();
+                (!self.by_fingerprint.contains_key(&key) && pending.insert(key))
+                    .then(|| (key, schema_text(tool)))
+            })
+            .unzip();
+        if keys.is_empty() {
             return;
         }
-        let texts: Vec<String> = missing.iter().map(|(_, t)| t.clone()).collect();
         let counts = host
             .count_tokens(&texts)
             .filter(|counts| counts.len() == texts.len());
         let counts = counts.unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect());
-        for ((key, _), count) in missing.into_iter().zip(counts) {
-            self.by_fingerprint.insert(key, count);
-        }
+        self.by_fingerprint.extend(keys.into_iter().zip(counts));
     }
 
     /// The cost of `tool`, once counted; an estimate otherwise.
@@ -82,8 +83,82 @@ impl TokenCosts {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
     use super::*;
-    use crate::registry::Origin;
+    use crate::host::LogLevel;
+    use crate::registry::{LazyGroup, Origin, ToolGroup};
+
+    /// A shell whose tokenizer counts a text's bytes and remembers what it was asked.
+    #[derive(Default)]
+    struct CountingHost {
+        asked: RefCell<Vec<Vec<String>>>,
+    }
+
+    impl Host for CountingHost {
+        fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
+            self.asked.borrow_mut().push(texts.to_vec());
+            Some(texts.iter().map(|t| t.len() as u32).collect())
+        }
+        fn registry(&self) -> Vec<ToolDef> {
+            unreachable!("costs never fetch the registry")
+        }
+        fn allowed_tools(&self, _: &str) -> Result<Vec<String>, String> {
+            unreachable!("costs never ask")
+        }
+        fn expose(&self, _: &str, _: Option<&[String]>) -> Result<(), String> {
+            unreachable!("costs never expose")
+        }
+        fn log(&self, _: LogLevel, _: &str) {}
+        fn tool_groups(&self) -> Vec<ToolGroup> {
+            Vec::new()
+        }
+        fn tools_generation(&self) -> u64 {
+            0
+        }
+        fn agent_generation(&self, _: &str) -> u64 {
+            0
+        }
+        fn lazy_groups(&self) -> Vec<LazyGroup> {
+            Vec::new()
+        }
+        fn load_group(&self, _: &str) -> Result<Vec<ToolDef>, String> {
+            unreachable!("costs never load")
+        }
+    }
+
+    fn def(name: &str, description: &str, origin: Origin) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            origin,
+        }
+    }
+
+    #[test]
+    fn each_schema_is_counted_once_in_one_call_and_never_again() {
+        let host = CountingHost::default();
+        let mut costs = TokenCosts::default();
+        let a = def("a", "first", Origin::Builtin);
+        // The same definition from another scope: the same schema, counted once.
+        let a_again = def("a", "first", Origin::Agent("x".into()));
+        let b = def("b", "second tool", Origin::Builtin);
+        let c = def("c", "third", Origin::Mcp("s".into()));
+        costs.ensure([&a, &b, &a_again, &c], &host);
+        assert_eq!(
+            *host.asked.borrow(),
+            vec![vec![schema_text(&a), schema_text(&b), schema_text(&c)]]
+        );
+        let d = def("d", "fourth", Origin::Builtin);
+        costs.ensure([&c, &d, &a], &host);
+        costs.ensure([&a, &b], &host);
+        assert_eq!(host.asked.borrow().len(), 2, "only d was new");
+        assert_eq!(host.asked.borrow()[1], vec![schema_text(&d)]);
+        for tool in [&a, &a_again, &b, &c, &d] {
+            assert_eq!(costs.cost(tool), schema_text(tool).len() as u32);
+        }
+    }
 
     #[test]
     fn schema_text_is_compact_json_in_api_field_order() {

@@ -38,6 +38,12 @@ impl ComponentSearch {
     /// [`ComponentSearch::new`] with the lazy-tools component at `path` (another build of
     /// it, to compare) instead of the one built with this harness.
     pub fn with_component(catalog: &Catalog, path: Option<&Path>) -> Result<Self> {
+        Self::with_config(catalog, path, &json!({"defer": ["Defer(*)"]}))
+    }
+
+    /// [`ComponentSearch::with_component`] with lazy-tools configured by `config` (its
+    /// profile entry) instead of deferring every tool.
+    pub fn with_config(catalog: &Catalog, path: Option<&Path>, config: &Value) -> Result<Self> {
         let mut shell = Shell::new();
         shell.register_catalog(catalog)?;
         let component = match path {
@@ -47,7 +53,7 @@ impl ComponentSearch {
             None => WasmHost::global().lazy_tools()?,
         };
         shell
-            .install_plugin(PLUGIN, &component, &json!({"defer": ["Defer(*)"]}))
+            .install_plugin(PLUGIN, &component, config)
             .context("installing lazy-tools")?;
         let ids = catalog.tools().map(|(id, tool)| (tool.name, id)).collect();
         Ok(Self {
