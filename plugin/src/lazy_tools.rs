@@ -654,16 +654,10 @@ impl<H: Host> LazyTools<H> {
             .policy
             .as_ref()
             .is_some_and(|p| p.config().switch == DeferSwitch::Auto);
-        if !auto {
-            return;
-        }
-        match changed {
-            Some(names) => {
-                let registry = &self.registry;
-                let tools = names.iter().flat_map(|name| registry.definitions(name));
-                self.costs.ensure(tools, &self.host);
-            }
-            None => self.costs.ensure(self.registry.tools(), &self.host),
+        if auto {
+            self.costs.update(&self.registry, changed, &self.host);
+        } else {
+            self.costs.forget_tools();
         }
     }
 

@@ -4,7 +4,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::host::Host;
-use crate::registry::ToolDef;
+use crate::registry::{Origin, Registry, ToolDef};
 
 /// The text a tool adds to a request: compact JSON
 /// `{"name","description","input_schema"}`, the form the Anthropic and MCP
@@ -46,38 +46,82 @@ pub fn estimate_tokens(text: &str) -> u32 {
 #[derive(Debug, Default)]
 pub struct TokenCosts {
     by_fingerprint: FxHashMap<u64, u32>,
+    /// The cost of each registered definition, by name and origin. Every agent refresh under
+    /// a budget reads the cost of every tool the agent may call: a fingerprint hashes the
+    /// tool's whole text, so it is taken once per registry change, not once per agent.
+    by_tool: FxHashMap<String, Vec<(Origin, u32)>>,
 }
 
 impl TokenCosts {
-    /// Counts every tool whose schema has not been counted yet.
-    pub fn ensure<'a>(&mut self, tools: impl IntoIterator<Item = &'a ToolDef>, host: &impl Host) {
+    /// Counts the schemas of `changed`'s definitions in `registry` (`None`: of every tool)
+    /// that have not been counted yet, and records each definition's cost.
+    pub fn update(&mut self, registry: &Registry, changed: Option<&[String]>, host: &impl Host) {
+        let tools: Vec<&ToolDef> = match changed {
+            Some(names) => {
+                for name in names {
+                    self.by_tool.remove(name);
+                }
+                names
+                    .iter()
+                    .flat_map(|name| registry.definitions(name))
+                    .collect()
+            }
+            None => {
+                self.by_tool.clear();
+                registry.tools().iter().collect()
+            }
+        };
+        let keys: Vec<u64> = tools.iter().map(|tool| tool.fingerprint()).collect();
+        self.count(&tools, &keys, host);
+        for (tool, key) in tools.into_iter().zip(keys) {
+            let cost = self.by_fingerprint[&key];
+            self.by_tool
+                .entry(tool.name.clone())
+                .or_default()
+                .push((tool.origin.clone(), cost));
+        }
+    }
+
+    /// Forgets the definitions' costs (no budget needs them); counted schemas are kept.
+    pub fn forget_tools(&mut self) {
+        self.by_tool = FxHashMap::default();
+    }
+
+    /// Counts each of `tools` (fingerprints `keys`) whose schema has not been counted yet.
+    fn count(&mut self, tools: &[&ToolDef], keys: &[u64], host: &impl Host) {
         // A set, not a scan of the list: a first fetch of ten thousand tools is ten thousand
         // new fingerprints.
         let mut pending: FxHashSet<u64> = FxHashSet::default();
-        let (keys, texts): (Vec<u64>, Vec<String>) = tools
-            .into_iter()
-            .filter_map(|tool| {
-                let key = tool.fingerprint();
-                (!self.by_fingerprint.contains_key(&key) && pending.insert(key))
-                    .then(|| (key, schema_text(tool)))
-            })
+        let (new, texts): (Vec<u64>, Vec<String>) = tools
+            .iter()
+            .zip(keys)
+            .filter(|&(_, &key)| !self.by_fingerprint.contains_key(&key) && pending.insert(key))
+            .map(|(tool, &key)| (key, schema_text(tool)))
             .unzip();
-        if keys.is_empty() {
+        if new.is_empty() {
             return;
         }
         let counts = host
             .count_tokens(&texts)
             .filter(|counts| counts.len() == texts.len());
         let counts = counts.unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect());
-        self.by_fingerprint.extend(keys.into_iter().zip(counts));
+        self.by_fingerprint.extend(new.into_iter().zip(counts));
     }
 
-    /// The cost of `tool`, once counted; an estimate otherwise.
+    /// The cost of `tool`: its definition's in the registry as last updated; for any other,
+    /// its schema's once counted, an estimate otherwise.
     pub fn cost(&self, tool: &ToolDef) -> u32 {
-        self.by_fingerprint
-            .get(&tool.fingerprint())
-            .copied()
-            .unwrap_or_else(|| estimate_tokens(&schema_text(tool)))
+        let recorded = self.by_tool.get(&tool.name).and_then(|defs| {
+            defs.iter()
+                .find(|(origin, _)| *origin == tool.origin)
+                .map(|&(_, cost)| cost)
+        });
+        recorded.unwrap_or_else(|| {
+            self.by_fingerprint
+                .get(&tool.fingerprint())
+                .copied()
+                .unwrap_or_else(|| estimate_tokens(&schema_text(tool)))
+        })
     }
 }
 
@@ -137,27 +181,65 @@ mod tests {
     }
 
     #[test]
-    fn each_schema_is_counted_once_in_one_call_and_never_again() {
+    fn each_schema_is_counted_once_and_each_definition_costs_its_own() {
         let host = CountingHost::default();
         let mut costs = TokenCosts::default();
         let a = def("a", "first", Origin::Builtin);
-        // The same definition from another scope: the same schema, counted once.
-        let a_again = def("a", "first", Origin::Agent("x".into()));
+        // The same definition in an agent's scope: the same schema, counted once.
+        let a_scoped = def("a", "first", Origin::Agent("x".into()));
         let b = def("b", "second tool", Origin::Builtin);
         let c = def("c", "third", Origin::Mcp("s".into()));
-        costs.ensure([&a, &b, &a_again, &c], &host);
+        let mut registry = Registry::new(
+            vec![a.clone(), b.clone(), a_scoped.clone(), c.clone()],
+            vec![],
+        );
+        costs.update(&registry, None, &host);
         assert_eq!(
             *host.asked.borrow(),
             vec![vec![schema_text(&a), schema_text(&b), schema_text(&c)]]
         );
-        let d = def("d", "fourth", Origin::Builtin);
-        costs.ensure([&c, &d, &a], &host);
-        costs.ensure([&a, &b], &host);
-        assert_eq!(host.asked.borrow().len(), 2, "only d was new");
-        assert_eq!(host.asked.borrow()[1], vec![schema_text(&d)]);
-        for tool in [&a, &a_again, &b, &c, &d] {
+        for tool in [&a, &a_scoped, &b, &c] {
             assert_eq!(costs.cost(tool), schema_text(tool).len() as u32);
         }
+        // c changes, d joins, b leaves: only the new schemas are counted, and each name
+        // costs what its definition now costs.
+        let c_longer = def(
+            "c",
+            "third, now with a longer description",
+            Origin::Mcp("s".into()),
+        );
+        let d = def("d", "fourth", Origin::Builtin);
+        let changed = ["b".to_string(), "c".to_string(), "d".to_string()];
+        registry.apply(&changed, vec![c_longer.clone(), d.clone()]);
+        costs.update(&registry, Some(&changed), &host);
+        assert_eq!(
+            host.asked.borrow()[1],
+            vec![schema_text(&c_longer), schema_text(&d)]
+        );
+        for tool in [&a, &a_scoped, &c_longer, &d] {
+            assert_eq!(costs.cost(tool), schema_text(tool).len() as u32);
+        }
+        // c back as it was: counted before, so not asked again.
+        registry.apply(&["c".to_string()], vec![c.clone()]);
+        costs.update(&registry, Some(&["c".to_string()]), &host);
+        assert_eq!(host.asked.borrow().len(), 2);
+        assert_eq!(costs.cost(&c), schema_text(&c).len() as u32);
+    }
+
+    #[test]
+    fn a_tool_outside_the_registry_costs_its_counted_schema_or_an_estimate() {
+        let host = CountingHost::default();
+        let mut costs = TokenCosts::default();
+        let a = def("a", "first", Origin::Builtin);
+        costs.update(&Registry::new(vec![a.clone()], vec![]), None, &host);
+        // The same name from another origin, with the same text: the counted schema.
+        let elsewhere = def("a", "first", Origin::Mcp("other".into()));
+        assert_eq!(costs.cost(&elsewhere), schema_text(&a).len() as u32);
+        let unknown = def("z", "never registered", Origin::Builtin);
+        assert_eq!(
+            costs.cost(&unknown),
+            estimate_tokens(&schema_text(&unknown))
+        );
     }
 
     #[test]
