@@ -14,7 +14,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc};
 
-use super::speed::{JOINING, generate, joining_server};
+use super::speed::{JOINING, generate, joining_server, set_joined};
 use crate::catalog::Catalog;
 use crate::native_plugin::native_lazy_tools;
 use crate::plugin_api::Verdict;
@@ -253,16 +253,7 @@ impl Args {
         let mut wasm_joins = Latencies::new();
         for _ in 0..JOIN_RUNS {
             for timed in [true, false] {
-                {
-                    let mut core = shell.core();
-                    for (_, tool) in joining.tools() {
-                        if timed {
-                            core.register(tool)?;
-                        } else {
-                            core.unregister(&tool.name, None)?;
-                        }
-                    }
-                }
+                set_joined(&mut shell.core(), &joining, timed)?;
                 let plugin = shell.plugin_mut(PLUGIN)?;
                 let changed = if timed {
                     wasm_joins.time(|| plugin.registry_changed())
@@ -317,16 +308,7 @@ impl Args {
         let mut native_joins = Latencies::new();
         for _ in 0..JOIN_RUNS {
             for timed in [true, false] {
-                {
-                    let mut core = native_shell.core();
-                    for (_, tool) in joining.tools() {
-                        if timed {
-                            core.register(tool)?;
-                        } else {
-                            core.unregister(&tool.name, None)?;
-                        }
-                    }
-                }
+                set_joined(&mut native_shell.core(), &joining, timed)?;
                 let changed = if timed {
                     native_joins.time(|| native.registry_changed())
                 } else {

@@ -29,6 +29,11 @@ pub enum Found {
     Refused(String),
 }
 
+/// lazy-tools' profile entry in the search benches: every tool deferred.
+pub fn defer_all() -> Value {
+    json!({"defer": ["Defer(*)"]})
+}
+
 impl ComponentSearch {
     /// A shell with `catalog` registered and lazy-tools deferring every tool.
     pub fn new(catalog: &Catalog) -> Result<Self> {
@@ -38,7 +43,7 @@ impl ComponentSearch {
     /// [`ComponentSearch::new`] with the lazy-tools component at `path` (another build of
     /// it, to compare) instead of the one built with this harness.
     pub fn with_component(catalog: &Catalog, path: Option<&Path>) -> Result<Self> {
-        Self::with_config(catalog, path, &json!({"defer": ["Defer(*)"]}))
+        Self::with_config(catalog, path, &defer_all())
     }
 
     /// [`ComponentSearch::with_component`] with lazy-tools configured by `config` (its

@@ -11,11 +11,12 @@ use lazy_tools::search::SearchIndex;
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc};
 
-use super::component::{ComponentSearch, Found, PLUGIN};
+use super::component::{ComponentSearch, Found, PLUGIN, defer_all};
 use super::queries;
 use crate::catalog::{Catalog, Server, shell_name};
 use crate::commands::args::repository_root;
 use crate::shell::CallOutcome;
+use crate::shell_core::ShellCore;
 
 /// Queries per timed `tool_search` call: the most one call may carry.
 const QUERIES_PER_CALL: usize = lazy_tools::guards::MAX_QUERIES;
@@ -241,19 +242,11 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             let shell = component.shell_mut();
             let mut core = shell.core();
             core.set_group(&joining.servers[0].name, &joining.servers[0].description);
-            for (_, tool) in joining.tools() {
-                core.register(tool)?;
-            }
+            set_joined(&mut core, &joining, true)?;
         }
         joins.push(registry_changed(&mut component)?);
         joined_memory = plugin_memory(&mut component)?;
-        {
-            let shell = component.shell_mut();
-            let mut core = shell.core();
-            for (_, tool) in joining.tools() {
-                core.unregister(&tool.name, None)?;
-            }
-        }
+        set_joined(&mut component.shell_mut().core(), &joining, false)?;
         leaves.push(registry_changed(&mut component)?);
     }
     // The same join with one agent alive: the plugin refreshes its view (`allowed-tools` of
@@ -261,22 +254,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     let agent = component.shell_mut().create_agent("main", None)?;
     let mut joins_with_agent = Vec::with_capacity(runs);
     for _ in 0..runs {
-        {
-            let shell = component.shell_mut();
-            let mut core = shell.core();
-            for (_, tool) in joining.tools() {
-                core.register(tool)?;
-            }
-        }
-        joins_with_agent.push(registry_changed(&mut component)?);
-        {
-            let shell = component.shell_mut();
-            let mut core = shell.core();
-            for (_, tool) in joining.tools() {
-                core.unregister(&tool.name, None)?;
-            }
-        }
-        registry_changed(&mut component)?;
+        joins_with_agent.push(timed_join(&mut component, &joining)?);
     }
     // The same join with many agents alive (the first one and `ALIVE - 1` more): each view
     // the join reaches is refreshed.
@@ -290,22 +268,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     }
     let mut joins_with_agents = Vec::with_capacity(runs);
     for _ in 0..runs {
-        {
-            let shell = component.shell_mut();
-            let mut core = shell.core();
-            for (_, tool) in joining.tools() {
-                core.register(tool)?;
-            }
-        }
-        joins_with_agents.push(registry_changed(&mut component)?);
-        {
-            let shell = component.shell_mut();
-            let mut core = shell.core();
-            for (_, tool) in joining.tools() {
-                core.unregister(&tool.name, None)?;
-            }
-        }
-        registry_changed(&mut component)?;
+        joins_with_agents.push(timed_join(&mut component, &joining)?);
     }
     for agent in &alive {
         component.shell_mut().dispose_agent(agent)?;
@@ -331,7 +294,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         }
         registry_changed(&mut fresh)
     };
-    let deferred = serde_json::json!({"defer": ["Defer(*)"]});
+    let deferred = defer_all();
     let budgeted = serde_json::json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]});
     let mut reloads = Vec::with_capacity(runs);
     let mut budgeted_reloads = Vec::with_capacity(runs);
@@ -489,6 +452,28 @@ pub(super) fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog>
     Ok(Catalog {
         servers: vec![server],
     })
+}
+
+/// Registers the tools of `server` in `core` (`joined`) or removes them: a server connecting
+/// or disconnecting, as the join figures measure it.
+pub(super) fn set_joined(core: &mut ShellCore, server: &Catalog, joined: bool) -> Result<()> {
+    for (_, tool) in server.tools() {
+        if joined {
+            core.register(tool)?;
+        } else {
+            core.unregister(&tool.name, None)?;
+        }
+    }
+    Ok(())
+}
+
+/// Times the plugin's `registry-changed` for `server` joining, then removes it again, untimed.
+fn timed_join(component: &mut ComponentSearch, server: &Catalog) -> Result<Duration> {
+    set_joined(&mut component.shell_mut().core(), server, true)?;
+    let took = registry_changed(component)?;
+    set_joined(&mut component.shell_mut().core(), server, false)?;
+    registry_changed(component)?;
+    Ok(took)
 }
 
 /// Times the plugin's `registry-changed`.
