@@ -58,12 +58,15 @@ impl TokenCosts {
     pub fn update(&mut self, registry: &Registry, changed: Option<&[String]>, host: &impl Host) {
         let tools: Vec<&ToolDef> = match changed {
             Some(names) => {
-                for name in names {
-                    self.by_tool.remove(name);
-                }
+                // A name can be in the list twice (changed and enriched): recorded once.
+                let mut seen: FxHashSet<&str> = FxHashSet::default();
                 names
                     .iter()
-                    .flat_map(|name| registry.definitions(name))
+                    .filter(|name| seen.insert(name.as_str()))
+                    .flat_map(|name| {
+                        self.by_tool.remove(name);
+                        registry.definitions(name)
+                    })
                     .collect()
             }
             None => {
@@ -219,6 +222,10 @@ mod tests {
         for tool in [&a, &a_scoped, &c_longer, &d] {
             assert_eq!(costs.cost(tool), schema_text(tool).len() as u32);
         }
+        // A name listed twice is recorded once.
+        let twice = ["d".to_string(), "d".to_string()];
+        costs.update(&registry, Some(&twice), &host);
+        assert_eq!(costs.by_tool["d"].len(), 1);
         // c back as it was: counted before, so not asked again.
         registry.apply(&["c".to_string()], vec![c.clone()]);
         costs.update(&registry, Some(&["c".to_string()]), &host);
