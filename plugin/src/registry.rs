@@ -54,6 +54,19 @@ impl ToolDef {
         }
         hash
     }
+
+    /// A key of what the model is shown, for the token-cost cache: the same texts as
+    /// [`fingerprint`](Self::fingerprint), hashed with XXH3 eight bytes at a time. A first
+    /// fetch of ten thousand tools keys 6 MB of text, which FNV-1a's one multiply per byte
+    /// made the largest part of counting their costs. Never saved: it may change between
+    /// builds, where the fingerprint may not.
+    pub fn schema_key(&self) -> u64 {
+        use xxhash_rust::xxh3::xxh3_64_with_seed;
+        // Each text seeds the next: the key depends on where each one ends.
+        [&self.name, &self.description, &self.parameters]
+            .iter()
+            .fold(0, |seed, part| xxh3_64_with_seed(part.as_bytes(), seed))
+    }
 }
 
 /// A group of tools (mirrors the WIT `tool-group`): an MCP server.
@@ -344,6 +357,27 @@ mod tests {
                 (n, defs)
             })
             .collect()
+    }
+
+    #[test]
+    fn a_schema_key_tells_where_each_text_ends() {
+        let tool = |name: &str, description: &str, parameters: &str| ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: parameters.into(),
+            origin: Origin::Builtin,
+        };
+        let key = |t: ToolDef| t.schema_key();
+        assert_eq!(key(tool("ab", "c", "{}")), key(tool("ab", "c", "{}")));
+        // The same bytes split differently are a different schema.
+        assert_ne!(key(tool("ab", "c", "{}")), key(tool("a", "bc", "{}")));
+        assert_ne!(key(tool("a", "b{}", "")), key(tool("a", "b", "{}")));
+        // The origin is not shown to the model.
+        let mcp = ToolDef {
+            origin: Origin::Mcp("s".into()),
+            ..tool("ab", "c", "{}")
+        };
+        assert_eq!(key(mcp), key(tool("ab", "c", "{}")));
     }
 
     proptest! {

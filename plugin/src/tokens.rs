@@ -11,18 +11,25 @@ use crate::registry::{Origin, Registry, ToolDef};
 /// APIs send. The host hands parameters over as compact JSON already, so
 /// they are inserted as given.
 pub fn schema_text(tool: &ToolDef) -> String {
-    let quote = |s: &str| serde_json::to_string(s).unwrap_or_else(|_| "\"\"".into());
     let parameters = if tool.parameters.trim().is_empty() {
         "{}"
     } else {
         tool.parameters.as_str()
     };
-    format!(
-        "{{\"name\":{},\"description\":{},\"input_schema\":{}}}",
-        quote(&tool.name),
-        quote(&tool.description),
-        parameters
-    )
+    // Written in place, not with `format!`: a first fetch renders ten thousand schemas, and
+    // in the component the formatting machinery was half of rendering them.
+    let mut text =
+        Vec::with_capacity(tool.name.len() + tool.description.len() + parameters.len() + 48);
+    text.extend_from_slice(b"{\"name\":");
+    // Writing to a vector cannot fail.
+    let _ = serde_json::to_writer(&mut text, &tool.name);
+    text.extend_from_slice(b",\"description\":");
+    let _ = serde_json::to_writer(&mut text, &tool.description);
+    text.extend_from_slice(b",\"input_schema\":");
+    text.extend_from_slice(parameters.as_bytes());
+    text.push(b'}');
+    // Only UTF-8 was written.
+    String::from_utf8(text).unwrap_or_default()
 }
 
 /// A token estimate for hosts that cannot count: one token per 2 ASCII
@@ -40,14 +47,14 @@ pub fn estimate_tokens(text: &str) -> u32 {
     u32::try_from(tokens).unwrap_or(u32::MAX)
 }
 
-/// Token costs of tool schemas, keyed by a fingerprint of the tool's
-/// definition (what the schema text is made of), so a registry change only
-/// counts the schemas that are new.
+/// Token costs of tool schemas, keyed by the tool's [`schema_key`](ToolDef::schema_key)
+/// (a hash of what the schema text is made of), so a registry change only counts the
+/// schemas that are new.
 #[derive(Debug, Default)]
 pub struct TokenCosts {
-    by_fingerprint: FxHashMap<u64, u32>,
+    by_schema: FxHashMap<u64, u32>,
     /// The cost of each registered definition, by name and origin. Every agent refresh under
-    /// a budget reads the cost of every tool the agent may call: a fingerprint hashes the
+    /// a budget reads the cost of every tool the agent may call: a schema key hashes the
     /// tool's whole text, so it is taken once per registry change, not once per agent.
     by_tool: FxHashMap<String, Vec<(Origin, u32)>>,
 }
@@ -74,10 +81,10 @@ impl TokenCosts {
                 registry.tools().iter().collect()
             }
         };
-        let keys: Vec<u64> = tools.iter().map(|tool| tool.fingerprint()).collect();
+        let keys: Vec<u64> = tools.iter().map(|tool| tool.schema_key()).collect();
         self.count(&tools, &keys, host);
         for (tool, key) in tools.into_iter().zip(keys) {
-            let cost = self.by_fingerprint[&key];
+            let cost = self.by_schema[&key];
             self.by_tool
                 .entry(tool.name.clone())
                 .or_default()
@@ -90,15 +97,15 @@ impl TokenCosts {
         self.by_tool = FxHashMap::default();
     }
 
-    /// Counts each of `tools` (fingerprints `keys`) whose schema has not been counted yet.
+    /// Counts each of `tools` (schema keys `keys`) whose schema has not been counted yet.
     fn count(&mut self, tools: &[&ToolDef], keys: &[u64], host: &impl Host) {
         // A set, not a scan of the list: a first fetch of ten thousand tools is ten thousand
-        // new fingerprints.
+        // new keys.
         let mut pending: FxHashSet<u64> = FxHashSet::default();
         let (new, texts): (Vec<u64>, Vec<String>) = tools
             .iter()
             .zip(keys)
-            .filter(|&(_, &key)| !self.by_fingerprint.contains_key(&key) && pending.insert(key))
+            .filter(|&(_, &key)| !self.by_schema.contains_key(&key) && pending.insert(key))
             .map(|(tool, &key)| (key, schema_text(tool)))
             .unzip();
         if new.is_empty() {
@@ -108,7 +115,7 @@ impl TokenCosts {
             .count_tokens(&texts)
             .filter(|counts| counts.len() == texts.len());
         let counts = counts.unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect());
-        self.by_fingerprint.extend(new.into_iter().zip(counts));
+        self.by_schema.extend(new.into_iter().zip(counts));
     }
 
     /// The cost of `tool`: its definition's in the registry as last updated; for any other,
@@ -120,8 +127,8 @@ impl TokenCosts {
                 .map(|&(_, cost)| cost)
         });
         recorded.unwrap_or_else(|| {
-            self.by_fingerprint
-                .get(&tool.fingerprint())
+            self.by_schema
+                .get(&tool.schema_key())
                 .copied()
                 .unwrap_or_else(|| estimate_tokens(&schema_text(tool)))
         })
