@@ -1,6 +1,8 @@
 //! The plugin's configuration, as the profile gives it (a JSON object), and
 //! the errors that point at the offending node.
 
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use crate::pattern::Pattern;
@@ -102,11 +104,12 @@ pub enum Action {
 pub enum RuleSource {
     /// The zero-config preset.
     Preset,
-    /// An entry of the user's config: the list it sits in, its index and text.
+    /// An entry of the user's config: the list it sits in, its index and text. The text is
+    /// shared: every tool the entry decides holds its source.
     Entry {
         list: &'static str,
         index: usize,
-        text: String,
+        text: Arc<str>,
     },
 }
 
@@ -235,7 +238,7 @@ impl ListSetting {
             RuleSource::Entry {
                 list: key,
                 index,
-                text: text.to_string(),
+                text: text.into(),
             }
         } else {
             RuleSource::Preset
@@ -755,7 +758,7 @@ fn parse_list(
                 source: RuleSource::Entry {
                     list: key,
                     index,
-                    text: text.clone(),
+                    text: text.as_str().into(),
                 },
             }),
             Err(message) => errors.push(ConfigError::new(at, message).with_entry(text)),
