@@ -29,7 +29,11 @@ impl SearchIndex {
         let mut table = GroupTable::default();
         let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
-        let mut docs = Docs::default();
+        let text_bytes = tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+            .sum();
+        let mut docs = Docs::with_capacity(tools.len(), text_bytes);
         let mut text = ToolText::default();
         let mut origins = Origins::default();
         for tool in &tools {
@@ -220,7 +224,7 @@ pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
 
 /// Per document, its terms, marked [`IN_NAME`] where `name_field` holds them.
 fn term_lists(counts: &Rows<(u32, [u16; FIELD_COUNT])>, name_field: Field) -> Rows<u32> {
-    let mut lists = Rows::default();
+    let mut lists = Rows::with_capacity(counts.len(), counts.items_len());
     for row in counts.iter() {
         lists.push(marked(row, name_field));
     }

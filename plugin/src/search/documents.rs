@@ -41,6 +41,10 @@ impl GroupTable {
     }
 }
 
+/// Text bytes per distinct term of a document, rounded down from what the bundled catalogs
+/// have (22), for reserving room.
+const BYTES_PER_TERM: usize = 16;
+
 /// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
 pub(super) struct Docs {
@@ -53,6 +57,17 @@ pub(super) struct Docs {
 }
 
 impl Docs {
+    /// Room for `docs` documents of about `text_bytes` bytes of text in all.
+    pub fn with_capacity(docs: usize, text_bytes: usize) -> Self {
+        Self {
+            lengths: Vec::with_capacity(docs),
+            // A term counted per 22 bytes of text in the bundled catalogs; room for more
+            // than that, so that a full build allocates its counts once.
+            counts: Rows::with_capacity(docs, text_bytes / BYTES_PER_TERM),
+            name_words: Rows::with_capacity(docs, 4 * docs),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.lengths.len()
     }

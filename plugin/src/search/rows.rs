@@ -20,10 +20,26 @@ impl<T> Default for Rows<T> {
 }
 
 impl<T> Rows<T> {
+    /// Room for `rows` rows of `items` items in all, allocated once: in the component a
+    /// vector that doubles as it grows copies itself and touches fresh pages each time.
+    pub fn with_capacity(rows: usize, items: usize) -> Self {
+        let mut starts = Vec::with_capacity(rows + 1);
+        starts.push(0);
+        Self {
+            starts,
+            items: Vec::with_capacity(items),
+        }
+    }
+
     /// Appends a row.
     pub fn push(&mut self, row: impl IntoIterator<Item = T>) {
         self.items.extend(row);
         self.starts.push(self.items.len() as u32);
+    }
+
+    /// How many items all rows hold.
+    pub fn items_len(&self) -> usize {
+        self.items.len()
     }
 
     /// How many rows there are.
