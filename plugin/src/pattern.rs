@@ -41,32 +41,79 @@ impl Pattern {
     }
 }
 
-/// Several patterns matched at once; reports the index of every pattern
-/// that matches, in the order they were added.
+/// Several patterns matched at once; reports the first pattern, in the order they were
+/// added, that matches.
 #[derive(Debug, Clone, Default)]
 pub struct PatternSet {
-    set: Option<GlobSet>,
+    shapes: Vec<Shape>,
+    /// The patterns of shape [`Shape::Glob`], and the index each has among all.
+    globs: Option<(GlobSet, Vec<usize>)>,
+}
+
+/// What a pattern takes to match. The common ones (`*`, `mcp__github__*`, `read`) are tested
+/// on the name itself: a first fetch classifies every tool against every list, and in the
+/// component globset's regex for `*` made up most of that.
+#[derive(Debug, Clone)]
+enum Shape {
+    Any,
+    Exact(String),
+    Prefix(String),
+    Glob,
+}
+
+impl Shape {
+    fn of(text: &str) -> Self {
+        let literal = text.trim_end_matches('*');
+        match (literal.contains('*'), literal.len() == text.len()) {
+            _ if literal.is_empty() && !text.is_empty() => Shape::Any,
+            (false, true) => Shape::Exact(text.to_string()),
+            (false, false) => Shape::Prefix(literal.to_string()),
+            (true, _) => Shape::Glob,
+        }
+    }
 }
 
 impl PatternSet {
     pub fn new<'a>(patterns: impl IntoIterator<Item = &'a Pattern>) -> Result<Self, String> {
         let mut builder = GlobSetBuilder::new();
-        let mut any = false;
-        for pattern in patterns {
-            builder.add(to_glob(pattern.text())?);
-            any = true;
+        let mut shapes = Vec::new();
+        let mut globbed = Vec::new();
+        for (index, pattern) in patterns.into_iter().enumerate() {
+            let shape = Shape::of(pattern.text());
+            if matches!(shape, Shape::Glob) {
+                builder.add(to_glob(pattern.text())?);
+                globbed.push(index);
+            }
+            shapes.push(shape);
         }
-        if !any {
-            return Ok(Self { set: None });
-        }
-        let set = builder.build().map_err(|e| e.to_string())?;
-        Ok(Self { set: Some(set) })
+        let globs = if globbed.is_empty() {
+            None
+        } else {
+            Some((builder.build().map_err(|e| e.to_string())?, globbed))
+        };
+        Ok(Self { shapes, globs })
     }
 
     /// The index of the first pattern that matches `name`.
     pub fn first_match(&self, name: &str) -> Option<usize> {
-        let set = self.set.as_ref()?;
-        set.matches(name).into_iter().min()
+        // The first glob-shaped pattern that matches, found once when one is reached.
+        let mut first_glob: Option<Option<usize>> = None;
+        self.shapes
+            .iter()
+            .enumerate()
+            .position(|(index, shape)| match shape {
+                Shape::Any => true,
+                Shape::Exact(text) => name == text,
+                Shape::Prefix(prefix) => name.starts_with(prefix.as_str()),
+                Shape::Glob => {
+                    *first_glob.get_or_insert_with(|| self.first_glob(name)) == Some(index)
+                }
+            })
+    }
+
+    fn first_glob(&self, name: &str) -> Option<usize> {
+        let (set, indices) = self.globs.as_ref()?;
+        set.matches(name).into_iter().min().map(|at| indices[at])
     }
 }
 
@@ -146,6 +193,21 @@ mod tests {
             let pattern = Pattern::new(&format!("{prefix}*")).unwrap();
             let name = format!("{prefix}{suffix}");
             proptest::prop_assert!(pattern.is_match(&name));
+        }
+    }
+
+    proptest::proptest! {
+        /// A set reports the first pattern that matches on its own, whatever the patterns'
+        /// shapes: `*`, literal, prefix, or stars anywhere.
+        #[test]
+        fn a_set_reports_the_first_pattern_that_matches_alone(
+            texts in proptest::collection::vec("[ab_*]{0,5}", 0..6),
+            name in "[ab_]{0,6}",
+        ) {
+            let patterns: Vec<Pattern> = texts.iter().map(|t| Pattern::new(t).unwrap()).collect();
+            let set = PatternSet::new(&patterns).unwrap();
+            let alone = patterns.iter().position(|p| p.is_match(&name));
+            proptest::prop_assert_eq!(set.first_match(&name), alone);
         }
     }
 
