@@ -64,11 +64,15 @@ enum Shape {
 impl Shape {
     fn of(text: &str) -> Self {
         let literal = text.trim_end_matches('*');
-        match (literal.contains('*'), literal.len() == text.len()) {
-            _ if literal.is_empty() && !text.is_empty() => Shape::Any,
-            (false, true) => Shape::Exact(text.to_string()),
-            (false, false) => Shape::Prefix(literal.to_string()),
-            (true, _) => Shape::Glob,
+        if literal.contains('*') {
+            Shape::Glob
+        } else if literal.len() == text.len() {
+            // No star at all (the empty pattern too: it matches the empty name only).
+            Shape::Exact(text.to_string())
+        } else if literal.is_empty() {
+            Shape::Any
+        } else {
+            Shape::Prefix(literal.to_string())
         }
     }
 }

@@ -41,8 +41,8 @@ impl GroupTable {
     }
 }
 
-/// Text bytes per distinct term of a document, rounded down from what the bundled catalogs
-/// have (22), for reserving room.
+/// Text bytes per distinct term of a document, for reserving room: the bundled catalogs have
+/// 22; fewer, so that a full build allocates its counts once.
 const BYTES_PER_TERM: usize = 16;
 
 /// Documents' terms while the index is built: tools, or groups.
@@ -61,9 +61,8 @@ impl Docs {
     pub fn with_capacity(docs: usize, text_bytes: usize) -> Self {
         Self {
             lengths: Vec::with_capacity(docs),
-            // A term counted per 22 bytes of text in the bundled catalogs; room for more
-            // than that, so that a full build allocates its counts once.
             counts: Rows::with_capacity(docs, text_bytes / BYTES_PER_TERM),
+            // A tool's own name is a few words.
             name_words: Rows::with_capacity(docs, 4 * docs),
         }
     }
