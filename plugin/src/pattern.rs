@@ -202,11 +202,11 @@ mod tests {
 
     proptest::proptest! {
         /// A set reports the first pattern that matches on its own, whatever the patterns'
-        /// shapes: `*`, literal, prefix, or stars anywhere.
+        /// shapes (`*`, literal, prefix, or stars anywhere) and glob characters (literal).
         #[test]
         fn a_set_reports_the_first_pattern_that_matches_alone(
-            texts in proptest::collection::vec("[ab_*]{0,5}", 0..6),
-            name in "[ab_]{0,6}",
+            texts in proptest::collection::vec(r"[ab_?\[\]{},\\*]{0,5}", 0..6),
+            name in r"[ab_?\[\]{},\\]{0,6}",
         ) {
             let patterns: Vec<Pattern> = texts.iter().map(|t| Pattern::new(t).unwrap()).collect();
             let set = PatternSet::new(&patterns).unwrap();
