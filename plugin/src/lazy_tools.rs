@@ -15,6 +15,7 @@ use crate::groups::{Groups, LazyLoads};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
 use crate::host::{AllowedDelta, Host, LogLevel};
+use crate::name_facts::{FactsCache, NameFacts};
 use crate::names::{NameId, NameSet, NameTable};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
@@ -57,6 +58,9 @@ pub struct LazyTools<H: Host> {
     /// Each registered name classified as an inherited tool; rebuilt on every
     /// registry or config change so requests only look names up.
     classes: HashMap<String, Decision>,
+    /// What each global name is to every agent, by number: an agent's whole refresh reads
+    /// it instead of the registry, the classes and the costs.
+    facts: FactsCache,
     index: SearchIndex,
     /// The host's registry revision the copy is at, when the host tracks changes.
     revision: Option<u64>,
@@ -84,6 +88,7 @@ impl<H: Host> LazyTools<H> {
             policy: None,
             registry: Registry::default(),
             classes: HashMap::default(),
+            facts: FactsCache::default(),
             index: SearchIndex::default(),
             revision: None,
             copy_log: CopyLog::default(),
@@ -126,6 +131,7 @@ impl<H: Host> LazyTools<H> {
         })?;
         let first = self.policy.is_none();
         self.policy = Some(policy);
+        self.facts.clear();
         // A new config is a new decision: the budget is weighed afresh.
         for state in self.agents.values_mut() {
             state.budget = BudgetStanding::default();
@@ -545,6 +551,14 @@ impl<H: Host> LazyTools<H> {
             }
         }
         self.count_costs(changed.as_deref());
+        match &changed {
+            Some(changed) => {
+                for id in changed.iter().filter_map(|name| self.names.get(name)) {
+                    self.facts.forget(id);
+                }
+            }
+            None => self.facts.clear(),
+        }
         // Logged once the new schemas are counted: views patched later count what a whole
         // refresh would.
         match &changed {
@@ -588,6 +602,7 @@ impl<H: Host> LazyTools<H> {
             return;
         }
         let old = std::mem::take(&mut self.names);
+        self.facts.clear();
         for state in self.agents.values_mut() {
             state.drop_view(&old, &mut self.names);
         }
@@ -878,35 +893,57 @@ impl<H: Host> LazyTools<H> {
         // Read first: a change while we ask shows up as a newer value.
         let generation = self.host.agent_generation(agent);
         let allowed = self.host.allowed_tools(agent).map_err(PluginError::Host)?;
-        let budget = self.weigh_budget(agent, &allowed);
-        let over = self.agent(agent)?.budget.over || budget.is_some_and(|b| b.over);
-        let view: Vec<(NameId, bool)> = allowed
+        let facts: Vec<(NameId, NameFacts)> = allowed
             .iter()
-            .map(|name| (self.names.intern(name), self.hides(agent, name, over)))
+            .map(|name| {
+                let id = self.names.intern(name);
+                (id, self.facts_of(agent, id, name))
+            })
             .collect();
         drop(allowed);
+        // In auto mode, what the agent's tools would cost if nothing were deferred (the
+        // guards aside), against the budget.
+        let budget = self.auto_budget().map(|budget| {
+            let eager_tokens: u64 = facts.iter().map(|(_, facts)| facts.cost).sum();
+            BudgetStanding {
+                over: eager_tokens > u64::from(budget),
+                eager_tokens,
+                budget,
+            }
+        });
+        let over = self.agent(agent)?.budget.over || budget.is_some_and(|b| b.over);
+        let view = facts
+            .into_iter()
+            .map(|(id, facts)| (id, facts.hides(over)))
+            .collect();
         self.apply_view(agent, View::Whole(view), budget, over, generation)
+    }
+
+    /// What `name` (numbered `id`) is to `agent`: cached when every definition of it is
+    /// global, so the same to every agent; else worked out for this agent.
+    fn facts_of(&mut self, agent: &str, id: NameId, name: &str) -> NameFacts {
+        if let Some(facts) = self.facts.get(id) {
+            return facts;
+        }
+        let cost = match self.auto_budget() {
+            Some(_) => self.eager_cost(agent, name),
+            None => 0,
+        };
+        let facts = NameFacts::new(self.decision(agent, name).as_deref(), cost);
+        let global = self
+            .registry
+            .definitions(name)
+            .all(|t| !matches!(t.origin, Origin::Agent(_)));
+        if global {
+            self.facts.insert(id, facts);
+        }
+        facts
     }
 
     /// Whether the policy hides `name` from `agent`, standing `over` its
     /// budget or not.
     fn hides(&self, agent: &str, name: &str, over: bool) -> bool {
         self.decision(agent, name).is_some_and(|d| d.hides(over))
-    }
-
-    /// In auto mode, what the agent's tools would cost if nothing were
-    /// deferred (the guards aside), against the budget.
-    fn weigh_budget(&self, agent: &str, allowed: &[String]) -> Option<BudgetStanding> {
-        let budget = self.auto_budget()?;
-        let eager_tokens: u64 = allowed
-            .iter()
-            .map(|name| self.eager_cost(agent, name))
-            .sum();
-        Some(BudgetStanding {
-            over: eager_tokens > u64::from(budget),
-            eager_tokens,
-            budget,
-        })
     }
 
     /// The token budget, when the config weighs tools against it (auto mode).

@@ -17,6 +17,7 @@ mod groups;
 pub mod guards;
 pub mod host;
 mod lazy_tools;
+mod name_facts;
 mod names;
 mod outcome;
 mod pattern;

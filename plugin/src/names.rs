@@ -13,7 +13,7 @@ use bit_set::BitSet;
 pub struct NameId(u32);
 
 impl NameId {
-    fn index(self) -> usize {
+    pub(crate) fn index(self) -> usize {
         self.0 as usize
     }
 }

@@ -106,18 +106,30 @@ fn setup_configured(
         .register_tools(tools.iter().map(|&n| Tool::new(n, "", Origin::Builtin)))
         .unwrap();
     let core = shell.shared_core();
+    for (id, parent) in AGENTS {
+        core.lock().unwrap().create_agent(id, parent).unwrap();
+    }
+    let plugin = plugin_over(&core, deltas, config);
+    (core, plugin)
+}
+
+/// A plugin configured over `core`, told of every agent of [`AGENTS`] (already created there).
+fn plugin_over(
+    core: &Arc<Mutex<ShellCore>>,
+    deltas: bool,
+    config: &str,
+) -> LazyTools<CountingHost> {
     let mut plugin = LazyTools::new(CountingHost {
-        inner: HostView::new(Arc::clone(&core), "lazy-tools"),
+        inner: HostView::new(Arc::clone(core), "lazy-tools"),
         allowed_calls: Cell::new(0),
         registry_calls: Cell::new(0),
         deltas,
     });
     plugin.configure(config).unwrap();
     for (id, parent) in AGENTS {
-        core.lock().unwrap().create_agent(id, parent).unwrap();
         plugin.agent_created(id, parent).unwrap();
     }
-    (core, plugin)
+    plugin
 }
 
 /// Every agent's next request, counting the `allowed-tools` calls it made.
@@ -441,9 +453,29 @@ mod deltas_against_whole_fetches {
 
     /// Everything an agent's model and the shell get from the plugin.
     fn answers(core: &Arc<Mutex<ShellCore>>, plugin: &mut LazyTools<CountingHost>) -> Vec<String> {
+        answers_in(core, plugin, Order::AsGiven)
+    }
+
+    /// How visible tools are compared: in the order the plugin gives them, or as a set (a
+    /// plugin that lived through changes keeps its tools in the order it first saw them).
+    #[derive(Clone, Copy, PartialEq)]
+    enum Order {
+        AsGiven,
+        Sorted,
+    }
+
+    fn answers_in(
+        core: &Arc<Mutex<ShellCore>>,
+        plugin: &mut LazyTools<CountingHost>,
+        order: Order,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for (id, _) in AGENTS {
-            out.push(format!("{:?}", plugin.visible_tools(id)));
+            let mut visible = plugin.visible_tools(id);
+            if let (Ok(tools), Order::Sorted) = (&mut visible, order) {
+                tools.sort();
+            }
+            out.push(format!("{visible:?}"));
             out.push(format!("{:?}", plugin.system_prompt(id)));
             for name in NAMES {
                 out.push(format!("{:?}", plugin.pre_execute(id, name)));
@@ -472,6 +504,35 @@ mod deltas_against_whole_fetches {
                 prop_assert_eq!(a, b, "{:?}", step);
                 prop_assert_eq!(answers(&whole_core, &mut whole), answers(&delta_core, &mut delta), "after {:?}", step);
             }
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(128))]
+        /// What the plugin remembers of a name between refreshes (its class and cost, by
+        /// number) is forgotten whenever it could change: after any changes, agents created
+        /// anew in a plugin that lived through them see what they see in a plugin configured
+        /// afresh over the same shell. (New agents: no loads, and no budget standing, which
+        /// stays over once over.)
+        #[test]
+        fn new_agents_of_a_long_lived_plugin_see_what_a_fresh_plugin_shows(
+            config in 0..CONFIGS.len(),
+            steps in proptest::collection::vec(step(), 1..30),
+        ) {
+            let (core, mut plugin) = setup_configured(false, CONFIGS[config]);
+            for step in &steps {
+                apply(&core, &mut plugin, step);
+                // Any request refreshes the views the change reached.
+                answers(&core, &mut plugin);
+            }
+            plugin.registry_changed().unwrap();
+            for (id, parent) in AGENTS {
+                plugin.agent_disposed(id);
+                plugin.agent_created(id, parent).unwrap();
+            }
+            let lived = answers_in(&core, &mut plugin, Order::Sorted);
+            let mut fresh = plugin_over(&core, false, CONFIGS[config]);
+            prop_assert_eq!(lived, answers_in(&core, &mut fresh, Order::Sorted));
         }
     }
 }

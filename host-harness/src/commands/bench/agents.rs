@@ -199,8 +199,10 @@ impl Args {
             .install_plugin(PLUGIN, &component, &serde_json::Value::Null)
             .context("installing lazy-tools")?;
         let empty_memory = shell.plugin_mut(PLUGIN)?.memory_bytes();
+        // Each creation: the shell's, then the plugin's first view of the agent.
+        let mut wasm_creates = Latencies::new();
         for (id, parent) in &agents {
-            shell.create_agent(leaf(id), parent.as_deref())?;
+            wasm_creates.time(|| shell.create_agent(leaf(id), parent.as_deref()))?;
         }
         let setup = setup_started.elapsed();
         if let Some(quarantine) = shell.quarantined().next() {
@@ -278,9 +280,12 @@ impl Args {
         native
             .configure("null")
             .map_err(|e| anyhow::anyhow!("native configure: {e:?}"))?;
+        let mut native_creates = Latencies::new();
         for (id, parent) in &agents {
-            native_shell.create_agent(leaf(id), parent.as_deref())?;
-            native.agent_created(id, parent.as_deref())?;
+            native_creates.time(|| -> Result<()> {
+                native_shell.create_agent(leaf(id), parent.as_deref())?;
+                Ok(native.agent_created(id, parent.as_deref())?)
+            })?;
         }
         let mut native_loads = Latencies::new();
         for ((id, _), tools) in agents.iter().zip(&loaded) {
@@ -330,6 +335,8 @@ impl Args {
             "latency (us)", "median", "p99", "max"
         );
         for (label, latencies) in [
+            ("create an agent, component", &wasm_creates),
+            ("create an agent, native", &native_creates),
             ("load 5 tools (tool_search call), component", &wasm_loads),
             ("load 5 tools, native", &native_loads),
             ("request, component", &wasm_requests),
