@@ -329,7 +329,7 @@ impl ShellCore {
             if !seen.insert(&change.name) {
                 continue;
             }
-            let list = if self.allows(&chain, plugin, &change.name) {
+            let list = if self.allows(&chain, Some(plugin), &change.name) {
                 &mut changes.allowed
             } else {
                 &mut changes.denied
@@ -343,7 +343,7 @@ impl ShellCore {
     /// its ancestors), ignoring `plugin`'s layers on it, holds `name`, without
     /// walking the registry: the nearest scope of the chain that holds the name
     /// (or the global scope), then every layer below that scope.
-    fn allows(&self, chain: &[&str], plugin: &str, name: &str) -> bool {
+    fn allows(&self, chain: &[&str], plugin: Option<&str>, name: &str) -> bool {
         // Nearest first: the layers of the scopes nearer than the holder mask the name.
         for (depth, &scope) in chain.iter().enumerate() {
             if self.names.contains_in(name, Some(scope)) {
@@ -357,7 +357,7 @@ impl ShellCore {
                 .into_iter()
                 .flatten();
             for (source, allow) in restrictions.chain(exposures) {
-                let ignored = own && source == plugin;
+                let ignored = own && plugin == Some(source.as_str());
                 if !ignored && !allow.contains(name) {
                     return false;
                 }
@@ -741,6 +741,14 @@ impl ShellCore {
             }
         }
         Ok(visible.into_values().collect())
+    }
+
+    /// Whether `agent` may call `name`: [`Self::effective`] holds it, answered
+    /// for the one name, without walking the registry (a call checks this).
+    pub fn may_call(&self, agent: &str, name: &str) -> Result<bool, ShellError> {
+        let mut chain = self.chain(agent)?;
+        chain.reverse();
+        Ok(self.allows(&chain, None, name))
     }
 
     /// The tool `agent` would reach under `name`, ignoring restrictions:
@@ -1214,6 +1222,34 @@ mod tests {
                         }
                     }
                     before = after;
+                }
+            }
+
+            /// The check a call makes for one name agrees with the whole answer,
+            /// every layer counted.
+            #[test]
+            fn may_call_is_the_whole_answer_for_one_name(
+                changes in proptest::collection::vec(change(), 1..40)
+            ) {
+                let mut core = ShellCore::default();
+                for (id, parent) in AGENTS {
+                    core.create_agent(id, parent).unwrap();
+                }
+                for change in &changes {
+                    apply(&mut core, change);
+                    for (id, _) in AGENTS {
+                        let Ok(tools) = core.effective(id, None) else {
+                            proptest::prop_assert!(core.may_call(id, TOOL_NAMES[0]).is_err());
+                            continue;
+                        };
+                        for name in TOOL_NAMES {
+                            let held = tools.iter().any(|t| t.name == *name);
+                            proptest::prop_assert_eq!(
+                                core.may_call(id, name).unwrap(), held,
+                                "{} may call {}? after {:?}", id, name, change
+                            );
+                        }
+                    }
                 }
             }
 

@@ -763,12 +763,7 @@ impl Shell {
         let Some(resolved) = self.core().resolve(agent, tool)?.cloned() else {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
         };
-        let allowed = self
-            .core()
-            .effective(agent, None)?
-            .iter()
-            .any(|t| t.name == tool);
-        if !allowed {
+        if !self.core().may_call(agent, tool)? {
             return Ok(CallOutcome::Refused(format!(
                 "tool `{tool}` is not available to agent `{agent}`"
             )));
