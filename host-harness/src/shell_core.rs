@@ -1199,6 +1199,15 @@ mod tests {
                 .collect()
         }
 
+        /// A shell with every agent of [`AGENTS`] and no tools.
+        fn with_agents() -> ShellCore {
+            let mut core = ShellCore::default();
+            for (id, parent) in AGENTS {
+                core.create_agent(id, parent).unwrap();
+            }
+            core
+        }
+
         proptest::proptest! {
             /// What a plugin may skip on an unchanged generation really is
             /// unchanged: the same generation never hides a different answer.
@@ -1206,10 +1215,7 @@ mod tests {
             fn an_unchanged_agent_generation_means_an_unchanged_answer(
                 changes in proptest::collection::vec(change(), 1..40)
             ) {
-                let mut core = ShellCore::default();
-                for (id, parent) in AGENTS {
-                    core.create_agent(id, parent).unwrap();
-                }
+                let mut core = with_agents();
                 let mut before = answers(&core);
                 for change in &changes {
                     apply(&mut core, change);
@@ -1231,10 +1237,7 @@ mod tests {
             fn may_call_is_the_whole_answer_for_one_name(
                 changes in proptest::collection::vec(change(), 1..40)
             ) {
-                let mut core = ShellCore::default();
-                for (id, parent) in AGENTS {
-                    core.create_agent(id, parent).unwrap();
-                }
+                let mut core = with_agents();
                 for change in &changes {
                     apply(&mut core, change);
                     for (id, _) in AGENTS {
@@ -1260,10 +1263,7 @@ mod tests {
             fn a_view_refreshed_by_deltas_is_the_whole_answer(
                 changes in proptest::collection::vec(change(), 1..40)
             ) {
-                let mut core = ShellCore::default();
-                for (id, parent) in AGENTS {
-                    core.create_agent(id, parent).unwrap();
-                }
+                let mut core = with_agents();
                 let whole = |core: &ShellCore, id: &str| -> Option<(u64, BTreeSet<String>)> {
                     let tools = core.effective(id, Some("p")).ok()?;
                     let names = tools.iter().map(|t| t.name.clone()).collect();
