@@ -755,17 +755,20 @@ impl ShellCore {
     /// its own scope first, then its ancestors', then the global scope.
     pub fn resolve(&self, agent: &str, name: &str) -> Result<Option<&Tool>, ShellError> {
         let chain = self.chain(agent)?;
-        for scope in chain.iter().rev() {
-            if let Some(tool) = self
-                .scan()
-                .find(|t| t.name == name && t.origin.scope() == Some(*scope))
-            {
-                return Ok(Some(tool));
-            }
-        }
+        // The name index says which scope holds it: one walk for the tool, none
+        // for a name no scope holds.
+        let holder = chain
+            .iter()
+            .rev()
+            .map(|scope| Some(*scope))
+            .chain([None])
+            .find(|scope| self.names.contains_in(name, *scope));
+        let Some(scope) = holder else {
+            return Ok(None);
+        };
         Ok(self
             .scan()
-            .find(|t| t.name == name && t.origin.scope().is_none()))
+            .find(|t| t.name == name && t.origin.scope() == scope))
     }
 
     fn agent(&self, id: &str) -> Result<&Agent, ShellError> {
@@ -1256,6 +1259,35 @@ mod tests {
                 }
             }
 
+            /// The tool a name reaches is the nearest scope's: the agent's own,
+            /// then its ancestors' up to the root, then the global one.
+            #[test]
+            fn a_name_resolves_to_the_nearest_scope_that_holds_it(
+                changes in proptest::collection::vec(change(), 1..40)
+            ) {
+                let mut core = with_agents();
+                for change in &changes {
+                    apply(&mut core, change);
+                    for (id, _) in AGENTS {
+                        let Ok(chain) = core.chain(id) else { continue };
+                        for name in TOOL_NAMES {
+                            let held_by = |scope: Option<&str>| {
+                                core.tools().iter().find(|t| t.name == *name && t.origin.scope() == scope)
+                            };
+                            let nearest = chain
+                                .iter()
+                                .rev()
+                                .find_map(|scope| held_by(Some(scope)))
+                                .or_else(|| held_by(None));
+                            proptest::prop_assert_eq!(
+                                core.resolve(id, name).unwrap(), nearest,
+                                "{} resolving {} after {:?}", id, name, change
+                            );
+                        }
+                    }
+                }
+            }
+
             /// A view kept by `allowed-changes` deltas (a whole fetch only when
             /// the shell cannot say) is always the shell's whole answer, and a
             /// global registration alone never needs the whole answer.
@@ -1301,6 +1333,23 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// Resolving asks the name index which scope holds the name: one walk for
+    /// the tool, wherever in the chain it is, and none for an unknown name.
+    #[test]
+    fn resolving_walks_the_registry_at_most_once() {
+        let mut core = core();
+        core.register(Tool::new("global", "", Origin::Builtin))
+            .unwrap();
+        core.register(Tool::new("mine", "", Origin::Agent("main".into())))
+            .unwrap();
+        for (name, walks) in [("global", 1), ("mine", 1), ("unknown", 0)] {
+            core.scans.set(0);
+            let found = core.resolve("main/worker", name).unwrap();
+            assert_eq!(found.map(|t| t.name.as_str()), (walks == 1).then_some(name));
+            assert_eq!(core.scans.get(), walks, "{name}");
         }
     }
 
