@@ -8,8 +8,9 @@
 //! table): at 10,000 tools that was most of creating an agent in the component, where each
 //! string comparison is a call to wasi-libc's byte-by-byte `memcmp`.
 //!
-//! The owner forgets a name's entry whenever the name's definitions change, and every entry
-//! when the config or the name numbering changes.
+//! The owner forgets a name's entry whenever the name's definitions change (a name the copy
+//! does not hold yet is global too, until it is registered), and every entry on a new config,
+//! a new numbering or a whole new registry.
 
 use crate::names::NameId;
 use crate::policy::Decision;
