@@ -505,10 +505,7 @@ mod deltas_against_whole_fetches {
                 prop_assert_eq!(answers(&whole_core, &mut whole), answers(&delta_core, &mut delta), "after {:?}", step);
             }
         }
-    }
 
-    proptest! {
-        #![proptest_config(ProptestConfig::with_cases(128))]
         /// What the plugin remembers of a name between refreshes (its class and cost, by
         /// number) is forgotten whenever it could change: after any changes, agents created
         /// anew in a plugin that lived through them see what they see in a plugin configured
