@@ -14,7 +14,7 @@ const CEDICT: Table = Table(include_str!("lexicon/cedict.tsv"));
 const WORDNET: Table = Table(include_str!("lexicon/wordnet.tsv"));
 
 /// The longest Chinese word the CC-CEDICT table holds, in characters.
-const LONGEST_CHINESE: usize = 3;
+const LONGEST_CHINESE: usize = 4;
 
 /// Sorted `key<TAB>value` lines.
 struct Table(&'static str);
@@ -68,7 +68,7 @@ pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
 }
 
 /// The CC-CEDICT words in `text` by forward maximum matching over each run of Chinese
-/// characters (two or three characters a word; characters no word covers are skipped).
+/// characters (two to four characters a word; characters no word covers are skipped).
 pub fn chinese_words(text: &str) -> Vec<&str> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut words = Vec::new();
@@ -116,7 +116,7 @@ mod tests {
         }
         assert_eq!(CEDICT.get(""), None);
         assert_eq!(
-            CEDICT.get("天气预报"),
+            CEDICT.get("中华人民共和国"),
             None,
             "longer words are read as their parts"
         );
@@ -131,6 +131,13 @@ mod tests {
     }
 
     #[test]
+    fn a_proper_noun_reaches_its_name() {
+        // CC-CEDICT defines one as `Name, what it is`: the gloss is the name alone.
+        assert_eq!(glosses("维基百科").collect::<Vec<_>>(), ["wikipedia"]);
+        assert_eq!(glosses("伦敦").collect::<Vec<_>>(), ["london"]);
+    }
+
+    #[test]
     fn english_synonyms_come_from_wordnet() {
         assert!(synonyms("fetch").any(|s| s == "get"));
         assert_eq!(synonyms("qwertyuiop").count(), 0);
@@ -138,7 +145,8 @@ mod tests {
 
     #[test]
     fn the_longest_word_is_taken_first() {
-        assert_eq!(chinese_words("明天的天气预报"), ["明天", "天气", "预报"]);
+        assert_eq!(chinese_words("明天的天气预报"), ["明天", "天气预报"]);
+        assert_eq!(chinese_words("明天的天气"), ["明天", "天气"]);
         assert_eq!(chinese_words("下载文件夹"), ["下载", "文件夹"]);
         assert_eq!(chinese_words("download 文件 x"), ["文件"]);
         assert!(chinese_words("").is_empty());

