@@ -67,46 +67,74 @@ struct Agent {
     exposed_at: BTreeMap<String, u64>,
 }
 
-/// Which scopes hold a tool of each name (`None`: the global scope), so that
-/// checking a name costs the same with fifty tools or fifty thousand.
+/// Where each name is registered: the scopes holding a tool of that name
+/// (`None`: the global scope), each with the tool's position in the registry,
+/// so that checking or finding a name costs the same with fifty tools or
+/// fifty thousand.
 #[derive(Debug, Default)]
 struct NameIndex {
-    scopes: HashMap<String, Vec<Option<AgentId>>>,
+    holders: HashMap<String, Vec<(Option<AgentId>, usize)>>,
 }
 
 impl NameIndex {
-    fn insert(&mut self, tool: &Tool) {
-        self.scopes
+    /// `tool` was appended to the registry at position `at`.
+    fn insert(&mut self, tool: &Tool, at: usize) {
+        self.holders
             .entry(tool.name.clone())
             .or_default()
-            .push(tool.origin.scope().map(str::to_string));
+            .push((tool.origin.scope().map(str::to_string), at));
     }
 
-    fn remove(&mut self, tool: &Tool) {
-        let Some(scopes) = self.scopes.get_mut(&tool.name) else {
-            return;
-        };
-        if let Some(at) = scopes
-            .iter()
-            .position(|s| s.as_deref() == tool.origin.scope())
-        {
-            scopes.swap_remove(at);
+    /// The registry removed `tool` from position `at`: the tools after it
+    /// moved down one.
+    fn removed(&mut self, tool: &Tool, at: usize) {
+        if let Some(holders) = self.holders.get_mut(&tool.name) {
+            holders.retain(|(_, position)| *position != at);
+            if holders.is_empty() {
+                self.holders.remove(&tool.name);
+            }
         }
-        if scopes.is_empty() {
-            self.scopes.remove(&tool.name);
+        for (_, position) in self.holders.values_mut().flatten() {
+            if *position > at {
+                *position -= 1;
+            }
+        }
+    }
+
+    /// Indexes `tools` anew, after the registry dropped several at once.
+    fn rebuild(&mut self, tools: &[Tool]) {
+        self.holders.clear();
+        for (at, tool) in tools.iter().enumerate() {
+            self.insert(tool, at);
         }
     }
 
     /// Whether some scope holds a tool named `name`.
     fn contains(&self, name: &str) -> bool {
-        self.scopes.contains_key(name)
+        self.holders.contains_key(name)
     }
 
     /// Whether `scope` holds a tool named `name`.
     fn contains_in(&self, name: &str, scope: Option<&str>) -> bool {
-        self.scopes
+        self.position(name, scope).is_some()
+    }
+
+    /// The registry position of the tool named `name` in `scope`.
+    fn position(&self, name: &str, scope: Option<&str>) -> Option<usize> {
+        self.holders
+            .get(name)?
+            .iter()
+            .find(|(holder, _)| holder.as_deref() == scope)
+            .map(|&(_, at)| at)
+    }
+
+    /// The registry positions of every tool named `name`, in any scope.
+    fn positions(&self, name: &str) -> impl Iterator<Item = usize> + '_ {
+        self.holders
             .get(name)
-            .is_some_and(|scopes| scopes.iter().any(|s| s.as_deref() == scope))
+            .into_iter()
+            .flatten()
+            .map(|&(_, at)| at)
     }
 }
 
@@ -466,13 +494,11 @@ impl ShellCore {
         // A name has one owner (the shell, or one plugin) in every scope: a
         // plugin's guard tool could otherwise stand in for a tool the agent's
         // chain denies, since no restriction masks an agent's own scope.
-        // Only a name already registered somewhere needs the scan.
-        let taken = if self.names.scopes.contains_key(&tool.name) {
-            self.scan()
-                .find(|t| t.name == tool.name && t.owner != tool.owner)
-        } else {
-            None
-        };
+        let taken = self
+            .names
+            .positions(&tool.name)
+            .map(|at| &self.tools[at])
+            .find(|t| t.owner != tool.owner);
         if let Some(taken) = taken {
             return Err(ShellError::NameTaken {
                 name: tool.name,
@@ -488,7 +514,7 @@ impl ShellCore {
                 scope: scope_name(tool.origin.scope()),
             });
         }
-        self.names.insert(&tool);
+        self.names.insert(&tool, self.tools.len());
         self.tools_changed(tool.origin.scope());
         self.registry_logged(&tool.name);
         self.tools.push(tool);
@@ -498,15 +524,15 @@ impl ShellCore {
     /// Removes the tool `name` from `scope` (`None`: the global scope).
     pub fn unregister(&mut self, name: &str, scope: Option<&str>) -> Result<Tool, ShellError> {
         let index = self
-            .scan()
-            .position(|t| t.name == name && t.origin.scope() == scope)
+            .names
+            .position(name, scope)
             .ok_or_else(|| ShellError::NoSuchTool {
                 name: name.to_string(),
                 scope: scope_name(scope),
             })?;
         self.tools_changed(scope);
         let tool = self.tools.remove(index);
-        self.names.remove(&tool);
+        self.names.removed(&tool, index);
         self.registry_logged(&tool.name);
         Ok(tool)
     }
@@ -514,16 +540,17 @@ impl ShellCore {
     /// Removes every tool a plugin owns; returns how many.
     pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
         let before = self.tools.len();
-        let names = &mut self.names;
         let mut removed: Vec<String> = Vec::new();
         self.tools.retain(|t| {
             let keep = t.owner.as_deref() != Some(owner);
             if !keep {
-                names.remove(t);
                 removed.push(t.name.clone());
             }
             keep
         });
+        if !removed.is_empty() {
+            self.names.rebuild(&self.tools);
+        }
         self.tools_changed(None);
         for name in &removed {
             self.registry_logged(name);
@@ -576,16 +603,17 @@ impl ShellCore {
             self.generation += 1;
             self.restrictions.remove(agent);
             self.exposures.remove(agent);
-            let names = &mut self.names;
             let mut gone: Vec<String> = Vec::new();
             self.tools.retain(|t| {
                 let keep = t.origin.scope() != Some(agent.as_str());
                 if !keep {
-                    names.remove(t);
                     gone.push(t.name.clone());
                 }
                 keep
             });
+            if !gone.is_empty() {
+                self.names.rebuild(&self.tools);
+            }
             for name in &gone {
                 self.registry_logged(name);
             }
@@ -755,20 +783,14 @@ impl ShellCore {
     /// its own scope first, then its ancestors', then the global scope.
     pub fn resolve(&self, agent: &str, name: &str) -> Result<Option<&Tool>, ShellError> {
         let chain = self.chain(agent)?;
-        // The name index says which scope holds it: one walk for the tool, none
-        // for a name no scope holds.
-        let holder = chain
+        // The name index says where each scope's tool of that name is.
+        Ok(chain
             .iter()
             .rev()
             .map(|scope| Some(*scope))
             .chain([None])
-            .find(|scope| self.names.contains_in(name, *scope));
-        let Some(scope) = holder else {
-            return Ok(None);
-        };
-        Ok(self
-            .scan()
-            .find(|t| t.name == name && t.origin.scope() == scope))
+            .find_map(|scope| self.names.position(name, scope))
+            .map(|at| &self.tools[at]))
     }
 
     fn agent(&self, id: &str) -> Result<&Agent, ShellError> {
@@ -1325,18 +1347,42 @@ mod tests {
     /// Resolving asks the name index which scope holds the name: one walk for
     /// the tool, wherever in the chain it is, and none for an unknown name.
     #[test]
-    fn resolving_walks_the_registry_at_most_once() {
+    fn finding_registering_and_removing_a_name_never_walk_the_registry() {
         let mut core = core();
         core.register(Tool::new("global", "", Origin::Builtin))
             .unwrap();
         core.register(Tool::new("mine", "", Origin::Agent("main".into())))
             .unwrap();
-        for (name, walks) in [("global", 1), ("mine", 1), ("unknown", 0)] {
-            core.scans.set(0);
-            let found = core.resolve("main/worker", name).unwrap();
-            assert_eq!(found.map(|t| t.name.as_str()), (walks == 1).then_some(name));
-            assert_eq!(core.scans.get(), walks, "{name}");
+        core.create_agent("other", None).unwrap();
+        core.scans.set(0);
+        for (name, found) in [("global", true), ("mine", true), ("unknown", false)] {
+            let tool = core.resolve("main/worker", name).unwrap();
+            assert_eq!(tool.map(|t| t.name.as_str()), found.then_some(name));
         }
+        // A name held elsewhere is checked for its owner through the index too.
+        let mut taken = Tool::new("global", "", Origin::Agent("main/worker".into()));
+        taken.owner = Some("p".into());
+        assert!(matches!(
+            core.register(taken),
+            Err(ShellError::NameTaken { .. })
+        ));
+        core.register(Tool::new("mine", "", Origin::Builtin))
+            .unwrap();
+        core.unregister("global", None).unwrap();
+        // The positions after a removed tool moved down with it.
+        assert_eq!(
+            core.resolve("main/worker", "mine")
+                .unwrap()
+                .and_then(|t| t.origin.scope()),
+            Some("main")
+        );
+        assert_eq!(
+            core.resolve("other", "mine")
+                .unwrap()
+                .map(|t| t.origin.scope()),
+            Some(None)
+        );
+        assert_eq!(core.scans.get(), 0);
     }
 
     /// Restricting checks each allowed name against the name index: at
