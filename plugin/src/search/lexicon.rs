@@ -67,9 +67,9 @@ pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
     WORDNET.values(word, ' ')
 }
 
-/// The CC-CEDICT words in `text` by forward maximum matching over each run of Chinese
-/// characters (two to four characters a word; characters no word covers are skipped).
-pub fn chinese_words(text: &str) -> Vec<&str> {
+/// The CC-CEDICT words in `text`, as byte ranges, by forward maximum matching over each run of
+/// Chinese characters (two to four characters a word; characters no word covers are skipped).
+pub fn chinese_word_spans(text: &str) -> Vec<std::ops::Range<usize>> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut words = Vec::new();
     let mut i = 0;
@@ -78,8 +78,7 @@ pub fn chinese_words(text: &str) -> Vec<&str> {
         let found = (2..=LONGEST_CHINESE.min(run)).rev().find_map(|len| {
             let start = chars[i].0;
             let end = chars.get(i + len).map_or(text.len(), |&(b, _)| b);
-            let word = &text[start..end];
-            CEDICT.get(word).map(|_| (len, word))
+            CEDICT.get(&text[start..end]).map(|_| (len, start..end))
         });
         match found {
             Some((len, word)) => {
@@ -141,6 +140,13 @@ mod tests {
     fn english_synonyms_come_from_wordnet() {
         assert!(synonyms("fetch").any(|s| s == "get"));
         assert_eq!(synonyms("qwertyuiop").count(), 0);
+    }
+
+    fn chinese_words(text: &str) -> Vec<&str> {
+        chinese_word_spans(text)
+            .into_iter()
+            .map(|span| &text[span])
+            .collect()
     }
 
     #[test]

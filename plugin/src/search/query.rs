@@ -77,7 +77,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let vocabulary = vocab::built_in();
     let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
     let lower = text.to_lowercase();
-    for named in vocabulary.concepts_in(&stems, &lower) {
+    let dictionary_words = lexicon::chinese_word_spans(&lower);
+    for named in vocabulary.concepts_in(&stems, &lower, &dictionary_words) {
         let slot = builder.new_slot();
         for form in vocabulary.forms(named.concept) {
             let Some(ids) = form
@@ -141,7 +142,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
     // once, as written or translated; a word no tool holds gets a slot for its glosses.
-    for word in lexicon::chinese_words(&lower) {
+    for word in dictionary_words.iter().map(|span| &lower[span.clone()]) {
         let first = chinese_terms(word)
             .first()
             .and_then(|t| dictionary.term_id(t));

@@ -3,6 +3,7 @@
 //! query, so a Chinese query reaches a tool described in English, and the reverse.
 
 use std::collections::HashMap;
+use std::ops::Range;
 use std::sync::LazyLock;
 
 use super::analyze::{TokenKind, analyzer, is_cjk};
@@ -140,7 +141,14 @@ impl Vocabulary {
     /// The concepts a query names: English phrases found in its word stems (in order, stop words
     /// removed) and Chinese words found in its lowercase text by forward maximum matching, so
     /// `地图` is read as "map" and not as `地` + `图` ("image").
-    pub fn concepts_in(&self, stems: &[&str], lower_text: &str) -> Vec<Named> {
+    /// `dictionary_words` are CC-CEDICT's words in the text (byte ranges,
+    /// [`lexicon::chinese_word_spans`](super::lexicon::chinese_word_spans)).
+    pub fn concepts_in(
+        &self,
+        stems: &[&str],
+        lower_text: &str,
+        dictionary_words: &[Range<usize>],
+    ) -> Vec<Named> {
         let mut found = Vec::new();
         let named = |concept: ConceptId, language: Language| Named { concept, language };
         for (i, stem) in stems.iter().enumerate() {
@@ -152,6 +160,13 @@ impl Vocabulary {
             }
         }
         let chars: Vec<(usize, char)> = lower_text.char_indices().collect();
+        // A one-character term inside a longer word of CC-CEDICT is not that word: `包`
+        // (package) in `包含` (contain), `建` (create) in `建议` (suggestion).
+        let inside_word = |at: usize| {
+            dictionary_words
+                .iter()
+                .any(|w| w.len() > 1 && w.contains(&at))
+        };
         let mut i = 0;
         while i < chars.len() {
             let longest = (1..=self.longest_chinese.min(chars.len() - i))
@@ -159,6 +174,9 @@ impl Vocabulary {
                 .find_map(|len| {
                     let start = chars[i].0;
                     let end = chars.get(i + len).map_or(lower_text.len(), |&(b, _)| b);
+                    if len == 1 && inside_word(start) {
+                        return None;
+                    }
                     self.chinese
                         .get(&lower_text[start..end])
                         .map(|ids| (len, ids))
@@ -193,6 +211,7 @@ impl Vocabulary {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::search::lexicon;
 
     fn concepts(vocab: &Vocabulary, query: &str) -> Vec<Vec<String>> {
         let tokens = analyzer().tokens(query);
@@ -201,8 +220,9 @@ mod tests {
             .filter(|t| t.kind == TokenKind::Word)
             .map(|t| t.term.as_str())
             .collect();
+        let lower = query.to_lowercase();
         vocab
-            .concepts_in(&stems, &query.to_lowercase())
+            .concepts_in(&stems, &lower, &lexicon::chinese_word_spans(&lower))
             .into_iter()
             .map(|named| {
                 let mut terms: Vec<String> = vocab
@@ -243,6 +263,18 @@ mod tests {
             [["map", "mind", "导图", "思维", "维导"]]
         );
         assert_eq!(concepts(&vocab, "这张图"), [["imag", "图"]]);
+    }
+
+    #[test]
+    fn one_character_is_a_word_only_where_the_dictionary_leaves_it_alone() {
+        let vocab = Vocabulary::parse("package = 包\ncreate = 建\nfile = 文件").unwrap();
+        assert_eq!(concepts(&vocab, "包含关键词的文件"), [["file", "文件"]]);
+        assert!(concepts(&vocab, "给个建议").is_empty());
+        assert_eq!(concepts(&vocab, "装一个包"), [["packag", "包"]]);
+        assert_eq!(
+            concepts(&vocab, "建一个文件"),
+            [["creat", "建"], ["file", "文件"]]
+        );
     }
 
     #[test]
