@@ -162,11 +162,7 @@ impl Vocabulary {
         let chars: Vec<(usize, char)> = lower_text.char_indices().collect();
         // A one-character term inside a longer word of CC-CEDICT is not that word: `包`
         // (package) in `包含` (contain), `建` (create) in `建议` (suggestion).
-        let inside_word = |at: usize| {
-            dictionary_words
-                .iter()
-                .any(|w| w.len() > 1 && w.contains(&at))
-        };
+        let inside_word = |at: usize| dictionary_words.iter().any(|w| w.contains(&at));
         let mut i = 0;
         while i < chars.len() {
             let longest = (1..=self.longest_chinese.min(chars.len() - i))
