@@ -52,7 +52,7 @@ fn the_benchmark_scores_every_scorer_with_the_right_arithmetic() {
     let catalog = Catalog::load(&write("catalog.json", CATALOG)).unwrap();
     let queries = queries::load(&write("queries.jsonl", QUERIES)).unwrap();
     let mut warnings = Vec::new();
-    let report = evaluate(&catalog, &queries, 5, |w| warnings.push(w))
+    let report = evaluate(&catalog, &queries, 5, None, |w| warnings.push(w))
         .unwrap()
         .to_json();
     assert!(warnings.is_empty(), "{warnings:?}");
@@ -98,7 +98,7 @@ fn gold_ids_outside_the_catalog_are_reported() {
     let catalog = Catalog::parse(CATALOG).unwrap();
     let queries = queries::parse(r#"{"query": "weather", "gold": ["nowhere/tool"]}"#).unwrap();
     let mut warnings = Vec::new();
-    let report = evaluate(&catalog, &queries, 5, |w| warnings.push(w)).unwrap();
+    let report = evaluate(&catalog, &queries, 5, None, |w| warnings.push(w)).unwrap();
     assert_eq!(
         warnings,
         ["query 1: gold `nowhere/tool` is not in the catalog"]
@@ -110,8 +110,8 @@ fn gold_ids_outside_the_catalog_are_reported() {
 fn deeper_rankings_keep_the_figures_and_are_written_per_query() {
     let catalog = Catalog::parse(CATALOG).unwrap();
     let queries = queries::parse(QUERIES).unwrap();
-    let shallow = evaluate(&catalog, &queries, 5, |_| {}).unwrap();
-    let deep = evaluate(&catalog, &queries, 20, |_| {}).unwrap();
+    let shallow = evaluate(&catalog, &queries, 5, None, |_| {}).unwrap();
+    let deep = evaluate(&catalog, &queries, 20, None, |_| {}).unwrap();
     assert_eq!(
         shallow.scorers, deep.scorers,
         "metrics read the first five only"
@@ -136,4 +136,24 @@ fn deeper_rankings_keep_the_figures_and_are_written_per_query() {
             assert!(ranked.iter().any(|r| r == id), "{scorer}: {ranked:?}");
         }
     }
+}
+
+#[test]
+fn the_benchmark_measures_the_component_it_is_given() {
+    let catalog = Catalog::parse(CATALOG).unwrap();
+    let queries = queries::parse(QUERIES).unwrap();
+    // The 0.1.0 test guest takes no config, so the benchmark's fails to install: the run
+    // is the given component's, not the built-in one's.
+    let old = crate::guests::component("restriction-v0-1-0");
+    let error = evaluate(&catalog, &queries, 5, Some(&old), |_| {}).unwrap_err();
+    assert!(
+        format!("{error:#}").contains("this plugin takes no config"),
+        "{error:#}"
+    );
+    let missing = std::env::temp_dir().join("no-such-lazy-tools.wasm");
+    let error = evaluate(&catalog, &queries, 5, Some(&missing), |_| {}).unwrap_err();
+    assert!(
+        format!("{error:#}").contains(&missing.display().to_string()),
+        "{error:#}"
+    );
 }

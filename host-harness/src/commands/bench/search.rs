@@ -2,7 +2,7 @@
 //! query file, scored with the same metrics.
 
 use std::collections::{BTreeMap, HashSet};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde_json::{Map, Value, json};
@@ -78,11 +78,13 @@ impl Report {
 }
 
 /// Runs every scorer on every query, each ranking `depth` tools (the metrics read the first
-/// [`CUTOFF`]). Warnings (unknown gold ids, refused queries) go to `warn`.
+/// [`CUTOFF`]); lazy-tools is the component at `component`, or the one built with this
+/// harness. Warnings (unknown gold ids, refused queries) go to `warn`.
 pub fn evaluate(
     catalog: &Catalog,
     queries: &[LabelledQuery],
     depth: usize,
+    component: Option<&Path>,
     mut warn: impl FnMut(String),
 ) -> Result<Report> {
     let known: HashSet<String> = catalog.tools().map(|(id, _)| id).collect();
@@ -96,7 +98,7 @@ pub fn evaluate(
     }
     let mut rankings: Vec<(String, Vec<Vec<String>>)> = Vec::new();
 
-    let mut lazy_tools = ComponentSearch::new(catalog)?;
+    let mut lazy_tools = ComponentSearch::with_component(catalog, component)?;
     let mut ranked = Vec::with_capacity(queries.len());
     for (i, q) in queries.iter().enumerate() {
         ranked.push(match lazy_tools.search(&q.query, depth)? {
@@ -160,6 +162,11 @@ pub struct Args {
     /// How many tools each scorer ranks per query (the metrics read the first five).
     #[arg(long, default_value_t = CUTOFF as u32, value_parser = clap::value_parser!(u32).range(CUTOFF as i64..=MAX_DEPTH))]
     depth: u32,
+    /// The lazy-tools component to measure [default: the one built with this harness];
+    /// another build of it (an older commit's) gives before-and-after figures from one
+    /// binary, the peers in the same runs.
+    #[arg(long, value_name = "FILE")]
+    component: Option<PathBuf>,
 }
 
 /// As deep as `tool_search`'s `top_k` goes.
@@ -169,9 +176,13 @@ impl Args {
     pub fn run(self) -> Result<()> {
         let catalog = Catalog::load(&self.catalog.path())?;
         let queries = queries::load(&self.queries)?;
-        let report = evaluate(&catalog, &queries, self.depth as usize, |w| {
-            eprintln!("warning: {w}")
-        })?;
+        let report = evaluate(
+            &catalog,
+            &queries,
+            self.depth as usize,
+            self.component.as_deref(),
+            |w| eprintln!("warning: {w}"),
+        )?;
         if let Some(path) = &self.rankings {
             std::fs::write(path, report.rankings_jsonl(&queries))
                 .with_context(|| format!("writing the rankings to {}", path.display()))?;
