@@ -730,14 +730,17 @@ impl Shell {
     }
 
     fn call_checked(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
+        // A direct call goes on with what it was given; only a forwarded one owns new values.
+        let forward;
         let (tool, arguments, forwarded) = match self.resolve_forwarded(agent, tool, arguments)? {
-            Resolved::Direct => (tool.to_string(), arguments.clone(), false),
-            Resolved::Forward { tool, arguments } => (tool, arguments, true),
+            Resolved::Direct => (tool, arguments, false),
+            Resolved::Forward { tool, arguments } => {
+                forward = (tool, arguments);
+                (forward.0.as_str(), &forward.1, true)
+            }
             Resolved::Done(outcome) => return Ok(outcome),
         };
-        let (tool, arguments) = (tool.as_str(), &arguments);
-        let resolved = self.core().resolve(agent, tool)?.cloned();
-        if resolved.is_none() {
+        if self.core().resolve(agent, tool)?.is_none() {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
         }
         let arguments_json = arguments.to_string();
