@@ -4,7 +4,7 @@
 //! `update` grows the index with the same.
 
 use super::bm25;
-use super::documents::{Builder, Docs, GroupTable, IN_NAME, marked, saturated};
+use super::documents::{Builder, Docs, GroupTable, IN_NAME, TermCounts, marked, saturated};
 use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
 use super::growth::{Frozen, Growth, Origins};
 use super::holders::{self, Holders};
@@ -223,7 +223,7 @@ pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
 }
 
 /// Per document, its terms, marked [`IN_NAME`] where `name_field` holds them.
-fn term_lists(counts: &Rows<(u32, [u16; FIELD_COUNT])>, name_field: Field) -> Rows<u32> {
+fn term_lists(counts: &Rows<TermCounts>, name_field: Field) -> Rows<u32> {
     let mut lists = Rows::with_capacity(counts.len(), counts.items_len());
     for row in counts.iter() {
         lists.push(marked(row, name_field));

@@ -14,7 +14,7 @@ use rustc_hash::FxHashSet;
 
 use super::bm25;
 use super::build::{exact_keys, gather, members};
-use super::documents::{Docs, IN_NAME, marked, saturated};
+use super::documents::{Docs, IN_NAME, TermCounts, marked, saturated};
 use super::fields::{FIELD_COUNT, Field, ToolText};
 use super::growth::Growth;
 use super::holders::{self, Holders};
@@ -326,7 +326,7 @@ impl SearchIndex {
 /// or of a tool it adds.
 fn push_document(
     lengths: &[u32; FIELD_COUNT],
-    counts: &[(u32, [u16; FIELD_COUNT])],
+    counts: &[TermCounts],
     average: &[f32; FIELD_COUNT],
     name_field: Field,
     tf: &mut Rows<(u32, f32)>,
