@@ -73,43 +73,25 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let mut builder = Builder::default();
 
     // Vocabulary concepts first: a query word that is one of a concept's forms joins the
-    // concept's slot, with the concept's other forms.
+    // concept's slot, with the concept's other forms. A word of several concepts (`文件`: file
+    // and document) is one slot of all their forms, as is a concept that two words name
+    // (`file` and `文件`): a word counts once, by the form a tool holds best.
     let vocabulary = vocab::built_in();
     let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
     let lower = text.to_lowercase();
     let dictionary_words = lexicon::chinese_word_spans(&lower);
-    for named in vocabulary.concepts_in(&stems, &lower, &dictionary_words) {
-        let slot = builder.new_slot();
-        for form in vocabulary.forms(named.concept) {
-            let Some(ids) = form
-                .terms
-                .iter()
-                .map(|t| dictionary.term_id(t))
-                .collect::<Option<Vec<u32>>>()
-            else {
+    let named = vocabulary.concepts_in(&stems, &lower, &dictionary_words);
+    let mut concept_slots: FxHashMap<vocab::ConceptId, usize> = FxHashMap::default();
+    for word in named.chunk_by(|a, b| a.word == b.word) {
+        let slot = word
+            .iter()
+            .find_map(|n| concept_slots.get(&n.concept).copied())
+            .unwrap_or_else(|| builder.new_slot());
+        for named in word {
+            if concept_slots.insert(named.concept, slot).is_some() {
                 continue;
-            };
-            let said = ids.iter().all(|id| own.contains(id));
-            let weight = if said {
-                1.0
-            } else if form.language == Language::Chinese
-                && ids.len() == 1
-                && form.terms[0].chars().count() == 1
-            {
-                // One character alone matches too much of any Chinese text.
-                continue;
-            } else if form.language == named.language {
-                SYNONYM
-            } else {
-                TRANSLATION
-            };
-            // A word of several terms shares one word's weight among them.
-            let share = if said { 1.0 } else { 1.0 / ids.len() as f32 };
-            builder.add_form(
-                slot,
-                ids.iter().map(|&id| (id, weight * share)).collect(),
-                true,
-            );
+            }
+            add_concept(vocabulary, *named, &own, dictionary, slot, &mut builder);
         }
     }
 
@@ -167,6 +149,49 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
+}
+
+/// Adds the forms of the concept `named` names to `slot`: a form the query says at full
+/// weight, a translation or a synonym at theirs.
+fn add_concept(
+    vocabulary: &vocab::Vocabulary,
+    named: vocab::Named,
+    own: &FxHashSet<u32>,
+    dictionary: &Dictionary,
+    slot: usize,
+    builder: &mut Builder,
+) {
+    for form in vocabulary.forms(named.concept) {
+        let Some(ids) = form
+            .terms
+            .iter()
+            .map(|t| dictionary.term_id(t))
+            .collect::<Option<Vec<u32>>>()
+        else {
+            continue;
+        };
+        let said = ids.iter().all(|id| own.contains(id));
+        let weight = if said {
+            1.0
+        } else if form.language == Language::Chinese
+            && ids.len() == 1
+            && form.terms[0].chars().count() == 1
+        {
+            // One character alone matches too much of any Chinese text.
+            continue;
+        } else if form.language == named.language {
+            SYNONYM
+        } else {
+            TRANSLATION
+        };
+        // A word of several terms shares one word's weight among them.
+        let share = if said { 1.0 } else { 1.0 / ids.len() as f32 };
+        builder.add_form(
+            slot,
+            ids.iter().map(|&id| (id, weight * share)).collect(),
+            true,
+        );
+    }
 }
 
 /// A Chinese word as index terms: its bigrams, or the character of a one-character word.
@@ -329,5 +354,48 @@ impl Builder {
             words,
             said: self.said,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Origin, Registry, ToolDef};
+    use crate::search::SearchIndex;
+
+    #[test]
+    fn a_word_of_several_concepts_is_one_slot() {
+        let tool = |name: &str, description: &str| ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: "{}".into(),
+            origin: Origin::Builtin,
+        };
+        let registry = Registry::new(
+            vec![
+                tool("fs__stat", "Read a file's size."),
+                tool("docs__fetch", "Fetch a document."),
+            ],
+            Vec::new(),
+        );
+        let index = SearchIndex::build(&registry);
+        let dictionary = &index.dictionary;
+        let slots_with = |query: &Query, word: &str| {
+            let id = dictionary.term_id(word).expect("an indexed word");
+            (0..query.slots.len())
+                .filter(|&slot| query.slots[slot].iter().flatten().any(|&(t, _)| t == id))
+                .collect::<Vec<_>>()
+        };
+        // `文件` is both "file" and "document" in the vocabulary: one word, counted once.
+        let query = parse(dictionary, "文件");
+        let file = slots_with(&query, "file");
+        assert_eq!(file.len(), 1, "{:?}", query.slots);
+        assert_eq!(slots_with(&query, "document"), file);
+        // Two words naming one concept are one slot too; other words keep their own.
+        let query = parse(dictionary, "file 文件 size");
+        let file = slots_with(&query, "file");
+        assert_eq!(file.len(), 1);
+        assert_eq!(slots_with(&query, "document"), file);
+        assert_ne!(slots_with(&query, "size"), file);
     }
 }

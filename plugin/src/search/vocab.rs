@@ -43,9 +43,13 @@ pub struct Form {
     pub terms: Vec<String>,
 }
 
-/// A concept named in a query, and in which language the query named it.
+/// A concept named in a query, in which language, and by which word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Named {
+    /// The word that names it: where it starts (an English word stem's index, a Chinese
+    /// word's character index). A word of several concepts (`文件`: file and document)
+    /// names them all at one place.
+    pub word: (Language, usize),
     pub concept: ConceptId,
     pub language: Language,
 }
@@ -142,7 +146,8 @@ impl Vocabulary {
     /// removed) and Chinese words found in its lowercase text by forward maximum matching, so
     /// `地图` is read as "map" and not as `地` + `图` ("image").
     /// `dictionary_words` are CC-CEDICT's words in the text (byte ranges,
-    /// [`lexicon::chinese_word_spans`](super::lexicon::chinese_word_spans)).
+    /// [`lexicon::chinese_word_spans`](super::lexicon::chinese_word_spans)). In order of the
+    /// words that name them.
     pub fn concepts_in(
         &self,
         stems: &[&str],
@@ -150,12 +155,16 @@ impl Vocabulary {
         dictionary_words: &[Range<usize>],
     ) -> Vec<Named> {
         let mut found = Vec::new();
-        let named = |concept: ConceptId, language: Language| Named { concept, language };
+        let named = |concept: ConceptId, language: Language, at: usize| Named {
+            word: (language, at),
+            concept,
+            language,
+        };
         for (i, stem) in stems.iter().enumerate() {
             for (phrase, id) in self.english.get(*stem).into_iter().flatten() {
                 let rest = &stems[i..];
                 if rest.len() >= phrase.len() && phrase.iter().zip(rest).all(|(p, s)| p == s) {
-                    found.push(named(*id, Language::English));
+                    found.push(named(*id, Language::English, i));
                 }
             }
         }
@@ -179,7 +188,7 @@ impl Vocabulary {
                 });
             match longest {
                 Some((len, ids)) => {
-                    found.extend(ids.iter().map(|&id| named(id, Language::Chinese)));
+                    found.extend(ids.iter().map(|&id| named(id, Language::Chinese, i)));
                     i += len;
                 }
                 None => i += 1,
