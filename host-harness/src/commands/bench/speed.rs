@@ -15,8 +15,9 @@ use super::component::{ComponentSearch, Found, PLUGIN, defer_all};
 use super::queries;
 use crate::catalog::{Catalog, Server, shell_name};
 use crate::commands::args::repository_root;
-use crate::shell::CallOutcome;
+use crate::shell::{CallOutcome, Shell};
 use crate::shell_core::ShellCore;
+use crate::wasm_host::{Limits, WasmHost};
 
 /// Queries per timed `tool_search` call: the most one call may carry.
 const QUERIES_PER_CALL: usize = lazy_tools::guards::MAX_QUERIES;
@@ -296,11 +297,47 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     };
     let deferred = defer_all();
     let budgeted = serde_json::json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]});
+    // The same full build on an engine without epoch interruption: what the calls' deadline
+    // (a check at every loop header and function entry of the plugin) costs it.
+    let bare_host = WasmHost::new(false)?;
+    let component_path = options
+        .component
+        .clone()
+        .unwrap_or_else(crate::wasm_host::lazy_tools_component_path);
+    let bare_component = bare_host.load(&component_path)?;
+    let bare_build = || -> Result<Duration> {
+        // Configured before the tools come, as `full_build`'s plugin is installed.
+        let shell = Shell::new();
+        let mut plugin = bare_host.instantiate(
+            &bare_component,
+            PLUGIN,
+            shell.shared_core(),
+            Limits::default(),
+        )?;
+        if let Err(e) = plugin.configure(&deferred.to_string())? {
+            bail!("the component rejects {deferred}: {e:?}");
+        }
+        {
+            let mut core = shell.core();
+            for server in &catalog.servers {
+                core.set_group(&server.name, &server.description);
+            }
+            for (_, tool) in catalog.tools() {
+                core.register(tool)?;
+            }
+        }
+        let (result, took) = time(|| plugin.registry_changed());
+        result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
+        Ok(took)
+    };
     let mut reloads = Vec::with_capacity(runs);
     let mut budgeted_reloads = Vec::with_capacity(runs);
+    let mut deadline_costs = Vec::with_capacity(runs);
     for _ in 0..runs {
-        reloads.push(full_build(&deferred)?);
+        let full = full_build(&deferred)?;
+        reloads.push(full);
         budgeted_reloads.push(full_build(&budgeted)?);
+        deadline_costs.push(full.saturating_sub(bare_build()?));
     }
     // Natively, the index alone: the same server joining and leaving.
     let mut joined_registry = native_registry(&catalog);
@@ -339,7 +376,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     let joins_alive_label = format!(
         "registry-changed in the component, the join with {ALIVE} agents alive (every view refreshed)"
     );
-    let rows: [(&str, String); 14] = [
+    let rows: [(&str, String); 15] = [
         (
             "index build, native (SearchIndex::build)",
             ms(median(builds)),
@@ -355,6 +392,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         (
             "  of which the shell's side, native (the tools as WIT records)",
             ms(median(host_side)),
+        ),
+        (
+            "  of which the calls' deadline (median per-run difference to an engine without epochs)",
+            ms(median(deadline_costs)),
         ),
         (
             "registry-changed in the component, full, under a token budget (every schema counted too)",
