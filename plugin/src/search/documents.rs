@@ -78,9 +78,7 @@ impl Docs {
     }
 
     /// Each document's field lengths and term counts.
-    pub fn iter(
-        &self,
-    ) -> impl Iterator<Item = (&[u32; FIELD_COUNT], &[TermCounts])> {
+    pub fn iter(&self) -> impl Iterator<Item = (&[u32; FIELD_COUNT], &[TermCounts])> {
         self.lengths.iter().zip(self.counts.iter())
     }
 }
@@ -259,10 +257,7 @@ impl Builder {
 }
 
 /// A document's terms, marked [`IN_NAME`] where `name_field` holds them.
-pub(super) fn marked(
-    counts: &[TermCounts],
-    name_field: Field,
-) -> impl Iterator<Item = u32> + '_ {
+pub(super) fn marked(counts: &[TermCounts], name_field: Field) -> impl Iterator<Item = u32> + '_ {
     counts.iter().map(move |&(term, counts)| {
         if counts[name_field.index()] > 0 {
             term | IN_NAME
