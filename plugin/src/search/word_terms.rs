@@ -6,7 +6,10 @@
 //! own. In the component a general hash map was the largest part of an index build: string
 //! equality calls wasi-libc's byte-by-byte `memcmp`, and the map's probing and hashing did not
 //! inline: an `FxHashMap` keyed by the same packed integers made a full build of 10,000 tools
-//! 2 to 15 ms slower in the component (four alternating runs of `bench search-speed`).
+//! 2 to 15 ms slower in the component (four alternating runs of `bench search-speed`). The
+//! lookup is inlined into the analysis loop: the optimiser left it a call, and in the
+//! component each call's entry also checks the epoch deadline (full build 63.0 -> 61.2 ms,
+//! medians of four alternating runs of `bench search-speed --runs 10`).
 
 use rustc_hash::FxHashMap;
 
@@ -27,6 +30,7 @@ pub(super) struct WordTerms {
 
 impl WordTerms {
     /// What `piece` became: `Some(None)` for a stop word, `None` if never met.
+    #[inline(always)]
     pub fn get(&self, piece: &str) -> Option<Option<u32>> {
         let Some(key) = pack(piece) else {
             return self.long.get(piece).copied();
@@ -82,6 +86,7 @@ impl WordTerms {
 }
 
 /// The slot a key's probe starts at.
+#[inline(always)]
 fn slot_of((low, high): (u64, u64), mask: usize) -> usize {
     const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
     let hash = (low ^ high.wrapping_mul(MIX).rotate_left(29)).wrapping_mul(MIX);
@@ -91,6 +96,7 @@ fn slot_of((low, high): (u64, u64), mask: usize) -> usize {
 /// The bytes of a short piece and its length in two integers: two pieces pack equal only
 /// when they are equal. Read with a few overlapping loads, neither copied (in the component
 /// a copy of a few bytes is a call out of the guest) nor read byte by byte.
+#[inline(always)]
 fn pack(piece: &str) -> Option<(u64, u64)> {
     let bytes = piece.as_bytes();
     let length = bytes.len();
