@@ -2,7 +2,7 @@
 //! grouped into concepts. A concept named in a query adds the concept's other words to the
 //! query, so a Chinese query reaches a tool described in English, and the reverse.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 use std::ops::Range;
 use std::sync::LazyLock;
 
@@ -60,9 +60,9 @@ pub struct Vocabulary {
     /// is in a tool only if all of its terms are.
     forms: Vec<Vec<Form>>,
     /// English phrases as stem sequences, by first stem.
-    english: HashMap<String, Vec<(Vec<String>, ConceptId)>>,
+    english: FxHashMap<String, Vec<(Vec<String>, ConceptId)>>,
     /// Chinese words (lowercase: some mix in Latin letters, like `word文档`).
-    chinese: HashMap<String, Vec<ConceptId>>,
+    chinese: FxHashMap<String, Vec<ConceptId>>,
     longest_chinese: usize,
 }
 
