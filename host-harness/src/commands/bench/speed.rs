@@ -283,16 +283,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             options.component.as_deref(),
             config,
         )?;
-        {
-            let shell = fresh.shell_mut();
-            let mut core = shell.core();
-            for server in &catalog.servers {
-                core.set_group(&server.name, &server.description);
-            }
-            for (_, tool) in catalog.tools() {
-                core.register(tool)?;
-            }
-        }
+        register_unannounced(&mut fresh.shell_mut().core(), &catalog)?;
         registry_changed(&mut fresh)
     };
     let deferred = defer_all();
@@ -317,15 +308,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         if let Err(e) = plugin.configure(&deferred.to_string())? {
             bail!("the component rejects {deferred}: {e:?}");
         }
-        {
-            let mut core = shell.core();
-            for server in &catalog.servers {
-                core.set_group(&server.name, &server.description);
-            }
-            for (_, tool) in catalog.tools() {
-                core.register(tool)?;
-            }
-        }
+        register_unannounced(&mut shell.core(), &catalog)?;
         let (result, took) = time(|| plugin.registry_changed());
         result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
         Ok(took)
@@ -515,6 +498,18 @@ fn timed_join(component: &mut ComponentSearch, server: &Catalog) -> Result<Durat
     set_joined(&mut component.shell_mut().core(), server, false)?;
     registry_changed(component)?;
     Ok(took)
+}
+
+/// Registers `catalog`'s servers and tools in the shell without telling its plugins, so that
+/// the `registry-changed` timed next is their first look at them.
+fn register_unannounced(core: &mut ShellCore, catalog: &Catalog) -> Result<()> {
+    for server in &catalog.servers {
+        core.set_group(&server.name, &server.description);
+    }
+    for (_, tool) in catalog.tools() {
+        core.register(tool)?;
+    }
+    Ok(())
 }
 
 /// Times the plugin's `registry-changed`.
