@@ -282,7 +282,9 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
         return Some(slot);
     }
     let length = token.term.chars().count();
-    if length < MIN_TYPO_CHARS {
+    // A word WordNet knows is a word, not a typo (`clock` is not `click`).
+    let known = |word: &str| lexicon::synonyms(word).next().is_some();
+    if length < MIN_TYPO_CHARS || known(raw) || known(&token.term) {
         return None;
     }
     let slot = builder.new_slot();

@@ -390,6 +390,24 @@ fn a_typo_keeps_the_first_and_last_letter_of_a_word() {
     assert!(top(&index, "forecasx").is_empty());
 }
 
+#[test]
+fn a_real_word_is_not_read_as_a_typo_of_a_name() {
+    let none = json!({"type": "object", "properties": {}});
+    let registry = Registry::new(
+        vec![tool(
+            "browser__click",
+            "Press an element on the page.",
+            none.clone(),
+        )],
+        Vec::new(),
+    );
+    let index = SearchIndex::build(&registry);
+    // `clock` is one edit from `click`, but it is a word of its own.
+    assert!(top(&index, "look at the clock").is_empty());
+    // A word no dictionary knows, one edit from the name, is still a typo.
+    assert_eq!(first(&index, "cliick").as_deref(), Some("browser__click"));
+}
+
 /// Five tools of one API that all match, and a weaker match on another server.
 fn one_api_and_another_server() -> SearchIndex {
     let none = json!({"type": "object", "properties": {}});
