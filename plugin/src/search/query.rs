@@ -397,22 +397,26 @@ mod tests {
     use crate::registry::{Origin, Registry, ToolDef};
     use crate::search::SearchIndex;
 
+    /// An index of built-in tools, each a name and a description.
+    fn index_of(tools: &[(&str, &str)]) -> SearchIndex {
+        let tools = tools
+            .iter()
+            .map(|&(name, description)| ToolDef {
+                name: name.into(),
+                description: description.into(),
+                parameters: "{}".into(),
+                origin: Origin::Builtin,
+            })
+            .collect();
+        SearchIndex::build(&Registry::new(tools, Vec::new()))
+    }
+
     #[test]
     fn a_word_of_several_concepts_is_one_slot() {
-        let tool = |name: &str, description: &str| ToolDef {
-            name: name.into(),
-            description: description.into(),
-            parameters: "{}".into(),
-            origin: Origin::Builtin,
-        };
-        let registry = Registry::new(
-            vec![
-                tool("fs__stat", "Read a file's size."),
-                tool("docs__fetch", "Fetch a document."),
-            ],
-            Vec::new(),
-        );
-        let index = SearchIndex::build(&registry);
+        let index = index_of(&[
+            ("fs__stat", "Read a file's size."),
+            ("docs__fetch", "Fetch a document."),
+        ]);
         let dictionary = &index.dictionary;
         let slots_with = |query: &Query, word: &str| {
             let id = dictionary.term_id(word).expect("an indexed word");
@@ -435,22 +439,12 @@ mod tests {
 
     #[test]
     fn a_bigram_across_two_words_counts_as_little_as_one_character() {
-        let tool = |name: &str, description: &str| ToolDef {
-            name: name.into(),
-            description: description.into(),
-            parameters: "{}".into(),
-            origin: Origin::Builtin,
-        };
         // `个文` is in the story tool (一个 | 文学) and in the query (多个 | 文件), in neither
         // as a word.
-        let registry = Registry::new(
-            vec![
-                tool("fs__read", "读取多个文件的内容"),
-                tool("story__write", "生成一个文学故事"),
-            ],
-            Vec::new(),
-        );
-        let index = SearchIndex::build(&registry);
+        let index = index_of(&[
+            ("fs__read", "读取多个文件的内容"),
+            ("story__write", "生成一个文学故事"),
+        ]);
         let dictionary = &index.dictionary;
         let weight = |query: &Query, gram: &str| {
             let id = dictionary.term_id(gram).expect("an indexed gram");
