@@ -103,7 +103,13 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     // Then the query's own terms, each a slot unless a concept took it.
     let straddling = straddling_bigrams(&lower, &dictionary_words);
+    let loose = loose_characters(&lower, &dictionary_words);
     for token in &tokens {
+        // A character inside a dictionary word says nothing the word's bigrams do not (the
+        // index does not count it as length either); only a loose one is a word of the query.
+        if token.kind == TokenKind::CjkUnigram && !loose.contains(token.term.as_str()) {
+            continue;
+        }
         let weight = match token.kind {
             TokenKind::CjkUnigram => CJK_UNIGRAM,
             TokenKind::CjkBigram if straddling.contains(token.term.as_str()) => STRADDLING,
@@ -217,6 +223,19 @@ fn straddling_bigrams<'t>(text: &'t str, words: &[std::ops::Range<usize>]) -> Fx
         .filter(|pair| edges.contains(&pair[1].0))
         .map(|pair| &text[pair[0].0..pair[1].0 + pair[1].1.len_utf8()])
         .filter(|bigram| !inside.contains(bigram))
+        .collect()
+}
+
+/// The characters of `text` that stand somewhere outside every dictionary word (`words`:
+/// in order, apart, as [`lexicon::chinese_word_spans`] gives them).
+fn loose_characters<'t>(text: &'t str, words: &[std::ops::Range<usize>]) -> FxHashSet<&'t str> {
+    let mut words = words.iter().peekable();
+    text.char_indices()
+        .filter(|&(at, _)| {
+            while words.next_if(|w| w.end <= at).is_some() {}
+            !words.peek().is_some_and(|w| w.contains(&at))
+        })
+        .map(|(at, c)| &text[at..at + c.len_utf8()])
         .collect()
 }
 
@@ -463,5 +482,26 @@ mod tests {
         assert_eq!(weight(&query, "读取"), 1.0);
         let found = index.search("读取多个文件", 2, |_| true);
         assert_eq!(found.first(), Some(&"fs__read"));
+    }
+
+    #[test]
+    fn a_character_inside_a_word_has_no_slot_of_its_own() {
+        let index = index_of(&[("fs__read", "读取文件"), ("text__zh", "中文文本")]);
+        let dictionary = &index.dictionary;
+        let held = |query: &Query, gram: &str| {
+            let id = dictionary.term_id(gram).expect("an indexed gram");
+            query
+                .slots
+                .iter()
+                .flatten()
+                .flatten()
+                .any(|&(t, _)| t == id)
+        };
+        // `文` says nothing that `文件` does not.
+        let query = parse(dictionary, "读取文件");
+        assert!(held(&query, "文件"));
+        assert!(!held(&query, "文"));
+        // Alone, it is the query's word.
+        assert!(held(&parse(dictionary, "读取 文"), "文"));
     }
 }
