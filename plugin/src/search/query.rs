@@ -430,6 +430,13 @@ mod tests {
         SearchIndex::build(&Registry::new(tools, Vec::new()))
     }
 
+    /// Every weight `query` gives the indexed term `text`, in any slot and form.
+    fn weights(dictionary: &Dictionary, query: &Query, text: &str) -> Vec<f32> {
+        let id = dictionary.term_id(text).expect("an indexed term");
+        let forms = query.slots.iter().flatten().flatten();
+        forms.filter(|&&(t, _)| t == id).map(|&(_, w)| w).collect()
+    }
+
     #[test]
     fn a_word_of_several_concepts_is_one_slot() {
         let index = index_of(&[
@@ -466,14 +473,8 @@ mod tests {
         ]);
         let dictionary = &index.dictionary;
         let weight = |query: &Query, gram: &str| {
-            let id = dictionary.term_id(gram).expect("an indexed gram");
-            query
-                .slots
-                .iter()
-                .flatten()
-                .flatten()
-                .filter(|&&(t, _)| t == id)
-                .map(|&(_, w)| w)
+            weights(dictionary, query, gram)
+                .into_iter()
                 .fold(0.0f32, f32::max)
         };
         let query = parse(dictionary, "读取多个文件");
@@ -488,15 +489,7 @@ mod tests {
     fn a_character_inside_a_word_has_no_slot_of_its_own() {
         let index = index_of(&[("fs__read", "读取文件"), ("text__zh", "中文文本")]);
         let dictionary = &index.dictionary;
-        let held = |query: &Query, gram: &str| {
-            let id = dictionary.term_id(gram).expect("an indexed gram");
-            query
-                .slots
-                .iter()
-                .flatten()
-                .flatten()
-                .any(|&(t, _)| t == id)
-        };
+        let held = |query: &Query, gram: &str| !weights(dictionary, query, gram).is_empty();
         // `文` says nothing that `文件` does not.
         let query = parse(dictionary, "读取文件");
         assert!(held(&query, "文件"));
