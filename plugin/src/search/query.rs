@@ -103,10 +103,16 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     // Then the query's own terms, each a slot unless a concept took it.
     let straddling = straddling_bigrams(&lower, &dictionary_words);
-    let loose = loose_characters(&lower, &dictionary_words);
+    let held_words: Vec<_> = dictionary_words
+        .iter()
+        .filter(|span| bigrams(&lower[(*span).clone()]).all(|b| dictionary.term_id(b).is_some()))
+        .cloned()
+        .collect();
+    let loose = loose_characters(&lower, &held_words);
     for token in &tokens {
-        // A character inside a dictionary word says nothing the word's bigrams do not (the
-        // index does not count it as length either); only a loose one is a word of the query.
+        // A character inside a dictionary word that the index holds says nothing the word's
+        // bigrams do not (the index does not count it as length either); only a loose one is a
+        // word of the query.
         if token.kind == TokenKind::CjkUnigram && !loose.contains(token.term.as_str()) {
             continue;
         }
@@ -494,7 +500,9 @@ mod tests {
         let query = parse(dictionary, "读取文件");
         assert!(held(&query, "文件"));
         assert!(!held(&query, "文"));
-        // Alone, it is the query's word.
+        // Alone, it is the query's word; so it is inside a word no tool holds (`文档`): there
+        // it is all the query can match.
         assert!(held(&parse(dictionary, "读取 文"), "文"));
+        assert!(held(&parse(dictionary, "读取文档"), "文"));
     }
 }
