@@ -86,9 +86,14 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
     let lower = text.to_lowercase();
     let dictionary_words = lexicon::chinese_word_spans(&lower);
+    // Each dictionary word's index terms (its bigrams), read once for the checks and glosses below.
+    let word_terms: Vec<Vec<String>> = dictionary_words
+        .iter()
+        .map(|span| chinese_terms(&lower[span.clone()]))
+        .collect();
     let named = vocabulary.concepts_in(&stems, &lower, &dictionary_words);
     let mut concept_slots: FxHashMap<vocab::ConceptId, usize> = FxHashMap::default();
-    for word in named.chunk_by(|a, b| a.word == b.word) {
+    for word in named.chunk_by(|a, b| (a.language, a.at) == (b.language, b.at)) {
         let slot = word
             .iter()
             .find_map(|n| concept_slots.get(&n.concept).copied())
@@ -102,11 +107,14 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     }
 
     // Then the query's own terms, each a slot unless a concept took it.
-    let straddling = straddling_bigrams(&lower, &dictionary_words);
+    let straddling = straddling_bigrams(&lower, &dictionary_words, &word_terms);
     let held_words: Vec<_> = dictionary_words
         .iter()
-        .filter(|span| bigrams(&lower[(*span).clone()]).all(|b| dictionary.term_id(b).is_some()))
-        .cloned()
+        .zip(&word_terms)
+        .filter(|(_, terms)| {
+            !terms.is_empty() && terms.iter().all(|t| dictionary.term_id(t).is_some())
+        })
+        .map(|(span, _)| span.clone())
         .collect();
     let loose = loose_characters(&lower, &held_words);
     for token in &tokens {
@@ -144,10 +152,9 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
     // once, as written or translated; a word no tool holds gets a slot for its glosses.
-    for word in dictionary_words.iter().map(|span| &lower[span.clone()]) {
-        let first = chinese_terms(word)
-            .first()
-            .and_then(|t| dictionary.term_id(t));
+    for (span, terms) in dictionary_words.iter().zip(&word_terms) {
+        let word = &lower[span.clone()];
+        let first = terms.first().and_then(|t| dictionary.term_id(t));
         let slot = first
             .and_then(|id| builder.owner.get(&id).copied())
             .unwrap_or_else(|| builder.new_slot());
@@ -215,12 +222,14 @@ fn add_concept(
 }
 
 /// The bigrams of `text` that a dictionary word's edge cuts in two (`多个文件` -> `个文`,
-/// `的文件` -> `的文`) and that are inside no dictionary word of the text.
-fn straddling_bigrams<'t>(text: &'t str, words: &[std::ops::Range<usize>]) -> FxHashSet<&'t str> {
-    let inside: FxHashSet<&str> = words
-        .iter()
-        .flat_map(|span| bigrams(&text[span.clone()]))
-        .collect();
+/// `的文件` -> `的文`) and that are inside no dictionary word of the text (`word_terms`: each
+/// word's bigrams).
+fn straddling_bigrams<'t>(
+    text: &'t str,
+    words: &[std::ops::Range<usize>],
+    word_terms: &[Vec<String>],
+) -> FxHashSet<&'t str> {
+    let inside: FxHashSet<&str> = word_terms.iter().flatten().map(String::as_str).collect();
     let edges: FxHashSet<usize> = words.iter().flat_map(|w| [w.start, w.end]).collect();
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     chars
@@ -243,12 +252,6 @@ fn loose_characters<'t>(text: &'t str, words: &[std::ops::Range<usize>]) -> FxHa
         })
         .map(|(at, c)| &text[at..at + c.len_utf8()])
         .collect()
-}
-
-fn bigrams(word: &str) -> impl Iterator<Item = &str> {
-    word.char_indices()
-        .zip(word.char_indices().skip(1).map(|(i, c)| i + c.len_utf8()))
-        .map(move |((start, _), end)| &word[start..end])
 }
 
 /// A Chinese word as index terms: its bigrams, or the character of a one-character word.
@@ -436,11 +439,15 @@ mod tests {
         SearchIndex::build(&Registry::new(tools, Vec::new()))
     }
 
-    /// Every weight `query` gives the indexed term `text`, in any slot and form.
-    fn weights(dictionary: &Dictionary, query: &Query, text: &str) -> Vec<f32> {
+    /// Each place `query` holds the indexed term `text`: the slot, and the weight there.
+    fn places(dictionary: &Dictionary, query: &Query, text: &str) -> Vec<(usize, f32)> {
         let id = dictionary.term_id(text).expect("an indexed term");
-        let forms = query.slots.iter().flatten().flatten();
-        forms.filter(|&&(t, _)| t == id).map(|&(_, w)| w).collect()
+        let slots = query.slots.iter().enumerate();
+        let forms = slots.flat_map(|(slot, forms)| forms.iter().flatten().map(move |t| (slot, t)));
+        forms
+            .filter(|&(_, &(t, _))| t == id)
+            .map(|(slot, &(_, w))| (slot, w))
+            .collect()
     }
 
     #[test]
@@ -451,10 +458,12 @@ mod tests {
         ]);
         let dictionary = &index.dictionary;
         let slots_with = |query: &Query, word: &str| {
-            let id = dictionary.term_id(word).expect("an indexed word");
-            (0..query.slots.len())
-                .filter(|&slot| query.slots[slot].iter().flatten().any(|&(t, _)| t == id))
-                .collect::<Vec<_>>()
+            let mut slots: Vec<usize> = places(dictionary, query, word)
+                .into_iter()
+                .map(|(slot, _)| slot)
+                .collect();
+            slots.dedup();
+            slots
         };
         // `文件` is both "file" and "document" in the vocabulary: one word, counted once.
         let query = parse(dictionary, "文件");
@@ -479,9 +488,9 @@ mod tests {
         ]);
         let dictionary = &index.dictionary;
         let weight = |query: &Query, gram: &str| {
-            weights(dictionary, query, gram)
+            places(dictionary, query, gram)
                 .into_iter()
-                .fold(0.0f32, f32::max)
+                .fold(0.0f32, |max, (_, w)| max.max(w))
         };
         let query = parse(dictionary, "读取多个文件");
         assert_eq!(weight(&query, "个文"), STRADDLING);
@@ -495,7 +504,7 @@ mod tests {
     fn a_character_inside_a_word_has_no_slot_of_its_own() {
         let index = index_of(&[("fs__read", "读取文件"), ("text__zh", "中文文本")]);
         let dictionary = &index.dictionary;
-        let held = |query: &Query, gram: &str| !weights(dictionary, query, gram).is_empty();
+        let held = |query: &Query, gram: &str| !places(dictionary, query, gram).is_empty();
         // `文` says nothing that `文件` does not.
         let query = parse(dictionary, "读取文件");
         assert!(held(&query, "文件"));

@@ -46,12 +46,12 @@ pub struct Form {
 /// A concept named in a query, in which language, and by which word.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Named {
-    /// The word that names it: where it starts (an English word stem's index, a Chinese
-    /// word's character index). A word of several concepts (`文件`: file and document)
-    /// names them all at one place.
-    pub word: (Language, usize),
-    pub concept: ConceptId,
     pub language: Language,
+    /// Where the word that names it starts: an English word stem's index, a Chinese word's
+    /// character index. A word of several concepts (`文件`: file and document) names them all
+    /// at one place. (Fields in this order: sorted, concepts come word by word.)
+    pub at: usize,
+    pub concept: ConceptId,
 }
 
 #[derive(Debug, Default)]
@@ -156,9 +156,9 @@ impl Vocabulary {
     ) -> Vec<Named> {
         let mut found = Vec::new();
         let named = |concept: ConceptId, language: Language, at: usize| Named {
-            word: (language, at),
-            concept,
             language,
+            at,
+            concept,
         };
         for (i, stem) in stems.iter().enumerate() {
             for (phrase, id) in self.english.get(*stem).into_iter().flatten() {
