@@ -2,7 +2,7 @@
 //! registry (generated from real catalogs), inside the component and natively, as medians.
 
 use std::alloc::System;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -29,6 +29,8 @@ pub struct Options {
     pub runs: usize,
     /// Another build of the lazy-tools component to measure.
     pub component: Option<PathBuf>,
+    /// A build to compare the full build with, run by run in this process.
+    pub baseline: Option<PathBuf>,
 }
 
 /// `tools` tools from `catalogs`, deterministically: every server of every catalog in order,
@@ -130,6 +132,11 @@ pub struct Args {
     /// one command.
     #[arg(long, value_name = "FILE")]
     component: Option<PathBuf>,
+    /// Another build of the component (a commit's before a change) whose full build is timed
+    /// too, alternating with the measured one run by run: on a noisy machine the per-run
+    /// ratio of the two is steadier than either figure.
+    #[arg(long, value_name = "FILE")]
+    baseline: Option<PathBuf>,
 }
 
 impl Args {
@@ -154,6 +161,7 @@ impl Args {
             tools: self.tools,
             runs: self.runs,
             component: self.component,
+            baseline: self.baseline,
         };
         run(options, heap)
     }
@@ -277,15 +285,14 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     // A full build: a fresh plugin's first look at the whole registry (the tools registered
     // after it was installed, so registry-changed fetches and indexes them all). Also under
     // a token budget, where every schema is counted by the shell's tokenizer as well.
-    let full_build = |config: &serde_json::Value| -> Result<Duration> {
-        let mut fresh = ComponentSearch::with_config(
-            &Catalog { servers: vec![] },
-            options.component.as_deref(),
-            config,
-        )?;
+    let full_build_of = |component: Option<&Path>, config: &serde_json::Value| {
+        let mut fresh =
+            ComponentSearch::with_config(&Catalog { servers: vec![] }, component, config)?;
         register_unannounced(&mut fresh.shell_mut().core(), &catalog)?;
         registry_changed(&mut fresh)
     };
+    let full_build =
+        |config: &serde_json::Value| full_build_of(options.component.as_deref(), config);
     let deferred = defer_all();
     let budgeted = serde_json::json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]});
     // The same full build on an engine without epoch interruption: what the calls' deadline
@@ -421,6 +428,31 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     for (what, figure) in rows {
         println!("{what:<96} {figure:>12}");
     }
+    if let Some(baseline) = &options.baseline {
+        let compared = alternate(runs, |which| {
+            let component = match which {
+                Build::Baseline => Some(baseline.as_path()),
+                Build::Measured => options.component.as_deref(),
+            };
+            full_build_of(component, &deferred)
+        })?;
+        let what = "registry-changed in the component, full";
+        println!(
+            "{:<96} {:>12}",
+            format!("{what}: the --baseline component"),
+            ms(compared.baseline)
+        );
+        println!(
+            "{:<96} {:>12}",
+            format!("{what}: the measured component, alternating with it"),
+            ms(compared.measured)
+        );
+        println!(
+            "{:<96} {:>12.3}",
+            format!("{what}: median per-run ratio, measured / baseline"),
+            compared.ratio
+        );
+    }
     match index_heap {
         Some(bytes) => println!("{:<96} {:>12}", "index memory, native heap", mb(bytes)),
         None => println!("index memory, native heap: not measured (no counting allocator)"),
@@ -444,6 +476,46 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         mb(joined_memory)
     );
     Ok(())
+}
+
+/// One of the two builds `--baseline` compares.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Build {
+    Baseline,
+    Measured,
+}
+
+/// Medians of the two builds' timings, and of their per-run ratio.
+#[derive(Debug, PartialEq)]
+struct Compared {
+    baseline: Duration,
+    measured: Duration,
+    ratio: f64,
+}
+
+/// Times both builds `runs` times with `timed`, in alternating order (so that neither always
+/// runs second, after the other warmed the caches or the allocator).
+fn alternate(runs: usize, mut timed: impl FnMut(Build) -> Result<Duration>) -> Result<Compared> {
+    let (mut baseline, mut measured, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for run in 0..runs {
+        let order = match run % 2 {
+            0 => [Build::Baseline, Build::Measured],
+            _ => [Build::Measured, Build::Baseline],
+        };
+        let mut pair = [Duration::ZERO; 2];
+        for build in order {
+            pair[build as usize] = timed(build)?;
+        }
+        baseline.push(pair[0]);
+        measured.push(pair[1]);
+        ratios.push(pair[1].as_secs_f64() / pair[0].as_secs_f64().max(f64::MIN_POSITIVE));
+    }
+    ratios.sort_by(f64::total_cmp);
+    Ok(Compared {
+        baseline: median(baseline),
+        measured: median(measured),
+        ratio: ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN),
+    })
 }
 
 /// Tools of the server that joins and leaves in the join figures.
@@ -549,6 +621,31 @@ fn timed_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_baseline_comparison_alternates_the_order_and_divides_measured_by_baseline() {
+        let mut order = Vec::new();
+        // The measured build takes 3 ms and the baseline 2 ms; whichever runs second in a
+        // run takes 1 ms more (a machine slowing down): alternation gives each that extra
+        // in half of the runs.
+        let compared = alternate(4, |build| {
+            let second = order.len() % 2 == 1;
+            order.push(build);
+            let ms = match build {
+                Build::Baseline => 2,
+                Build::Measured => 3,
+            } + u64::from(second);
+            Ok(Duration::from_millis(ms))
+        })
+        .unwrap();
+        use Build::{Baseline as B, Measured as M};
+        assert_eq!(order, [B, M, M, B, B, M, M, B]);
+        // Per run: 4/2, 3/3, 4/2, 3/3; the upper median of the sorted ratios.
+        assert_eq!(compared.ratio, 2.0);
+        assert_eq!(compared.baseline, Duration::from_millis(3));
+        assert_eq!(compared.measured, Duration::from_millis(4));
+        assert!(alternate(3, |_| bail!("no component")).is_err());
+    }
 
     #[test]
     fn generated_catalogs_are_deterministic_and_exactly_sized() {
