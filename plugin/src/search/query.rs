@@ -393,6 +393,9 @@ impl Builder {
     /// weight to `weight` if it was lower), or a new one.
     fn own_term(&mut self, term: u32, weight: f32) -> Option<usize> {
         if let Some(&slot) = self.owner.get(&term) {
+            // Another word's prefix or typo form may have taken it first: the query says it
+            // all the same.
+            self.said.push(term);
             for form in &mut self.slots[slot] {
                 for (t, w) in form.iter_mut() {
                     if *t == term && *w < weight {
@@ -448,6 +451,20 @@ mod tests {
             .filter(|&(_, &(t, _))| t == id)
             .map(|(slot, &(_, w))| (slot, w))
             .collect()
+    }
+
+    #[test]
+    fn a_word_is_said_even_when_a_prefix_of_another_word_took_its_term_first() {
+        // `RotoBaller` gives `roto` (no term: its prefix forms take `rotoballer`), then the
+        // whole word `rotoballer`, which the query says: the name boost needs to know it.
+        let index = index_of(&[("rotoballer_articles", "Articles.")]);
+        let query = parse(&index.dictionary, "RotoBaller articles");
+        let whole = index
+            .dictionary
+            .term_id("rotobal")
+            .expect("an indexed term");
+        assert!(!places(&index.dictionary, &query, "rotobal").is_empty());
+        assert!(query.says(whole));
     }
 
     #[test]
