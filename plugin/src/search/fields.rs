@@ -1,7 +1,7 @@
 //! The parts of a tool the search reads, and how much each counts.
 
 use super::schema::Params;
-use crate::registry::{Registry, ToolDef};
+use crate::registry::{Origin, Registry, ToolDef};
 
 /// A weighted part of a tool's text (BM25F fields).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct ToolText<'a> {
 impl<'a> ToolText<'a> {
     /// Reads `tool`, reusing this text's buffers (an index build reads every tool).
     pub fn read(&mut self, tool: &'a ToolDef) {
-        let own_name = own_name(&tool.name);
+        let own_name = own_name_of(tool);
         let description = tool.description.as_str();
         let indent = description.len() - description.trim_start().len();
         let summary_end = indent + crate::guards::sentence_end(&description[indent..]);
@@ -86,6 +86,46 @@ impl<'a> ToolText<'a> {
     pub fn namespace(&self) -> impl Iterator<Item = &'a str> + use<'a> {
         self.namespace.split("__").filter(|s| !s.is_empty())
     }
+}
+
+/// The own name of `tool`: what follows its MCP server's segment (`github__create_issue`,
+/// `mcp__github__create_issue` -> `create_issue`), all of it, for an MCP tool's own name may
+/// hold `__` too (`delete__messages_id` of an OpenAPI bridge, `github__create_issue` behind a
+/// proxy server); else what follows the last `__`.
+pub fn own_name_of(tool: &ToolDef) -> &str {
+    match &tool.origin {
+        Origin::Mcp(server) => after_segment(&tool.name, server),
+        Origin::Builtin | Origin::Agent(_) => None,
+    }
+    .unwrap_or_else(|| own_name(&tool.name))
+}
+
+/// What follows `segment` in `name` when a whole `__`-separated segment of it spells `segment`
+/// (the shell may have replaced characters that names may not hold: any character other than
+/// a letter or digit matches any such).
+fn after_segment<'a>(name: &'a str, segment: &str) -> Option<&'a str> {
+    let mut start = 0;
+    loop {
+        let rest = spelled(&name[start..], segment)
+            .and_then(|rest| rest.strip_prefix("__"))
+            .filter(|rest| !rest.is_empty());
+        if rest.is_some() {
+            return rest;
+        }
+        start += name[start..].find("__")? + 2;
+    }
+}
+
+/// What follows `text`'s spelling of `word`, if it begins with one (see [`after_segment`]).
+fn spelled<'a>(text: &'a str, word: &str) -> Option<&'a str> {
+    let mut chars = text.chars();
+    for w in word.chars() {
+        let c = chars.next()?;
+        if c != w && (c.is_alphanumeric() || w.is_alphanumeric()) {
+            return None;
+        }
+    }
+    Some(chars.as_str())
 }
 
 /// The tool's own name: what follows the last `__` (`github__create_issue` -> `create_issue`).
@@ -134,6 +174,33 @@ mod tests {
                 _ => name,
             };
             assert_eq!(own_name(name), by_split, "{name}");
+        }
+    }
+
+    #[test]
+    fn an_mcp_tools_own_name_is_all_that_follows_its_servers_segment() {
+        let tool = |name: &str, origin: Origin| ToolDef {
+            name: name.into(),
+            description: String::new(),
+            parameters: "{}".into(),
+            origin,
+        };
+        let mcp = |server: &str| Origin::Mcp(server.into());
+        for (name, origin, own) in [
+            // An OpenAPI bridge names operations by method and path.
+            ("sms__delete__messages_id", mcp("sms"), "delete__messages_id"),
+            // A proxy server namespaces the servers behind it.
+            ("proxy__github__create_issue", mcp("proxy"), "github__create_issue"),
+            // A shell that prefixes MCP tools, and one that cleaned the server's name.
+            ("mcp__github__create_issue", mcp("github"), "create_issue"),
+            ("Ant-Design__list__all", mcp("Ant Design"), "list__all"),
+            // No segment spells the server: the last `__` decides, as for any other tool.
+            ("other__a__b", mcp("github"), "b"),
+            ("github__", mcp("github"), "github__"),
+            ("a__b__c", Origin::Builtin, "c"),
+            ("github__a__b", Origin::Agent("github".into()), "b"),
+        ] {
+            assert_eq!(own_name_of(&tool(name, origin)), own, "{name}");
         }
     }
 }
