@@ -188,9 +188,17 @@ mod tests {
         let mcp = |server: &str| Origin::Mcp(server.into());
         for (name, origin, own) in [
             // An OpenAPI bridge names operations by method and path.
-            ("sms__delete__messages_id", mcp("sms"), "delete__messages_id"),
+            (
+                "sms__delete__messages_id",
+                mcp("sms"),
+                "delete__messages_id",
+            ),
             // A proxy server namespaces the servers behind it.
-            ("proxy__github__create_issue", mcp("proxy"), "github__create_issue"),
+            (
+                "proxy__github__create_issue",
+                mcp("proxy"),
+                "github__create_issue",
+            ),
             // A shell that prefixes MCP tools, and one that cleaned the server's name.
             ("mcp__github__create_issue", mcp("github"), "create_issue"),
             ("Ant-Design__list__all", mcp("Ant Design"), "list__all"),
