@@ -107,6 +107,24 @@ fn stop_words_do_not_match() {
 }
 
 #[test]
+fn the_particle_of_a_phrasal_verb_is_a_word() {
+    // `out` in `sign me out` is what tells logOut from logIn; `up` and `down` likewise.
+    let none = json!({"type": "object", "properties": {}});
+    let index = SearchIndex::build(&Registry::new(
+        vec![
+            tool("portal__logIn", "Log in to the portal.", none.clone()),
+            tool("portal__logOut", "Log out of the portal.", none.clone()),
+            tool("vm__start_up", "Start up a virtual machine.", none.clone()),
+            tool("vm__shut_down", "Shut down a virtual machine.", none),
+        ],
+        Vec::new(),
+    ));
+    assert_eq!(first(&index, "sign me out of the portal").as_deref(), Some("portal__logOut"));
+    assert_eq!(first(&index, "power the vm down").as_deref(), Some("vm__shut_down"));
+    assert_eq!(first(&index, "bring the vm up").as_deref(), Some("vm__start_up"));
+}
+
+#[test]
 fn an_exact_whole_name_ranks_first() {
     let index = catalog();
     // "issues" and "repository" favour list_issues; the exact name still wins.
