@@ -5,7 +5,7 @@
 
 use super::bm25;
 use super::documents::{Builder, Docs, GroupTable, IN_NAME, TermCounts, marked, saturated};
-use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
+use super::fields::{FIELD_COUNT, Field, ToolText, own_name, own_name_of};
 use super::growth::{Frozen, Growth, Origins};
 use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
@@ -117,7 +117,7 @@ impl SearchIndex {
             .collect();
         let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
         for (doc, tool) in tools.iter().enumerate() {
-            exact_keys(&tool.name, doc as u32, &mut exact);
+            exact_keys(tool, doc as u32, &mut exact);
         }
         exact.sort_unstable();
         exact.dedup();
@@ -213,12 +213,18 @@ pub(super) fn gather(
     postings.finish()
 }
 
-/// The keys under which a tool's whole name and own name are found exactly.
-pub(super) fn exact_keys(name: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
-    let own = own_name(name);
-    let names = [name, own];
-    for name in &names[..if own.len() == name.len() { 1 } else { 2 }] {
-        out.push((name_key(name), doc));
+/// The keys under which a tool is found exactly: its whole name, what follows the name's last
+/// `__`, and its own name as the search reads it (all that follows its MCP server's segment).
+pub(super) fn exact_keys(tool: &ToolDef, doc: u32, out: &mut Vec<(u64, u32)>) {
+    let name = tool.name.as_str();
+    out.push((name_key(name), doc));
+    let last = own_name(name);
+    if last.len() != name.len() {
+        out.push((name_key(last), doc));
+    }
+    let own = own_name_of(tool);
+    if own.len() != last.len() && own.len() != name.len() {
+        out.push((name_key(own), doc));
     }
 }
 

@@ -7,7 +7,6 @@
 //! removed, until the next full build.
 
 use super::dictionary::Dictionary;
-use super::fields::own_name;
 use super::growth::Growth;
 use super::names::{name_key, normalise_name};
 use super::rows::Rows;
@@ -89,9 +88,14 @@ impl SearchIndex {
             .chain(added)
             .map(|&(_, doc)| doc)
             .filter(|&doc| {
-                let name = &self.names[doc as usize];
+                // A key's name (a hash may collide): the whole name, or a part of it after a
+                // `__` (its own names, see `exact_keys`).
+                let name = normalise_name(&self.names[doc as usize]);
                 !self.is_removed(doc)
-                    && (normalise_name(name) == wanted || normalise_name(own_name(name)) == wanted)
+                    && (name == wanted
+                        || name
+                            .strip_suffix(wanted.as_str())
+                            .is_some_and(|front| front.ends_with('_')))
             })
             .collect()
     }

@@ -119,9 +119,18 @@ fn the_particle_of_a_phrasal_verb_is_a_word() {
         ],
         Vec::new(),
     ));
-    assert_eq!(first(&index, "sign me out of the portal").as_deref(), Some("portal__logOut"));
-    assert_eq!(first(&index, "power the vm down").as_deref(), Some("vm__shut_down"));
-    assert_eq!(first(&index, "bring the vm up").as_deref(), Some("vm__start_up"));
+    assert_eq!(
+        first(&index, "sign me out of the portal").as_deref(),
+        Some("portal__logOut")
+    );
+    assert_eq!(
+        first(&index, "power the vm down").as_deref(),
+        Some("vm__shut_down")
+    );
+    assert_eq!(
+        first(&index, "bring the vm up").as_deref(),
+        Some("vm__start_up")
+    );
 }
 
 #[test]
@@ -140,6 +149,41 @@ fn an_exact_whole_name_ranks_first() {
         first(&index, "Create Issue").as_deref(),
         Some("gh__create_issue")
     );
+    // An MCP tool's own name may hold `__`: it is found whole, as the server named it.
+    let none = json!({"type": "object", "properties": {}});
+    let bridge = SearchIndex::build(&Registry::new(
+        vec![
+            tool("sms__get__messages_id", "Read a message.", none.clone()),
+            tool("sms__delete__messages_id", "Delete a message.", none),
+        ],
+        Vec::new(),
+    ));
+    for query in [
+        "delete__messages_id",
+        "sms__delete__messages_id",
+        "messages_id",
+    ] {
+        let exact: Vec<&str> = bridge
+            .exact_matches(query)
+            .into_iter()
+            .map(|doc| bridge.names[doc as usize].as_str())
+            .collect();
+        let wanted = match query {
+            // What follows the last `__` is a key too, as before.
+            "messages_id" => vec!["sms__delete__messages_id", "sms__get__messages_id"],
+            _ => vec!["sms__delete__messages_id"],
+        };
+        assert_eq!(sorted(exact), wanted, "{query}");
+    }
+    assert_eq!(
+        first(&bridge, "delete__messages_id").as_deref(),
+        Some("sms__delete__messages_id")
+    );
+}
+
+fn sorted<T: Ord>(mut items: Vec<T>) -> Vec<T> {
+    items.sort();
+    items
 }
 
 #[test]
