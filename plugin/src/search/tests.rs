@@ -84,6 +84,16 @@ fn catalog() -> SearchIndex {
     SearchIndex::build(&Registry::new(tools, groups))
 }
 
+/// An index of MCP tools without parameters, each a name (`server__tool`) and a description.
+fn index_of(tools: &[(&str, &str)]) -> SearchIndex {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = tools
+        .iter()
+        .map(|&(name, description)| tool(name, description, none.clone()))
+        .collect();
+    SearchIndex::build(&Registry::new(tools, Vec::new()))
+}
+
 fn top(index: &SearchIndex, query: &str) -> Vec<String> {
     index
         .search(query, 5, |_| true)
@@ -109,28 +119,19 @@ fn stop_words_do_not_match() {
 #[test]
 fn the_particle_of_a_phrasal_verb_is_a_word() {
     // `out` in `sign me out` is what tells logOut from logIn; `up` and `down` likewise.
-    let none = json!({"type": "object", "properties": {}});
-    let index = SearchIndex::build(&Registry::new(
-        vec![
-            tool("portal__logIn", "Log in to the portal.", none.clone()),
-            tool("portal__logOut", "Log out of the portal.", none.clone()),
-            tool("vm__start_up", "Start up a virtual machine.", none.clone()),
-            tool("vm__shut_down", "Shut down a virtual machine.", none),
-        ],
-        Vec::new(),
-    ));
-    assert_eq!(
-        first(&index, "sign me out of the portal").as_deref(),
-        Some("portal__logOut")
-    );
-    assert_eq!(
-        first(&index, "power the vm down").as_deref(),
-        Some("vm__shut_down")
-    );
-    assert_eq!(
-        first(&index, "bring the vm up").as_deref(),
-        Some("vm__start_up")
-    );
+    let index = index_of(&[
+        ("portal__logIn", "Log in to the portal."),
+        ("portal__logOut", "Log out of the portal."),
+        ("vm__start_up", "Start up a virtual machine."),
+        ("vm__shut_down", "Shut down a virtual machine."),
+    ]);
+    for (query, wanted) in [
+        ("sign me out of the portal", "portal__logOut"),
+        ("power the vm down", "vm__shut_down"),
+        ("bring the vm up", "vm__start_up"),
+    ] {
+        assert_eq!(first(&index, query).as_deref(), Some(wanted), "{query}");
+    }
 }
 
 #[test]
@@ -150,14 +151,10 @@ fn an_exact_whole_name_ranks_first() {
         Some("gh__create_issue")
     );
     // An MCP tool's own name may hold `__`: it is found whole, as the server named it.
-    let none = json!({"type": "object", "properties": {}});
-    let bridge = SearchIndex::build(&Registry::new(
-        vec![
-            tool("sms__get__messages_id", "Read a message.", none.clone()),
-            tool("sms__delete__messages_id", "Delete a message.", none),
-        ],
-        Vec::new(),
-    ));
+    let bridge = index_of(&[
+        ("sms__get__messages_id", "Read a message."),
+        ("sms__delete__messages_id", "Delete a message."),
+    ]);
     for query in [
         "delete__messages_id",
         "sms__delete__messages_id",
