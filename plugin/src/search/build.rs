@@ -5,7 +5,7 @@
 
 use super::bm25;
 use super::documents::{Builder, Docs, GroupTable, IN_NAME, TermCounts, marked, saturated};
-use super::fields::{FIELD_COUNT, Field, ToolText, own_name, own_name_of};
+use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
 use super::growth::{Frozen, Growth, Origins};
 use super::holders::{self, Holders};
 use super::index::{Posting, Postings, SearchIndex};
@@ -36,8 +36,10 @@ impl SearchIndex {
         let mut docs = Docs::with_capacity(tools.len(), text_bytes);
         let mut text = ToolText::default();
         let mut origins = Origins::default();
-        for tool in &tools {
+        let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
+        for (doc, tool) in tools.iter().enumerate() {
             text.read(tool);
+            exact_keys(&tool.name, text.own_name, doc as u32, &mut exact);
             let group = builder.group(registry, tool, &text, &mut table, &mut group_docs);
             groups.push(group);
             origins.add(tool);
@@ -115,10 +117,6 @@ impl SearchIndex {
             .filter(|&(id, _)| name_count[id] > 0)
             .map(|(id, text)| (text.clone(), id as u32))
             .collect();
-        let mut exact: Vec<(u64, u32)> = Vec::with_capacity(2 * tools.len());
-        for (doc, tool) in tools.iter().enumerate() {
-            exact_keys(tool, doc as u32, &mut exact);
-        }
         exact.sort_unstable();
         exact.dedup();
         let mut group_live = vec![0u32; group_docs.len()];
@@ -213,16 +211,15 @@ pub(super) fn gather(
     postings.finish()
 }
 
-/// The keys under which a tool is found exactly: its whole name, what follows the name's last
-/// `__`, and its own name as the search reads it (all that follows its MCP server's segment).
-pub(super) fn exact_keys(tool: &ToolDef, doc: u32, out: &mut Vec<(u64, u32)>) {
-    let name = tool.name.as_str();
+/// The keys under which a tool is found exactly: its whole `name`, what follows the name's last
+/// `__`, and `own`, its own name as the search read it (all that follows its MCP server's
+/// segment, [`ToolText::own_name`]).
+pub(super) fn exact_keys(name: &str, own: &str, doc: u32, out: &mut Vec<(u64, u32)>) {
     out.push((name_key(name), doc));
     let last = own_name(name);
     if last.len() != name.len() {
         out.push((name_key(last), doc));
     }
-    let own = own_name_of(tool);
     if own.len() != last.len() && own.len() != name.len() {
         out.push((name_key(own), doc));
     }

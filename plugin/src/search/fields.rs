@@ -92,7 +92,7 @@ impl<'a> ToolText<'a> {
 /// `mcp__github__create_issue` -> `create_issue`), all of it, for an MCP tool's own name may
 /// hold `__` too (`delete__messages_id` of an OpenAPI bridge, `github__create_issue` behind a
 /// proxy server); else what follows the last `__`.
-pub fn own_name_of(tool: &ToolDef) -> &str {
+fn own_name_of(tool: &ToolDef) -> &str {
     match &tool.origin {
         Origin::Mcp(server) => after_segment(&tool.name, server),
         Origin::Builtin | Origin::Agent(_) => None,

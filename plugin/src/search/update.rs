@@ -21,7 +21,7 @@ use super::holders::{self, Holders};
 use super::index::SearchIndex;
 use super::names::hash;
 use super::rows::Rows;
-use crate::registry::{Registry, ToolDef};
+use crate::registry::Registry;
 
 /// An update that changes more than this share of the tools of the last full build (tools
 /// added, removed or changed since, counted together) is a full build.
@@ -153,7 +153,7 @@ impl SearchIndex {
             let mut docs = Docs::default();
             growth.builder.end_doc(&mut docs);
             growth.origins.add(tool);
-            self.add_doc(tool, group, &docs, affected);
+            self.add_doc(&tool.name, text.own_name, group, &docs, affected);
             added += 1;
         }
         Some(added)
@@ -219,7 +219,8 @@ impl SearchIndex {
         growth.group_live.push(0);
     }
 
-    fn add_doc(&mut self, tool: &ToolDef, group: u32, docs: &Docs, affected: &mut Vec<u32>) {
+    /// Adds the tool `name` (its own name `own`, as the search read it), analysed into `docs`.
+    fn add_doc(&mut self, name: &str, own: &str, group: u32, docs: &Docs, affected: &mut Vec<u32>) {
         let doc = self.names.len() as u32;
         let growth = &mut self.growth;
         let terms = growth.builder.texts.len();
@@ -235,11 +236,11 @@ impl SearchIndex {
         let (tf, terms) = (&mut growth.added_tf, &mut growth.doc_terms);
         push_document(lengths, counts, average, Field::Name, tf, terms);
         growth.churn += 1;
-        self.names.push(tool.name.clone());
+        self.names.push(name.to_string());
         self.groups.push(group);
         self.name_words.push(name_words.iter().copied());
         self.removed.push(false);
-        exact_keys(tool, doc, &mut self.exact_added);
+        exact_keys(name, own, doc, &mut self.exact_added);
         self.exact_added.dedup();
         self.place_in_name_order(doc);
         count_tool(&mut self.growth, doc, group, affected, true);
