@@ -804,15 +804,20 @@ impl<H: Host> LazyTools<H> {
         if over != state.budget.over {
             return Ok(false);
         }
-        let view: Vec<(NameId, Option<bool>)> = changed
+        // Hidden or not as a whole refresh decides it: by the name's facts.
+        let allowed: Vec<(NameId, bool)> = changed
             .iter()
-            .map(|(&id, change)| {
-                let hidden = change
-                    .allowed
-                    .then(|| self.hides(agent, self.names.name(id), over));
-                (id, hidden)
-            })
+            .map(|(&id, change)| (id, change.allowed))
             .collect();
+        drop(changed);
+        let mut view: Vec<(NameId, Option<bool>)> = Vec::with_capacity(allowed.len());
+        for (id, allowed) in allowed {
+            let hidden = allowed.then(|| {
+                let name = self.names.name(id).to_owned();
+                self.facts_of(agent, id, &name).hides(over)
+            });
+            view.push((id, hidden));
+        }
         self.apply_view(agent, View::Patch(view), budget, over, delta.generation)?;
         Ok(true)
     }
@@ -938,12 +943,6 @@ impl<H: Host> LazyTools<H> {
             self.facts.insert(id, facts);
         }
         facts
-    }
-
-    /// Whether the policy hides `name` from `agent`, standing `over` its
-    /// budget or not.
-    fn hides(&self, agent: &str, name: &str, over: bool) -> bool {
-        self.decision(agent, name).is_some_and(|d| d.hides(over))
     }
 
     /// The token budget, when the config weighs tools against it (auto mode).
