@@ -122,13 +122,7 @@ impl<H: Host> LazyTools<H> {
                 ),
             }]);
         }
-        let policy = Policy::new(config).map_err(|message| {
-            vec![ConfigError {
-                pointer: String::new(),
-                entry: None,
-                message,
-            }]
-        })?;
+        let policy = Policy::new(config);
         let first = self.policy.is_none();
         self.policy = Some(policy);
         self.facts.clear();

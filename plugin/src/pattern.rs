@@ -41,13 +41,10 @@ impl Pattern {
     }
 }
 
-/// Several patterns matched at once; reports the first pattern, in the order they were
-/// added, that matches.
+/// Several patterns tested in the order they were added; reports the first that matches.
 #[derive(Debug, Clone, Default)]
 pub struct PatternSet {
     shapes: Vec<Shape>,
-    /// The patterns of shape [`Shape::Glob`], and the index each has among all.
-    globs: Option<(GlobSet, Vec<usize>)>,
 }
 
 /// What a pattern takes to match. The common ones (`*`, `mcp__github__*`, `read`) are tested
@@ -58,14 +55,16 @@ enum Shape {
     Any,
     Exact(String),
     Prefix(String),
-    Glob,
+    /// A star before the end: the pattern's own compiled glob.
+    Glob(GlobSet),
 }
 
 impl Shape {
-    fn of(text: &str) -> Self {
+    fn of(pattern: &Pattern) -> Self {
+        let text = pattern.text();
         let literal = text.trim_end_matches('*');
         if literal.contains('*') {
-            Shape::Glob
+            Shape::Glob(pattern.matcher.clone())
         } else if literal.len() == text.len() {
             // No star at all (the empty pattern too: it matches the empty name only).
             Shape::Exact(text.to_string())
@@ -75,49 +74,27 @@ impl Shape {
             Shape::Prefix(literal.to_string())
         }
     }
+
+    fn is_match(&self, name: &str) -> bool {
+        match self {
+            Shape::Any => true,
+            Shape::Exact(text) => name == text,
+            Shape::Prefix(prefix) => name.starts_with(prefix.as_str()),
+            Shape::Glob(glob) => glob.is_match(name),
+        }
+    }
 }
 
 impl PatternSet {
-    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a Pattern>) -> Result<Self, String> {
-        let mut builder = GlobSetBuilder::new();
-        let mut shapes = Vec::new();
-        let mut globbed = Vec::new();
-        for (index, pattern) in patterns.into_iter().enumerate() {
-            let shape = Shape::of(pattern.text());
-            if matches!(shape, Shape::Glob) {
-                builder.add(to_glob(pattern.text())?);
-                globbed.push(index);
-            }
-            shapes.push(shape);
+    pub fn new<'a>(patterns: impl IntoIterator<Item = &'a Pattern>) -> Self {
+        Self {
+            shapes: patterns.into_iter().map(Shape::of).collect(),
         }
-        let globs = if globbed.is_empty() {
-            None
-        } else {
-            Some((builder.build().map_err(|e| e.to_string())?, globbed))
-        };
-        Ok(Self { shapes, globs })
     }
 
     /// The index of the first pattern that matches `name`.
     pub fn first_match(&self, name: &str) -> Option<usize> {
-        // The first glob-shaped pattern that matches, found once when one is reached.
-        let mut first_glob: Option<Option<usize>> = None;
-        self.shapes
-            .iter()
-            .enumerate()
-            .position(|(index, shape)| match shape {
-                Shape::Any => true,
-                Shape::Exact(text) => name == text,
-                Shape::Prefix(prefix) => name.starts_with(prefix.as_str()),
-                Shape::Glob => {
-                    *first_glob.get_or_insert_with(|| self.first_glob(name)) == Some(index)
-                }
-            })
-    }
-
-    fn first_glob(&self, name: &str) -> Option<usize> {
-        let (set, indices) = self.globs.as_ref()?;
-        set.matches(name).into_iter().min().map(|at| indices[at])
+        self.shapes.iter().position(|shape| shape.is_match(name))
     }
 }
 
@@ -209,7 +186,7 @@ mod tests {
             name in r"[ab_?\[\]{},\\]{0,6}",
         ) {
             let patterns: Vec<Pattern> = texts.iter().map(|t| Pattern::new(t).unwrap()).collect();
-            let set = PatternSet::new(&patterns).unwrap();
+            let set = PatternSet::new(&patterns);
             let alone = patterns.iter().position(|p| p.is_match(&name));
             proptest::prop_assert_eq!(set.first_match(&name), alone);
         }
@@ -224,7 +201,6 @@ mod tests {
         assert_eq!(err, "pattern of 700000 characters; at most 1000");
         let longest = "b".repeat(MAX_PATTERN_CHARS);
         assert!(Pattern::new(&longest).unwrap().is_match(&longest));
-        assert!(PatternSet::new(&[Pattern::new("x").unwrap()]).is_ok());
     }
 
     #[test]
@@ -233,9 +209,9 @@ mod tests {
             .iter()
             .map(|p| Pattern::new(p).unwrap())
             .collect();
-        let set = PatternSet::new(&patterns).unwrap();
+        let set = PatternSet::new(&patterns);
         assert_eq!(set.first_match("x_1"), Some(0));
         assert_eq!(set.first_match("a"), Some(1));
-        assert_eq!(PatternSet::new(&[]).unwrap().first_match("a"), None);
+        assert_eq!(PatternSet::new(&[]).first_match("a"), None);
     }
 }

@@ -258,12 +258,12 @@ struct RuleIndex {
 }
 
 impl RuleIndex {
-    fn new(config: &Config, action: Action) -> Result<Self, String> {
+    fn new(config: &Config, action: Action) -> Self {
         let rules: Vec<usize> = (0..config.rules.len())
             .filter(|&i| config.rules[i].action == action)
             .collect();
-        let set = PatternSet::new(rules.iter().map(|&i| &config.rules[i].pattern))?;
-        Ok(Self { rules, set })
+        let set = PatternSet::new(rules.iter().map(|&i| &config.rules[i].pattern));
+        Self { rules, set }
     }
 
     fn first_match<'c>(&self, config: &'c Config, name: &str) -> Option<&'c RuleSource> {
@@ -273,14 +273,14 @@ impl RuleIndex {
 }
 
 impl Policy {
-    pub fn new(config: Config) -> Result<Self, String> {
-        let no_defer = RuleIndex::new(&config, Action::NoDefer)?;
-        let defer = RuleIndex::new(&config, Action::Defer)?;
-        Ok(Self {
+    pub fn new(config: Config) -> Self {
+        let no_defer = RuleIndex::new(&config, Action::NoDefer);
+        let defer = RuleIndex::new(&config, Action::Defer);
+        Self {
             config,
             no_defer,
             defer,
-        })
+        }
     }
 
     pub fn config(&self) -> &Config {
@@ -353,7 +353,7 @@ mod tests {
     use serde_json::json;
 
     fn policy(config: serde_json::Value) -> Policy {
-        Policy::new(Config::from_value(&config).unwrap()).unwrap()
+        Policy::new(Config::from_value(&config).unwrap())
     }
 
     #[test]
