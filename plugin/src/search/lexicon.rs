@@ -157,4 +157,14 @@ mod tests {
         assert_eq!(chinese_words("download 文件 x"), ["文件"]);
         assert!(chinese_words("").is_empty());
     }
+
+    proptest::proptest! {
+        /// The vocabulary finds the word around a character by binary search over the spans.
+        #[test]
+        fn word_spans_are_in_order_and_do_not_overlap(text in "[天气预报明的下载文件夹 a-z]{0,24}") {
+            let spans = chinese_word_spans(&text);
+            proptest::prop_assert!(spans.iter().all(|s| s.start < s.end));
+            proptest::prop_assert!(spans.windows(2).all(|w| w[0].end <= w[1].start));
+        }
+    }
 }

@@ -145,9 +145,9 @@ impl Vocabulary {
     /// The concepts a query names: English phrases found in its word stems (in order, stop words
     /// removed) and Chinese words found in its lowercase text by forward maximum matching, so
     /// `地图` is read as "map" and not as `地` + `图` ("image").
-    /// `dictionary_words` are CC-CEDICT's words in the text (byte ranges,
-    /// [`lexicon::chinese_word_spans`](super::lexicon::chinese_word_spans)). In order of the
-    /// words that name them.
+    /// `dictionary_words` are CC-CEDICT's words in the text (byte ranges in order, not
+    /// overlapping: [`lexicon::chinese_word_spans`](super::lexicon::chinese_word_spans)). In
+    /// order of the words that name them.
     pub fn concepts_in(
         &self,
         stems: &[&str],
@@ -171,7 +171,12 @@ impl Vocabulary {
         let chars: Vec<(usize, char)> = lower_text.char_indices().collect();
         // A one-character term inside a longer word of CC-CEDICT is not that word: `包`
         // (package) in `包含` (contain), `建` (create) in `建议` (suggestion).
-        let inside_word = |at: usize| dictionary_words.iter().any(|w| w.contains(&at));
+        // The words are in order and do not overlap: the first that ends after `at` is the
+        // only one that can hold it.
+        let inside_word = |at: usize| {
+            let next = dictionary_words.partition_point(|w| w.end <= at);
+            dictionary_words.get(next).is_some_and(|w| w.contains(&at))
+        };
         let mut i = 0;
         while i < chars.len() {
             let longest = (1..=self.longest_chinese.min(chars.len() - i))
