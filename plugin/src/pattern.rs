@@ -47,31 +47,39 @@ pub struct PatternSet {
     shapes: Vec<Shape>,
 }
 
-/// What a pattern takes to match. The common ones (`*`, `mcp__github__*`, `read`) are tested
-/// on the name itself: a first fetch classifies every tool against every list, and in the
-/// component globset's regex for `*` made up most of that.
+/// What a pattern takes to match. The common ones (`*`, `mcp__github__*`, `read`,
+/// `*browser_*`) are tested on the name itself: a first fetch classifies every tool against
+/// every list, and in the component globset's regex for `*` made up most of that.
 #[derive(Debug, Clone)]
 enum Shape {
     Any,
     Exact(String),
     Prefix(String),
-    /// A star before the end: the pattern's own compiled glob.
+    Suffix(String),
+    Contains(String),
+    /// A star inside the pattern: the pattern's own compiled glob.
     Glob(GlobSet),
 }
 
 impl Shape {
     fn of(pattern: &Pattern) -> Self {
         let text = pattern.text();
-        let literal = text.trim_end_matches('*');
+        let after_lead = text.trim_start_matches('*');
+        let literal = after_lead.trim_end_matches('*');
+        let (lead, trail) = (
+            after_lead.len() < text.len(),
+            literal.len() < after_lead.len(),
+        );
         if literal.contains('*') {
-            Shape::Glob(pattern.matcher.clone())
-        } else if literal.len() == text.len() {
+            return Shape::Glob(pattern.matcher.clone());
+        }
+        match (lead, trail) {
             // No star at all (the empty pattern too: it matches the empty name only).
-            Shape::Exact(text.to_string())
-        } else if literal.is_empty() {
-            Shape::Any
-        } else {
-            Shape::Prefix(literal.to_string())
+            (false, false) => Shape::Exact(text.to_string()),
+            _ if literal.is_empty() => Shape::Any,
+            (false, true) => Shape::Prefix(literal.to_string()),
+            (true, false) => Shape::Suffix(literal.to_string()),
+            (true, true) => Shape::Contains(literal.to_string()),
         }
     }
 
@@ -80,6 +88,8 @@ impl Shape {
             Shape::Any => true,
             Shape::Exact(text) => name == text,
             Shape::Prefix(prefix) => name.starts_with(prefix.as_str()),
+            Shape::Suffix(suffix) => name.ends_with(suffix.as_str()),
+            Shape::Contains(part) => name.contains(part.as_str()),
             Shape::Glob(glob) => glob.is_match(name),
         }
     }
