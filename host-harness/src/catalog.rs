@@ -5,9 +5,11 @@
 //! across servers, model APIs want names of `[A-Za-z0-9_-]`, and a server
 //! prefix lets a profile defer a whole server with one pattern.
 
+use std::collections::HashSet;
+use std::collections::hash_map::{Entry, HashMap};
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -54,7 +56,34 @@ impl Catalog {
 
     pub fn parse(text: &str) -> Result<Self> {
         let catalog: Catalog = serde_json::from_str(text)?;
+        catalog.check()?;
         Ok(catalog)
+    }
+
+    /// A server lists each of its tools once, by a name that is not empty, as an MCP server's
+    /// `tools/list` must: a tool's id (`server/tool`) then names one tool.
+    fn check(&self) -> Result<()> {
+        let mut first: HashMap<(&str, &str), String> = HashMap::new();
+        for (s, server) in self.servers.iter().enumerate() {
+            for (t, tool) in server.tools.iter().enumerate() {
+                let place = format!("/servers/{s}/tools/{t}");
+                let server_name = server.name.escape_debug();
+                if tool.name.is_empty() {
+                    bail!("{place}: a tool of server `{server_name}` has an empty name");
+                }
+                match first.entry((&server.name, &tool.name)) {
+                    Entry::Occupied(at) => bail!(
+                        "{place}: tool `{}` of server `{server_name}` is listed twice (first at {})",
+                        tool.name.escape_debug(),
+                        at.get()
+                    ),
+                    Entry::Vacant(entry) => {
+                        entry.insert(place);
+                    }
+                }
+            }
+        }
+        Ok(())
     }
 
     pub fn tool_count(&self) -> usize {
@@ -64,11 +93,17 @@ impl Catalog {
     /// Every tool as the shell registers it, with its catalog id
     /// (`server/tool`), in catalog order.
     pub fn tools(&self) -> impl Iterator<Item = (String, Tool)> + '_ {
-        self.servers.iter().flat_map(|server| {
-            server.tools.iter().map(move |tool| {
+        let mut names = ShellNames::default();
+        self.servers.iter().flat_map(move |server| {
+            let names: Vec<String> = server
+                .tools
+                .iter()
+                .map(|tool| names.name(&server.name, &tool.name))
+                .collect();
+            server.tools.iter().zip(names).map(move |(tool, name)| {
                 let id = format!("{}/{}", server.name, tool.name);
                 let registered = Tool::new(
-                    shell_name(&server.name, &tool.name),
+                    name,
                     tool.description.clone(),
                     Origin::Mcp(server.name.clone()),
                 )
@@ -77,6 +112,28 @@ impl Catalog {
                 (id, registered)
             })
         })
+    }
+}
+
+/// Gives tools their shell names, each name once. Two tools whose names differ only in
+/// characters the shell replaces (`get.forecast` and `get-forecast`) would share one; the
+/// later gets `-2` (or `-3`, ...), so that neither is lost and each call reaches its tool.
+#[derive(Debug, Default)]
+pub struct ShellNames {
+    taken: HashSet<String>,
+}
+
+impl ShellNames {
+    /// The shell name of tool `tool` of server `server`, unless an earlier tool took it.
+    pub fn name(&mut self, server: &str, tool: &str) -> String {
+        let plain = shell_name(server, tool);
+        let mut name = plain.clone();
+        let mut next = 2;
+        while !self.taken.insert(name.clone()) {
+            name = format!("{plain}-{next}");
+            next += 1;
+        }
+        name
     }
 }
 
@@ -106,6 +163,46 @@ mod tests {
         assert_eq!(
             shell_name("Ant Design Components", "list.all"),
             "Ant-Design-Components__list-all"
+        );
+    }
+
+    #[test]
+    fn tools_whose_names_clean_alike_keep_a_name_each() {
+        let catalog = Catalog::parse(
+            r#"{"servers": [
+                {"name": "Weather API", "tools": [{"name": "get.forecast"}, {"name": "get-forecast"}]},
+                {"name": "Weather-API", "tools": [{"name": "get forecast"}]}]}"#,
+        )
+        .unwrap();
+        let tools: Vec<(String, String)> = catalog.tools().map(|(id, t)| (id, t.name)).collect();
+        let expected = [
+            ("Weather API/get.forecast", "Weather-API__get-forecast"),
+            ("Weather API/get-forecast", "Weather-API__get-forecast-2"),
+            ("Weather-API/get forecast", "Weather-API__get-forecast-3"),
+        ];
+        let expected: Vec<(String, String)> = expected
+            .iter()
+            .map(|(id, name)| (id.to_string(), name.to_string()))
+            .collect();
+        assert_eq!(tools, expected);
+    }
+
+    #[test]
+    fn a_tool_listed_twice_or_without_a_name_is_an_error_that_says_where() {
+        let twice = Catalog::parse(
+            r#"{"servers": [{"name": "s", "tools": [{"name": "t"}, {"name": "u"}]},
+                            {"name": "s", "tools": [{"name": "t", "description": "again"}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            twice.to_string(),
+            "/servers/1/tools/0: tool `t` of server `s` is listed twice (first at /servers/0/tools/0)"
+        );
+        let nameless =
+            Catalog::parse(r#"{"servers": [{"name": "s", "tools": [{"name": ""}]}]}"#).unwrap_err();
+        assert_eq!(
+            nameless.to_string(),
+            "/servers/0/tools/0: a tool of server `s` has an empty name"
         );
     }
 

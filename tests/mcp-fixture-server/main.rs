@@ -4,12 +4,13 @@
 //! tool and sends `notifications/tools/list_changed`.
 //!
 //! ```text
-//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N]
+//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names]
 //! ```
 //! `--exit-at-start` exits with status 7 before reading anything;
 //! `--variant 2` offers one more tool (`echo_twice`), as a server does after
 //! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
-//! client must follow `nextCursor`.
+//! client must follow `nextCursor`; `--alike-names` offers `echo.loud` and
+//! `echo-loud` too, two names that a shell writes alike.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -27,6 +28,7 @@ use serde_json::{Value, json};
 struct Fixture {
     variant: u32,
     page_size: usize,
+    alike_names: bool,
     grown: Arc<AtomicBool>,
 }
 
@@ -84,6 +86,19 @@ impl Fixture {
                     "required": ["text"]
                 }
             }));
+        }
+        if self.alike_names {
+            for name in ["echo.loud", "echo-loud"] {
+                tools.push(json!({
+                    "name": name,
+                    "description": format!("Echo a message back in capitals, saying it came through `{name}`."),
+                    "inputSchema": {
+                        "type": "object",
+                        "properties": {"text": {"type": "string"}},
+                        "required": ["text"]
+                    }
+                }));
+            }
         }
         if self.grown.load(Ordering::SeqCst) {
             tools.push(json!({
@@ -170,6 +185,9 @@ impl ServerHandler for Fixture {
                 Ok(text("added the tool `extra`".into()))
             }
             "extra" if self.grown.load(Ordering::SeqCst) => Ok(text("extra ran".into())),
+            name @ ("echo.loud" | "echo-loud") if self.alike_names => {
+                Ok(text(format!("{name}: {}", string("text")?.to_uppercase())))
+            }
             "misbehave" => match string("mode")?.as_str() {
                 "crash" => {
                     eprintln!("fixture: crashing as told");
@@ -210,6 +228,7 @@ fn main() {
     let mut fixture = Fixture {
         variant: 1,
         page_size: 2,
+        alike_names: false,
         grown: Arc::new(AtomicBool::new(false)),
     };
     while let Some(arg) = args.next() {
@@ -225,6 +244,7 @@ fn main() {
             }
             "--variant" => fixture.variant = value("--variant") as u32,
             "--page-size" => fixture.page_size = value("--page-size").max(1),
+            "--alike-names" => fixture.alike_names = true,
             other => panic!("unknown argument {other}"),
         }
     }

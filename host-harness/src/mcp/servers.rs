@@ -20,7 +20,7 @@ use super::cache::{Listing, ListingCache};
 use super::client::{Connection, Fault};
 use super::config::{McpConfig, ServerConfig};
 use super::result::render;
-use crate::catalog::shell_name;
+use crate::catalog::ShellNames;
 use crate::shell::{
     LazyGroupDecl, Origin, RegistryChange, ShellCore, Tool, ToolBackend, ToolOutput,
 };
@@ -298,9 +298,8 @@ impl McpServers {
                     .push(RegistryChange::Register(registering.clone()));
             }
         }
-        for tool in &listing.tools {
-            self.tools
-                .insert(shell_name(&name, &tool.name), (index, tool.name.clone()));
+        for (registered, tool) in tools_of(&name, &listing).zip(&listing.tools) {
+            self.tools.insert(registered.0, (index, tool.name.clone()));
         }
         server.listing = Some(listing);
     }
@@ -507,11 +506,12 @@ impl Drop for McpServers {
     }
 }
 
-/// Server `name`'s tools as the shell registers them.
+/// Server `name`'s tools as the shell registers them, in the listing's order.
 fn tools_of<'a>(name: &'a str, listing: &'a Listing) -> impl Iterator<Item = (String, Tool)> + 'a {
+    let mut names = ShellNames::default();
     listing.tools.iter().map(move |tool| {
         let registered = Tool::new(
-            shell_name(name, &tool.name),
+            names.name(name, &tool.name),
             tool.description.clone(),
             Origin::Mcp(name.to_string()),
         )

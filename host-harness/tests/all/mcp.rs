@@ -128,6 +128,30 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
 }
 
 #[test]
+fn two_tools_whose_names_the_shell_writes_alike_keep_a_name_and_a_call_each() {
+    let cache = tempfile::tempdir().unwrap();
+    let (mut shell, _handle) = session(
+        cache.path(),
+        vec![fixture_server("fx", &["--alike-names"])],
+        false,
+    );
+    let mut names: Vec<String> = shell
+        .core()
+        .tools()
+        .iter()
+        .map(|t| t.name.clone())
+        .filter(|n| n.starts_with("fx__echo-"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["fx__echo-loud", "fx__echo-loud-2"]);
+    // Each name reaches the tool it was given for, in the server's order.
+    let first = call(&mut shell, "fx__echo-loud", json!({"text": "hi"}));
+    assert_eq!(first.text, "echo.loud: HI");
+    let second = call(&mut shell, "fx__echo-loud-2", json!({"text": "hi"}));
+    assert_eq!(second.text, "echo-loud: HI");
+}
+
+#[test]
 fn a_deferred_server_starts_only_when_the_model_loads_its_tools() {
     let cache = tempfile::tempdir().unwrap();
     // First session: never seen, so it starts once to learn its tools, all

@@ -412,13 +412,34 @@ function emulatedRun(tool, args) {
   };
 }
 
-/** A catalog's tools as MCP tools named `<server>__<tool>` (unsafe characters become `-`). */
+/**
+ * A catalog's tools as MCP tools named `<server>__<tool>` (unsafe characters become `-`; a name
+ * an earlier tool took gets `-2`, `-3`, ...), as the Rust harness names them. A server that lists
+ * a tool twice, or a tool without a name, is an error at the entry's place.
+ */
 export function catalogTools(catalog) {
   const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
-  return catalog.servers.flatMap((server) =>
-    (server.tools ?? []).map((tool) => {
+  const first = new Map();
+  const taken = new Set();
+  const unique = (plain) => {
+    let name = plain;
+    for (let next = 2; taken.has(name); next++) name = `${plain}-${next}`;
+    taken.add(name);
+    return name;
+  };
+  return catalog.servers.flatMap((server, s) =>
+    (server.tools ?? []).map((tool, t) => {
+      const place = `/servers/${s}/tools/${t}`;
+      if (!tool.name) throw new Error(`${place}: a tool of server \`${server.name}\` has an empty name`);
+      const id = JSON.stringify([server.name, tool.name]);
+      if (first.has(id)) {
+        throw new Error(
+          `${place}: tool \`${tool.name}\` of server \`${server.name}\` is listed twice (first at ${first.get(id)})`,
+        );
+      }
+      first.set(id, place);
       const registered = new Tool(
-        `${clean(server.name)}__${clean(tool.name)}`,
+        unique(`${clean(server.name)}__${clean(tool.name)}`),
         tool.description ?? '',
         { tag: 'mcp', val: server.name },
         tool.inputSchema ?? { type: 'object', properties: {} },

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 
 import { ShellCore } from '../src/core.js';
 import { LocatedValue, renderConfigErrors } from '../src/located-yaml.js';
-import { Shell } from '../src/shell.js';
+import { Shell, catalogTools } from '../src/shell.js';
 import { Tool, builtin, ofAgent } from '../src/tools.js';
 
 const names = (tools) => tools.map((t) => t.name);
@@ -162,4 +162,27 @@ test('YAML 1.2 booleans: a tool named `no` stays a string', () => {
 
 test('a YAML syntax error is located', () => {
   assert.throws(() => LocatedValue.parse('p.yml', 'defer: [a\nb: c: d\n'), /^YamlError: p\.yml:\d+:\d+: /);
+});
+
+test('tools whose names clean alike keep a name each; a tool listed twice is an error', () => {
+  const catalog = (tools, more = []) => ({
+    servers: [{ name: 'Weather API', tools }, ...more],
+  });
+  const alike = catalogTools(
+    catalog([{ name: 'get.forecast' }, { name: 'get-forecast' }], [
+      { name: 'Weather-API', tools: [{ name: 'get forecast' }] },
+    ]),
+  );
+  assert.deepEqual(names(alike), [
+    'Weather-API__get-forecast',
+    'Weather-API__get-forecast-2',
+    'Weather-API__get-forecast-3',
+  ]);
+  assert.throws(
+    () => catalogTools(catalog([{ name: 't' }, { name: 't' }])),
+    { message: '/servers/0/tools/1: tool `t` of server `Weather API` is listed twice (first at /servers/0/tools/0)' },
+  );
+  assert.throws(() => catalogTools(catalog([{ name: '' }])), {
+    message: '/servers/0/tools/0: a tool of server `Weather API` has an empty name',
+  });
 });
