@@ -806,10 +806,7 @@ impl<H: Host> LazyTools<H> {
         drop(changed);
         let mut view: Vec<(NameId, Option<bool>)> = Vec::with_capacity(allowed.len());
         for (id, allowed) in allowed {
-            let hidden = allowed.then(|| {
-                let name = self.names.name(id).to_owned();
-                self.facts_of(agent, id, &name).hides(over)
-            });
+            let hidden = allowed.then(|| self.facts_of(agent, id).hides(over));
             view.push((id, hidden));
         }
         self.apply_view(agent, View::Patch(view), budget, over, delta.generation)?;
@@ -896,7 +893,7 @@ impl<H: Host> LazyTools<H> {
             .iter()
             .map(|name| {
                 let id = self.names.intern(name);
-                (id, self.facts_of(agent, id, name))
+                (id, self.facts_of(agent, id))
             })
             .collect();
         drop(allowed);
@@ -918,12 +915,13 @@ impl<H: Host> LazyTools<H> {
         self.apply_view(agent, View::Whole(view), budget, over, generation)
     }
 
-    /// What `name` (numbered `id`) is to `agent`: cached when every definition of it is
+    /// What the name numbered `id` is to `agent`: cached when every definition of it is
     /// global, so the same to every agent; else worked out for this agent.
-    fn facts_of(&mut self, agent: &str, id: NameId, name: &str) -> NameFacts {
+    fn facts_of(&mut self, agent: &str, id: NameId) -> NameFacts {
         if let Some(facts) = self.facts.get(id) {
             return facts;
         }
+        let name = self.names.name(id);
         let cost = match self.auto_budget() {
             Some(_) => self.eager_cost(agent, name),
             None => 0,
