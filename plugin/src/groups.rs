@@ -4,6 +4,7 @@
 //! group.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet as HashSet};
 
@@ -43,8 +44,9 @@ pub struct GroupLine {
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Groups {
     by_id: BTreeMap<String, Group>,
-    /// Names that belong to some group.
-    grouped: HashSet<String>,
+    /// Names that belong to some group, with the ids of their groups (sorted): a changed
+    /// name leaves those groups without a walk through every group's members.
+    grouped: FxHashMap<String, Vec<Rc<str>>>,
     /// Groups that are MCP servers of registered tools (described as the registry describes
     /// the server, unless declared otherwise).
     servers: HashSet<String>,
@@ -114,10 +116,17 @@ impl Groups {
             }
             group.lazy = Some(decl.clone());
         }
-        let grouped = by_id
-            .values()
-            .flat_map(|g| g.members.iter().cloned())
-            .collect();
+        let mut grouped: FxHashMap<String, Vec<Rc<str>>> = FxHashMap::default();
+        // `by_id` is in id order, so each name's ids are pushed sorted.
+        for (id, group) in &by_id {
+            let id: Rc<str> = Rc::from(id.as_str());
+            for member in &group.members {
+                grouped
+                    .entry(member.clone())
+                    .or_default()
+                    .push(Rc::clone(&id));
+            }
+        }
         Self {
             by_id,
             grouped,
@@ -126,8 +135,9 @@ impl Groups {
     }
 
     /// What [`Groups::build`] would give once the definitions of `changed` names are those of
-    /// `registry`, with the same `declared` and `lazy` groups and loads as before (a change
-    /// to those needs a build).
+    /// `registry`, and the groups named in `regrouped` are described as `registry` describes
+    /// them, with the same `declared` and `lazy` groups and loads as before (a change to those
+    /// needs a build).
     pub fn update(
         &mut self,
         registry: &Registry,
@@ -135,19 +145,20 @@ impl Groups {
         lazy: &[LazyGroup],
         loads: &LazyLoads,
         changed: &[String],
+        regrouped: &[String],
     ) {
-        if changed.is_empty() {
+        if changed.is_empty() && regrouped.is_empty() {
             return;
         }
         // Groups whose members changed.
         let mut touched: BTreeSet<String> = BTreeSet::new();
         for name in changed {
             // A new name is in no group yet: no group to look through.
-            if self.grouped.remove(name) {
-                for (id, group) in &mut self.by_id {
-                    if group.members.remove(name) {
-                        touched.insert(id.clone());
-                    }
+            for id in self.grouped.remove(name).unwrap_or_default() {
+                if let Some(group) = self.by_id.get_mut(&*id)
+                    && group.members.remove(name)
+                {
+                    touched.insert(id.to_string());
                 }
             }
             for tool in registry.definitions(name) {
@@ -194,8 +205,13 @@ impl Groups {
                 self.by_id.remove(id);
             }
         }
-        // What each group shows, as `build` sets it (the registry may describe a server anew).
-        for (id, group) in &mut self.by_id {
+        // What the touched and the re-described groups show, as `build` sets it; no other
+        // group's line can have changed.
+        let shown = touched.iter().chain(regrouped);
+        for id in shown {
+            let Some(group) = self.by_id.get_mut(id) else {
+                continue;
+            };
             let mut display_name = None;
             let mut description = match self.servers.contains(id) {
                 true => registry.group(id).map_or("", |g| g.description.as_str()),
@@ -236,7 +252,10 @@ impl Groups {
             }),
         };
         group.members.insert(name.to_string());
-        self.grouped.insert(name.to_string());
+        let ids = self.grouped.entry(name.to_string()).or_default();
+        if let Err(at) = ids.binary_search_by(|i| (**i).cmp(id)) {
+            ids.insert(at, Rc::from(id));
+        }
         if !touched.contains(id) {
             touched.insert(id.to_string());
         }
@@ -270,7 +289,7 @@ impl Groups {
             return Some(
                 deferred
                     .iter()
-                    .filter(|n| !self.grouped.contains(**n))
+                    .filter(|n| !self.grouped.contains_key(**n))
                     .map(|n| n.to_string())
                     .collect(),
             );
@@ -392,14 +411,15 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// Groups updated for the names a registry change touched are the groups built from
-        /// the changed registry.
+        /// Groups updated for the names a registry change touched and the servers it
+        /// described anew are the groups built from the changed registry.
         #[test]
         fn updated_groups_equal_built_ones(
             before in proptest::collection::vec((0u8..10, 0u8..5), 0..24),
             changed in proptest::collection::vec(0u8..12, 0..6),
             after in proptest::collection::vec((0u8..12, 0u8..5), 0..10),
             loaded in proptest::collection::vec(0u8..12, 0..4),
+            described in proptest::collection::vec((2u8..6, 0u8..3), 0..5),
         ) {
             let origin = |o: u8| match o {
                 0 => Origin::Builtin,
@@ -416,8 +436,8 @@ mod tests {
                 .filter(|t| changed.contains(&t.name))
                 .collect();
             let groups = vec![
-                ToolGroup { name: "s2".into(), description: "Two.".into() },
-                ToolGroup { name: "s3".into(), description: "Three.".into() },
+                ToolGroup { name: "s2".into(), description: "Server 2, text 0.".into() },
+                ToolGroup { name: "s3".into(), description: "Server 3, text 0.".into() },
             ];
             let declared = [GroupDecl {
                 name: "s4".into(),
@@ -434,10 +454,20 @@ mod tests {
             }];
             let mut loads = LazyLoads::new();
             loads.insert("s3".into(), Ok(loaded.into_iter().map(name).collect()));
+            // The servers as the shell describes them after the change: some kept, some
+            // described anew, some gone, some new.
+            let described: Vec<ToolGroup> = described
+                .into_iter()
+                .map(|(server, text)| ToolGroup {
+                    name: format!("s{server}"),
+                    description: format!("Server {server}, text {text}."),
+                })
+                .collect();
             let mut registry = Registry::new(before, groups);
             let mut groups = Groups::build(&registry, &declared, &lazy, &loads);
             registry.apply(&changed, after);
-            groups.update(&registry, &declared, &lazy, &loads, &changed);
+            let regrouped = registry.set_groups(described);
+            groups.update(&registry, &declared, &lazy, &loads, &changed, &regrouped);
             proptest::prop_assert_eq!(groups, Groups::build(&registry, &declared, &lazy, &loads));
         }
     }

@@ -520,7 +520,7 @@ impl<H: Host> LazyTools<H> {
                 changed
             }
         };
-        self.registry.set_groups(self.host.tool_groups());
+        let regrouped = self.registry.set_groups(self.host.tool_groups());
         let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
         if let Some(changed) = &mut changed {
             changed.extend(enriched);
@@ -535,7 +535,7 @@ impl<H: Host> LazyTools<H> {
                 self.index.update(&self.registry, changed);
                 // Many changes (a registry turned over): building is cheaper.
                 let few = changed.len() <= self.registry.tools().len() / 8;
-                self.build_groups((few && !lazy_changed).then_some(changed));
+                self.build_groups((few && !lazy_changed).then_some((changed, &regrouped)));
                 self.classify(changed);
             }
             None => {
@@ -610,20 +610,22 @@ impl<H: Host> LazyTools<H> {
         );
     }
 
-    /// Builds the groups, or updates them for the `changed` names only.
-    fn build_groups(&mut self, changed: Option<&[String]>) {
+    /// Builds the groups, or updates them for the `changed` names and the groups the
+    /// registry described anew only.
+    fn build_groups(&mut self, changed: Option<(&[String], &[String])>) {
         let declared = self
             .policy
             .as_ref()
             .map(|p| p.config().groups.as_slice())
             .unwrap_or_default();
         match changed {
-            Some(changed) => self.groups.update(
+            Some((changed, regrouped)) => self.groups.update(
                 &self.registry,
                 declared,
                 &self.lazy,
                 &self.lazy_loads,
                 changed,
+                regrouped,
             ),
             None => {
                 self.groups = Groups::build(&self.registry, declared, &self.lazy, &self.lazy_loads)

@@ -134,12 +134,17 @@ pub fn compare(a: &str, b: &str) -> std::cmp::Ordering {
     a.len().cmp(&b.len())
 }
 
+/// `a == b`, eight bytes at a time (see [`compare`]).
+pub fn same(a: &str, b: &str) -> bool {
+    a.len() == b.len() && compare(a, b).is_eq()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn compare_orders_as_str_does() {
+    fn compare_orders_and_same_compares_as_str_does() {
         let names = [
             "",
             "a",
@@ -163,6 +168,7 @@ mod tests {
         for a in names {
             for b in names {
                 assert_eq!(compare(a, b), a.cmp(b), "{a:?} {b:?}");
+                assert_eq!(same(a, b), a == b, "{a:?} {b:?}");
             }
         }
     }

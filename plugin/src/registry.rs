@@ -196,9 +196,35 @@ impl Registry {
         changed
     }
 
-    /// Replaces the described groups.
-    pub fn set_groups(&mut self, groups: Vec<ToolGroup>) {
-        self.groups = groups.into_iter().map(|g| (g.name.clone(), g)).collect();
+    /// Replaces the described groups; returns the names of those added, removed or described
+    /// anew. The groups that stay are kept in place: the shell sends every group on every
+    /// registry change, and rebuilding the map each time cost a server's join a tenth.
+    pub fn set_groups(&mut self, groups: Vec<ToolGroup>) -> Vec<String> {
+        let mut changed = Vec::new();
+        {
+            let sent: HashSet<&str> = groups.iter().map(|g| g.name.as_str()).collect();
+            self.groups.retain(|name, _| {
+                let kept = sent.contains(name.as_str());
+                if !kept {
+                    changed.push(name.clone());
+                }
+                kept
+            });
+        }
+        for group in groups {
+            match self.groups.get_mut(&group.name) {
+                Some(old) if crate::names::same(&old.description, &group.description) => {}
+                Some(old) => {
+                    changed.push(group.name.clone());
+                    *old = group;
+                }
+                None => {
+                    changed.push(group.name.clone());
+                    self.groups.insert(group.name.clone(), group);
+                }
+            }
+        }
+        changed
     }
 
     /// Replaces the enrichment (see [`Registry::with_enrichment`]); returns the names whose
@@ -345,6 +371,39 @@ mod tests {
                 _ => Origin::Agent(format!("a{scope}")),
             },
         }
+    }
+
+    #[test]
+    fn setting_the_groups_says_which_were_added_removed_or_described_anew() {
+        let group = |name: &str, description: &str| ToolGroup {
+            name: name.into(),
+            description: description.into(),
+        };
+        let mut registry = Registry::new(
+            Vec::new(),
+            vec![
+                group("kept", "Same."),
+                group("gone", "Old."),
+                group("told", "Before."),
+            ],
+        );
+        let mut changed = registry.set_groups(vec![
+            group("kept", "Same."),
+            group("told", "After, a description longer than eight bytes."),
+            group("new", "New."),
+        ]);
+        changed.sort();
+        assert_eq!(changed, ["gone", "new", "told"]);
+        assert_eq!(registry.group("gone"), None);
+        assert_eq!(
+            registry.group("told").map(|g| g.description.as_str()),
+            Some("After, a description longer than eight bytes.")
+        );
+        assert!(
+            registry
+                .set_groups(registry.groups().cloned().collect())
+                .is_empty()
+        );
     }
 
     fn defs_by_name(registry: &Registry) -> Vec<(String, Vec<ToolDef>)> {
