@@ -5,6 +5,7 @@
 //! escape (`\u{1b}`) instead.
 
 use std::borrow::Cow;
+use std::io::Write;
 
 /// `text` with every control character (newlines too: a value is one line)
 /// and bidirectional control escaped.
@@ -42,9 +43,69 @@ fn is_bidi_control(c: char) -> bool {
     )
 }
 
+/// A writer that shows what it is given as [`escape_message`] does: for output made of many
+/// values from files, servers and plugins (a session's replies), so that none is printed raw.
+/// Bytes that are not UTF-8 are shown as U+FFFD; a character split across two writes is kept
+/// until its end arrives.
+pub struct Escaping<W: Write> {
+    inner: W,
+    pending: Vec<u8>,
+}
+
+impl<W: Write> Escaping<W> {
+    pub fn new(inner: W) -> Self {
+        Self {
+            inner,
+            pending: Vec::new(),
+        }
+    }
+}
+
+impl<W: Write> Write for Escaping<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.pending.extend_from_slice(buf);
+        let (text, keep) = match std::str::from_utf8(&self.pending) {
+            Ok(text) => (Cow::Borrowed(text), 0),
+            // An incomplete character at the end: wait for the rest of it.
+            Err(e) if e.error_len().is_none() => {
+                let valid = e.valid_up_to();
+                let text = std::str::from_utf8(&self.pending[..valid]).unwrap_or_default();
+                (Cow::Borrowed(text), self.pending.len() - valid)
+            }
+            Err(_) => (String::from_utf8_lossy(&self.pending), 0),
+        };
+        self.inner.write_all(escape_message(&text).as_bytes())?;
+        let written = self.pending.len() - keep;
+        self.pending.drain(..written);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_escaping_writer_shows_every_value_it_is_given() {
+        let mut shown = Vec::new();
+        {
+            let mut out = Escaping::new(&mut shown);
+            writeln!(out, "ok: {}", "red \u{1b}[31mtext\r forged").unwrap();
+            // A character split across two writes is written whole.
+            let e_acute = "é".as_bytes();
+            out.write_all(&e_acute[..1]).unwrap();
+            out.write_all(&e_acute[1..]).unwrap();
+            out.write_all(b"\xff\n").unwrap();
+        }
+        assert_eq!(
+            String::from_utf8(shown).unwrap(),
+            "ok: red \\u{1b}[31mtext\\r forged\né\u{fffd}\n"
+        );
+    }
 
     #[test]
     fn control_characters_are_shown_not_obeyed() {

@@ -219,7 +219,7 @@ pub fn run(
     println!(
         "Tool schema tokens per request ({}), {} ({} tools)",
         r.tokenizer,
-        catalog_path.display(),
+        escape(&catalog_path.display().to_string()),
         r.catalog_tools
     );
     println!(

@@ -336,6 +336,54 @@ fn a_config_the_plugin_rejects_is_shown_in_the_bundle_and_changes_nothing() {
 }
 
 #[test]
+fn a_session_shows_control_characters_from_a_catalog_and_never_obeys_them() {
+    let w = world();
+    let profile = "escaping";
+    add(profile, &format!("git:{}", w.url()));
+    let dir = w.profile_dir(profile);
+    // A description that would set the terminal's title and colour, and forge a line.
+    let catalog = dir.join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"servers": [{"name": "s", "description": "A server.", "tools": [
+            {"name": "t", "description": "Reads the weather.\u001b]0;owned\u0007 \u001b[31mred\r\nforged: ok"}]}]}"#,
+    )
+    .unwrap();
+    let catalog = catalog.to_str().unwrap();
+    let steps = dir.join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - call: {agent: main, tool: tool_search, args: {tool_names: [s__t]}, expect: {outcome: ok}}\n",
+    )
+    .unwrap();
+    let scripted = harness(
+        &[
+            "session",
+            "--profile",
+            profile,
+            "--catalog",
+            catalog,
+            "--steps",
+            steps.to_str().unwrap(),
+        ],
+        "",
+    );
+    let played = harness(
+        &["session", "--profile", profile, "--catalog", catalog],
+        "tools\ncall tool_search {\"tool_names\": [\"s__t\"]}\nnext\nquit\n",
+    );
+    for (ok, stdout, stderr) in [scripted, played] {
+        assert!(ok, "{stderr}");
+        assert!(
+            stdout.contains("Reads the weather.\\u{1b}]0;owned\\u{7}"),
+            "{stdout}"
+        );
+        assert!(!stdout.contains(['\u{1b}', '\u{7}', '\r']), "{stdout:?}");
+        assert!(!stdout.lines().any(|l| l.starts_with("forged")), "{stdout}");
+    }
+}
+
+#[test]
 fn session_and_explain_run_the_installed_plugin() {
     let w = world();
     let profile = "session";

@@ -67,6 +67,8 @@ impl Report {
         )];
         for (name, by_kind) in &self.scorers {
             for (kind, m) in by_kind {
+                // A kind is the query file's own text.
+                let kind = crate::terminal::escape(kind);
                 lines.push(format!(
                     "{name:<16} {kind:<8} {:>4} {:>6.3} {:>6.3} {:>9.3} {:>6.3}",
                     m.n, m.hit_at_1, m.hit_at_5, m.recall_at_5, m.mrr_at_5
@@ -181,7 +183,7 @@ impl Args {
             &queries,
             self.depth as usize,
             self.component.as_deref(),
-            |w| eprintln!("warning: {w}"),
+            |w| eprintln!("warning: {}", crate::terminal::escape(&w)),
         )?;
         if let Some(path) = &self.rankings {
             std::fs::write(path, report.rankings_jsonl(&queries))

@@ -46,7 +46,7 @@ impl Args {
             "bench session: {} ({} tools), {MAIN_REQUESTS} requests of main with {} loads, a child \
              agent with {CHILD_REQUESTS} requests and 1 load; tokens: o200k; cached = the longest \
              common prefix with the previous request (tools, then system prompt, then messages)",
-            path.display(),
+            crate::terminal::escape(&path.display().to_string()),
             catalog.tool_count(),
             LOAD_AT.len()
         );

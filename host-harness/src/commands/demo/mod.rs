@@ -50,7 +50,7 @@ pub fn run(path: &Path) -> Result<()> {
         "lazy-tools demo: {} MCP tools from {} servers ({}) and {} built-ins\n",
         catalog.tool_count(),
         catalog.servers.len(),
-        path.display(),
+        crate::terminal::escape(&path.display().to_string()),
         core_builtins().len()
     );
 

@@ -23,6 +23,7 @@ use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
 use crate::shell::{Shell, core_builtins};
+use crate::terminal::escape;
 
 /// The agent every session starts with.
 pub const MAIN_AGENT: &str = "main";
@@ -242,7 +243,13 @@ fn run_script(
         let line = step.referenced.line();
         let transcript = run_step(&mut session.shell, &plugin, &step.value)
             .with_context(|| format!("{}:{line}: step {} failed", path.display(), index + 1))?;
-        writeln!(out, "{}:{line}: {transcript}", path.display())?;
+        // One line per step, whatever the values in it hold.
+        let shown = escape(&transcript);
+        writeln!(
+            out,
+            "{}:{line}: {shown}",
+            escape(&path.display().to_string())
+        )?;
     }
     writeln!(out, "{} steps passed", script.steps.len())?;
     Ok(())

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use super::{MAIN_AGENT, ProfileShell};
 use crate::shell::{CallOutcome, names};
+use crate::terminal::Escaping;
 use crate::tokens::Tokenizer;
 use lazy_tools::suggest::did_you_mean;
 
@@ -64,6 +65,10 @@ impl Repl {
         out: &mut dyn Write,
         prompt: bool,
     ) -> Result<()> {
+        // Tool names, descriptions, results and prompts come from catalogs, servers and
+        // plugins: every byte of the session is shown, not obeyed.
+        let mut escaping = Escaping::new(out);
+        let out: &mut dyn Write = &mut escaping;
         writeln!(
             out,
             "session with plugins: {}. You are the model of agent `{}`; `help` lists commands.",
