@@ -94,7 +94,8 @@ mod tests {
         let mut shown = Vec::new();
         {
             let mut out = Escaping::new(&mut shown);
-            writeln!(out, "ok: {}", "red \u{1b}[31mtext\r forged").unwrap();
+            let result = "red \u{1b}[31mtext\r forged";
+            writeln!(out, "ok: {result}").unwrap();
             // A character split across two writes is written whole.
             let e_acute = "é".as_bytes();
             out.write_all(&e_acute[..1]).unwrap();
