@@ -49,7 +49,7 @@ fn empty_schema() -> Value {
 
 impl Catalog {
     pub fn load(path: &Path) -> Result<Self> {
-        let text = std::fs::read_to_string(path)
+        let text = crate::bounded::read_text(path, crate::bounded::MAX_CATALOG_BYTES, "a catalog")
             .with_context(|| format!("reading the catalog {}", path.display()))?;
         Self::parse(&text).with_context(|| format!("parsing the catalog {}", path.display()))
     }

@@ -2,6 +2,7 @@
 //! plugin, used by its tests, benchmarks and the `host-harness` CLI.
 
 pub mod atomic_write;
+pub mod bounded;
 pub mod catalog;
 pub mod commands;
 pub mod home;

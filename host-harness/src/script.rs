@@ -328,8 +328,8 @@ pub enum Resend {
 
 impl Script {
     pub fn load(path: &Path) -> Result<Self> {
-        let text =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = crate::yaml::read_bounded(path)
+            .with_context(|| format!("reading {}", path.display()))?;
         Self::parse(path, &text)
     }
 

@@ -3,7 +3,6 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt;
-use std::io::Read as _;
 use std::path::{Path, PathBuf};
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -136,19 +135,7 @@ impl LocatedValue {
 /// The text of the file at `path`, refused when it is larger than
 /// [`MAX_FILE_BYTES`] (without reading more than that).
 pub fn read_bounded(path: &Path) -> std::io::Result<String> {
-    let file = std::fs::File::open(path)?;
-    let mut text = String::new();
-    file.take(MAX_FILE_BYTES + 1).read_to_string(&mut text)?;
-    if text.len() as u64 > MAX_FILE_BYTES {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::FileTooLarge,
-            format!(
-                "the file is larger than {} MiB, the most a YAML file here may have",
-                MAX_FILE_BYTES >> 20
-            ),
-        ));
-    }
-    Ok(text)
+    crate::bounded::read_text(path, MAX_FILE_BYTES, "a YAML file here")
 }
 
 /// The parser's message without the location it repeats and without advice

@@ -33,5 +33,5 @@ mod component;
 
 pub use config::ConfigError;
 pub use config::Strategy;
-pub use lazy_tools::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
+pub use lazy_tools::{LazyTools, MAX_STATE_BYTES, PluginError, Resolution, ToolResult, Verdict};
 pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};

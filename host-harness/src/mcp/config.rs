@@ -131,7 +131,7 @@ impl McpConfig {
     /// Reads `<profile>/mcp.yml`; no file means no servers.
     pub fn load(profile_dir: &Path) -> Result<Self, ProfileError> {
         let path = profile_dir.join(MCP_FILE);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match crate::yaml::read_bounded(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(source) => return Err(ProfileError::Unreadable { path, source }),

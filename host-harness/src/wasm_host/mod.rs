@@ -141,7 +141,7 @@ impl WasmHost {
 
     /// Loads and compiles the component at `path`, once per content.
     pub fn load(&self, path: &Path) -> Result<PluginComponent> {
-        let bytes = std::fs::read(path)
+        let bytes = read_component(path)
             .with_context(|| format!("reading the plugin component {}", path.display()))?;
         let sha256 = hex(&Sha256::digest(&bytes));
         if let Some(found) = self.lock_compiled().get(&sha256) {
@@ -202,7 +202,7 @@ impl WasmHost {
         {
             return Ok((loaded, LoadedFrom::Cache));
         }
-        let bytes = match std::fs::read(path) {
+        let bytes = match read_component(path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 return Err(LoadError::Missing(path.to_path_buf()));
@@ -609,6 +609,15 @@ impl<T> IntoAnyhow<T> for wasmtime::Result<T> {
 }
 
 /// Lowercase hex of `bytes` (how sha256 digests are written everywhere).
+/// The bytes of the component file at `path`, within [`crate::bounded::MAX_COMPONENT_BYTES`].
+pub fn read_component(path: &Path) -> std::io::Result<Vec<u8>> {
+    crate::bounded::read(
+        path,
+        crate::bounded::MAX_COMPONENT_BYTES,
+        "a plugin component",
+    )
+}
+
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

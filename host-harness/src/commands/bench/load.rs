@@ -43,7 +43,8 @@ pub fn load(path: &Path, runs: usize, compile_runs: usize) -> Result<()> {
         bail!("--runs and --compile-runs must be at least 1");
     }
     let host = WasmHost::global();
-    let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
+    let bytes = crate::wasm_host::read_component(path)
+        .with_context(|| format!("reading {}", path.display()))?;
     let sha256 = hex(&Sha256::digest(&bytes));
     let dir = tempfile::tempdir().context("creating a temporary cache folder")?;
     let cache = CompiledCache::new(dir.path().join("cache"), dir.path().join("cache.key"));

@@ -15,8 +15,9 @@ pub struct LabelledQuery {
 }
 
 pub fn load(path: &Path) -> Result<Vec<LabelledQuery>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the query file {}", path.display()))?;
+    let text =
+        crate::bounded::read_text(path, crate::bounded::MAX_QUERY_FILE_BYTES, "a query file")
+            .with_context(|| format!("reading the query file {}", path.display()))?;
     parse(&text).with_context(|| format!("in the query file {}", path.display()))
 }
 

@@ -153,8 +153,9 @@ impl StateArgs {
             .into_iter()
             .next()
             .context("--resume: the profile runs no plugin to restore into")?;
-        let state =
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let limit = lazy_tools::MAX_STATE_BYTES as u64;
+        let state = crate::bounded::read_text(path, limit, "a saved state")
+            .with_context(|| format!("reading {}", path.display()))?;
         session
             .shell
             .restore_state(&plugin, &state)

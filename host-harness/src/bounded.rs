@@ -1,0 +1,76 @@
+//! Reading a file the user names, within a size: a path can name `/dev/zero`, a FIFO or a file
+//! of gigabytes, and reading it whole would hang the harness or exhaust its memory.
+
+use std::io::Read as _;
+use std::path::Path;
+
+/// The most a catalog file may hold: a catalog of 100,000 real tools is about 100 MB.
+pub const MAX_CATALOG_BYTES: u64 = 256 << 20;
+/// The most a query file may hold.
+pub const MAX_QUERY_FILE_BYTES: u64 = 64 << 20;
+/// The most a component file may hold: lazy-tools' is about 3 MB.
+pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
+
+/// The bytes of the regular file at `path`, refused when it is not a regular file or holds
+/// more than `limit` bytes (without reading more than that). `what` names the file in the
+/// error (`a catalog`).
+pub fn read(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    let file = std::fs::File::open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("not a regular file; {what} must be one"),
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!(
+                "the file is larger than {} MiB, the most {what} may have",
+                limit >> 20
+            ),
+        ));
+    }
+    Ok(bytes)
+}
+
+/// [`read`] as UTF-8 text.
+pub fn read_text(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {
+    String::from_utf8(read(path, limit, what)?).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_too_large_or_not_regular_is_refused_without_reading_it_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        std::fs::write(&path, "x".repeat(2 << 20)).unwrap();
+        assert_eq!(read(&path, 2 << 20, "a test file").unwrap().len(), 2 << 20);
+        let err = read(&path, 1 << 20, "a test file").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "the file is larger than 1 MiB, the most a test file may have"
+        );
+        // A device that never ends, and a folder.
+        let err = read(Path::new("/dev/zero"), 1 << 20, "a catalog").unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file; a catalog must be one");
+        assert!(read(dir.path(), 1 << 20, "a catalog").is_err());
+        std::fs::write(&path, b"ok \xff").unwrap();
+        assert_eq!(
+            read_text(&path, 1 << 20, "a test file")
+                .unwrap_err()
+                .to_string(),
+            "not UTF-8 text (byte 3)"
+        );
+    }
+}
