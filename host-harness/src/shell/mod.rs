@@ -22,6 +22,12 @@ pub use crate::shell_core::{GroupLoader, LazyGroupDecl, ShellCore, ShellError};
 pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::wasm_host::{LimitExceeded, Limits, PluginComponent, PluginInstance, WasmHost};
 
+/// The most a call's arguments may hold, as JSON text. A model's reply is far smaller; a
+/// bigger one would be refused by the shell's model API anyway, and handed to the plugins'
+/// pre-execute hooks it can exhaust their memory or their deadline, which would quarantine
+/// them and lift their restrictions.
+pub const MAX_ARGUMENT_BYTES: usize = 8 << 20;
+
 /// What became of a tool call.
 #[derive(Debug, Clone, PartialEq)]
 pub enum CallOutcome {
@@ -744,6 +750,13 @@ impl Shell {
             return Ok(CallOutcome::Refused(format!("unknown tool `{tool}`")));
         }
         let arguments_json = arguments.to_string();
+        if arguments_json.len() > MAX_ARGUMENT_BYTES {
+            return Ok(CallOutcome::Refused(format!(
+                "the arguments of `{tool}` are {} bytes of JSON; at most {} MiB",
+                arguments_json.len(),
+                MAX_ARGUMENT_BYTES >> 20
+            )));
+        }
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
             if plugin.quarantined.is_some() {

@@ -5,7 +5,7 @@
 
 use std::time::{Duration, Instant};
 
-use host_harness::shell::{CallOutcome, InstallError, Origin, Shell, Tool};
+use host_harness::shell::{CallOutcome, InstallError, MAX_ARGUMENT_BYTES, Origin, Shell, Tool};
 use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
 use serde_json::{Value, json};
 
@@ -347,4 +347,31 @@ fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
     );
     assert!(started.elapsed() < Duration::from_secs(2));
     assert_eq!(shell.quarantined().count(), 0);
+}
+
+#[test]
+fn oversized_arguments_are_refused_before_any_plugin_sees_them() {
+    let mut shell = Shell::new();
+    shell
+        .register_tools(["read", "gh_issue"].map(|n| Tool::new(n, "", Origin::Builtin)))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    let lazy = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &lazy, &json!({"defer": ["gh_*"]}))
+        .unwrap();
+    // 300 MB of arguments used to exhaust the plugin's memory in pre-execute: the shell
+    // quarantined it, and the deferred tool it had just denied then ran.
+    let huge = json!({"text": "A".repeat(MAX_ARGUMENT_BYTES)});
+    let outcome = shell.call("main", "read", &huge).unwrap();
+    let CallOutcome::Refused(reason) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(
+        reason.starts_with("the arguments of `read` are 8388619 bytes of JSON; at most 8 MiB"),
+        "{reason}"
+    );
+    assert_eq!(shell.quarantined().count(), 0);
+    let denied = shell.call("main", "gh_issue", &json!({})).unwrap();
+    assert!(matches!(denied, CallOutcome::Denied { .. }), "{denied:?}");
 }

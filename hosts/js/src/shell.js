@@ -7,6 +7,9 @@ import { importObject } from './host-imports.js';
 import { PluginInstance, describeConfigError, describePluginError } from './plugin.js';
 import { Tool, ofAgent } from './tools.js';
 
+/** The most a call's arguments may hold, as JSON text (the Rust harness's limit). */
+export const MAX_ARGUMENT_BYTES = 8 << 20;
+
 /** A plugin rejected its config; `errors` are its `config-error`s. */
 export class ConfigRejected extends Error {
   constructor(plugin, errors) {
@@ -274,6 +277,14 @@ export class Shell {
       if (verdict.tag === 'deny') return { kind: 'denied', by: name, reason: verdict.val };
     }
     const argumentsJson = JSON.stringify(args);
+    // As the Rust harness: oversized arguments never reach a plugin's pre-execute.
+    const bytes = Buffer.byteLength(argumentsJson);
+    if (bytes > MAX_ARGUMENT_BYTES) {
+      return {
+        kind: 'refused',
+        reason: `the arguments of \`${tool}\` are ${bytes} bytes of JSON; at most ${MAX_ARGUMENT_BYTES >> 20} MiB`,
+      };
+    }
     for (const plugin of this.plugins) {
       const verdict = plugin.instance.preExecute(agent, tool, argumentsJson);
       if (verdict.tag === 'deny') return { kind: 'denied', by: plugin.id, reason: verdict.val };
