@@ -128,6 +128,48 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
 }
 
 #[test]
+fn a_session_says_why_a_server_has_no_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let profile = home.path().join("profiles/fx-fails");
+    std::fs::create_dir_all(&profile).unwrap();
+    std::fs::write(
+        profile.join("mcp.yml"),
+        format!(
+            "mcpServers:\n  fx:\n    command: {:?}\n    args: [--exit-at-start]\n    lazyStart: false\n",
+            fixture()
+        ),
+    )
+    .unwrap();
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args([
+            "session",
+            "--profile",
+            "fx-fails",
+            "--no-catalog",
+            "--steps",
+        ])
+        .arg(&steps)
+        .env("DSH_HOME", home.path())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: MCP server `fx` did not start: exited with status 7; its stderr ends: \
+             fixture: exiting at start as told; its tools are not in the session"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn two_tools_whose_names_the_shell_writes_alike_keep_a_name_and_a_call_each() {
     let cache = tempfile::tempdir().unwrap();
     let (mut shell, _handle) = session(

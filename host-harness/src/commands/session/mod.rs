@@ -18,7 +18,7 @@ use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};
-use crate::mcp::{self, ListingCache, McpConfig, SharedServers};
+use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
 use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
@@ -35,11 +35,40 @@ pub struct ProfileShell {
     pub running: Vec<EffectivePlugin>,
     /// The profile's MCP servers (`mcp.yml`), when it declares any.
     pub mcp: Option<SharedServers>,
+    /// How many of the servers' events [`ProfileShell::mcp_warnings`] has told.
+    mcp_told: usize,
 }
 
 impl ProfileShell {
     pub fn plugin_ids(&self) -> Vec<String> {
         self.running.iter().map(|p| p.row.id.clone()).collect()
+    }
+
+    /// What went wrong with the profile's MCP servers since the last call, a line each: a
+    /// server that does not start, or whose listing is refused, has no tools in the session,
+    /// and the user must hear why.
+    pub fn mcp_warnings(&mut self) -> Vec<String> {
+        let Some(mcp) = &self.mcp else {
+            return Vec::new();
+        };
+        let servers = mcp.lock();
+        let events = servers.events();
+        let new = events.get(self.mcp_told..).unwrap_or_default();
+        self.mcp_told = events.len();
+        new.iter()
+            .filter_map(|event| {
+                let (server, what, fault) = match event {
+                    Event::StartFailed { server, fault } => (server, "did not start", fault),
+                    Event::Failed { server, fault } => (server, "failed", fault),
+                    Event::Started { .. } | Event::ToolsChanged { .. } => return None,
+                };
+                Some(format!(
+                    "MCP server `{}` {what}: {}; its tools are not in the session",
+                    escape(server),
+                    escape(fault)
+                ))
+            })
+            .collect()
     }
 }
 
@@ -91,6 +120,7 @@ fn start_with(
         shell,
         running,
         mcp,
+        mcp_told: 0,
     })
 }
 
@@ -187,6 +217,7 @@ pub fn run(
 ) -> Result<()> {
     let Some(path) = steps else {
         let mut session = start(home, profile, catalog)?;
+        tell_mcp_warnings(&mut session);
         state.restore(&mut session)?;
         let stdin = std::io::stdin();
         let prompt = stdin.is_terminal();
@@ -211,6 +242,7 @@ pub fn run(
         set_up(&mut session.shell)?;
         session
     };
+    tell_mcp_warnings(&mut session);
     state.restore(&mut session)?;
     run_script(&mut session, &script, path, &mut std::io::stdout().lock())?;
     state.save(&mut session)
@@ -231,6 +263,13 @@ pub fn run_steps(
     run_script(session, &script, path, out)
 }
 
+/// Prints the MCP servers' new faults on standard error.
+fn tell_mcp_warnings(session: &mut ProfileShell) {
+    for warning in session.mcp_warnings() {
+        eprintln!("warning: {warning}");
+    }
+}
+
 /// Runs the steps and prints a transcript line per step; steps that address
 /// a plugin address the profile's first.
 fn run_script(
@@ -243,7 +282,9 @@ fn run_script(
     for (index, step) in script.steps.iter().enumerate() {
         let line = step.referenced.line();
         let transcript = run_step(&mut session.shell, &plugin, &step.value)
-            .with_context(|| format!("{}:{line}: step {} failed", path.display(), index + 1))?;
+            .with_context(|| format!("{}:{line}: step {} failed", path.display(), index + 1));
+        tell_mcp_warnings(session);
+        let transcript = transcript?;
         // One line per step, whatever the values in it hold.
         let shown = escape(&transcript);
         writeln!(

@@ -95,6 +95,9 @@ impl Repl {
                 Err(e) => writeln!(out, "error: {e:#}")?,
             }
             self.tell_quarantines(out)?;
+            for warning in self.session.mcp_warnings() {
+                writeln!(out, "warning: {warning}")?;
+            }
         }
     }
 
