@@ -130,15 +130,34 @@ impl ShellNames {
         let mut name = plain.clone();
         let mut next = 2;
         while !self.taken.insert(name.clone()) {
-            name = format!("{plain}-{next}");
+            // The suffix fits within the longest name (the plain name is ASCII).
+            let suffix = format!("-{next}");
+            let keep = plain.len().min(MAX_SHELL_NAME_CHARS - suffix.len());
+            name = format!("{}{suffix}", &plain[..keep]);
             next += 1;
         }
         name
     }
 }
 
+/// The longest name the shell gives a tool: the longest the plugin's guard tools take back
+/// (`tool_search {tool_names}`, `defer_execute_tool`). A longer one is cut, and ends in a hash
+/// of the whole, so that names cut alike still differ.
+pub const MAX_SHELL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
+
 /// The name the shell gives tool `tool` of MCP server `server`.
 pub fn shell_name(server: &str, tool: &str) -> String {
+    let whole = whole_shell_name(server, tool);
+    if whole.len() <= MAX_SHELL_NAME_CHARS {
+        return whole;
+    }
+    // Every character is ASCII here, so a byte index is a character boundary.
+    let digest = xxhash_rust::xxh3::xxh3_64(whole.as_bytes());
+    let hash = format!("-{digest:016x}");
+    format!("{}{hash}", &whole[..MAX_SHELL_NAME_CHARS - hash.len()])
+}
+
+fn whole_shell_name(server: &str, tool: &str) -> String {
     let clean = |s: &str| -> String {
         s.chars()
             .map(|c| {
@@ -156,6 +175,27 @@ pub fn shell_name(server: &str, tool: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_too_long_for_the_plugin_is_cut_and_ends_in_a_hash_of_the_whole() {
+        let long = "x".repeat(400);
+        let name = shell_name("server", &long);
+        assert_eq!(name.len(), MAX_SHELL_NAME_CHARS);
+        assert!(name.starts_with("server__xxx"), "{name}");
+        let other = shell_name("server", &format!("{long}y"));
+        assert_eq!(other.len(), MAX_SHELL_NAME_CHARS);
+        assert_ne!(name, other);
+        assert_eq!(name, shell_name("server", &long), "the same every time");
+        // Two tools whose cut names clean alike: the second's suffix fits too.
+        let mut names = ShellNames::default();
+        let first = names.name("server", &format!("{long}.a"));
+        let second = names.name("server", &format!("{long}-a"));
+        assert_ne!(first, second);
+        assert!(
+            second.len() <= MAX_SHELL_NAME_CHARS && second.ends_with("-2"),
+            "{second}"
+        );
+    }
 
     #[test]
     fn names_are_qualified_and_clean() {
