@@ -111,7 +111,11 @@ pub fn report(
     for name in &to_activate {
         let outcome = shell.call(&agent, "defer_execute_tool", &json!({"toolName": name}))?;
         if !matches!(&outcome, CallOutcome::Completed(out) if !out.is_error) {
-            bail!("activating `{name}` failed: {outcome:?}");
+            bail!(
+                "activating `{}` failed: {}",
+                escape(name),
+                escape(&outcome.to_string())
+            );
         }
     }
     let (after_activation, _) = cost(&shell.assemble(&agent)?, tokenizer);

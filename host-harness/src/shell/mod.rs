@@ -17,7 +17,9 @@ pub use self::builtins::core_builtins;
 // The core and the tool types live below the shell (plugins see the core
 // through `host_view`); they are re-exported where the shell's users look.
 use crate::catalog::Catalog;
-use crate::plugin_api::{CallResolution, ConfigError, Explanation, LocatedExplanation, Verdict};
+use crate::plugin_api::{
+    CallResolution, ConfigError, Explanation, LocatedExplanation, Verdict, describe_plugin_error,
+};
 pub use crate::shell_core::{GroupLoader, LazyGroupDecl, ShellCore, ShellError};
 pub use crate::tool::{AgentId, Origin, Tool, ToolSchema, names};
 use crate::wasm_host::{LimitExceeded, Limits, PluginComponent, PluginInstance, WasmHost};
@@ -37,6 +39,18 @@ pub enum CallOutcome {
     Refused(String),
     /// The tool ran.
     Completed(ToolOutput),
+}
+
+impl std::fmt::Display for CallOutcome {
+    /// The outcome as the model would read it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Denied { by, reason } => write!(f, "denied by {by}: {reason}"),
+            Self::Refused(reason) => write!(f, "refused: {reason}"),
+            Self::Completed(output) if output.is_error => write!(f, "error: {}", output.text),
+            Self::Completed(output) => write!(f, "ok: {}", output.text),
+        }
+    }
 }
 
 /// What the model receives on a request, as far as tools go.
@@ -219,7 +233,13 @@ impl Shell {
                 .instance
                 .agent_forked(&id, parent, source)
                 .with_context(|| format!("plugin `{}` trapped in agent-forked", plugin.id))?
-                .map_err(|e| anyhow!("plugin `{}` refused fork `{id}`: {e}", plugin.id))?;
+                .map_err(|e| {
+                    anyhow!(
+                        "plugin `{}` refused fork `{id}`: {}",
+                        plugin.id,
+                        describe_plugin_error(&e)
+                    )
+                })?;
         }
         Ok(id)
     }
@@ -453,7 +473,9 @@ impl Shell {
     pub fn export_state(&mut self, id: &str) -> Result<String> {
         let index = self.live_index(id)?;
         match self.plugins[index].instance.export_state() {
-            Ok(Some(state)) => state.map_err(|e| anyhow!("plugin `{id}`: {e}")),
+            Ok(Some(state)) => {
+                state.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
+            }
             Ok(None) => bail!(
                 "plugin `{id}` speaks dsh:tool-restriction@{}, which cannot save its state",
                 self.plugins[index].instance.contract_version()
@@ -539,7 +561,9 @@ impl Shell {
             bail!("plugin `{id}` speaks dsh:tool-restriction@{version}, which has no explain");
         }
         match self.plugins[index].instance.explain_located(agent, tool) {
-            Ok(explained) => explained.map_err(|e| anyhow!("plugin `{id}`: {e}")),
+            Ok(explained) => {
+                explained.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
+            }
             Err(failure) => {
                 self.quarantine(index, "explain", &failure);
                 bail!(
@@ -560,7 +584,9 @@ impl Shell {
                 continue;
             }
             let text = match plugin.instance.system_prompt(agent) {
-                Ok(text) => text.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Ok(text) => text.map_err(|e| {
+                    anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
+                })?,
                 Err(failure) => {
                     self.quarantine(index, "system-prompt", &failure);
                     continue;
@@ -601,7 +627,9 @@ impl Shell {
                 continue;
             }
             let view = match plugin.instance.visible_tools(agent) {
-                Ok(view) => view.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Ok(view) => view.map_err(|e| {
+                    anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
+                })?,
                 Err(failure) => {
                     self.quarantine(index, "visible-tools", &failure);
                     continue;
@@ -723,7 +751,10 @@ impl Shell {
                     is_error: result.is_error,
                 }))
             }
-            Ok(Err(e)) => bail!("plugin `{plugin}` could not resolve `{tool}`: {e}"),
+            Ok(Err(e)) => bail!(
+                "plugin `{plugin}` could not resolve `{tool}`: {}",
+                describe_plugin_error(&e)
+            ),
             Err(failure) => {
                 let reason = failure_reason(&failure);
                 let plugin = plugin.clone();
@@ -805,9 +836,12 @@ impl Shell {
             .instance
             .execute(agent, tool, &arguments_json)
         {
-            Ok(result) => {
-                result.map_err(|e| anyhow!("plugin `{owner}` refused to run `{tool}`: {e}"))?
-            }
+            Ok(result) => result.map_err(|e| {
+                anyhow!(
+                    "plugin `{owner}` refused to run `{tool}`: {}",
+                    describe_plugin_error(&e)
+                )
+            })?,
             Err(failure) => {
                 let reason = failure_reason(&failure);
                 self.quarantine(index, "execute", &failure);
@@ -843,8 +877,13 @@ impl Shell {
         let plugin = &mut self.plugins[index];
         match plugin.instance.agent_created(agent, parent) {
             Ok(created) => {
-                created
-                    .map_err(|e| anyhow!("plugin `{}` refused agent `{agent}`: {e}", plugin.id))?;
+                created.map_err(|e| {
+                    anyhow!(
+                        "plugin `{}` refused agent `{agent}`: {}",
+                        plugin.id,
+                        describe_plugin_error(&e)
+                    )
+                })?;
                 Ok(Ok(()))
             }
             Err(failure) => Ok(Err(failure)),
@@ -872,7 +911,9 @@ impl Shell {
                 continue;
             }
             match plugin.instance.registry_changed() {
-                Ok(changed) => changed.map_err(|e| anyhow!("plugin `{}`: {e}", plugin.id))?,
+                Ok(changed) => changed.map_err(|e| {
+                    anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
+                })?,
                 Err(failure) => self.quarantine(index, "registry-changed", &failure),
             }
         }

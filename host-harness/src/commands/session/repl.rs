@@ -8,7 +8,7 @@ use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use super::{MAIN_AGENT, ProfileShell};
-use crate::shell::{CallOutcome, names};
+use crate::shell::names;
 use crate::terminal::Escaping;
 use crate::tokens::Tokenizer;
 use lazy_tools::suggest::did_you_mean;
@@ -165,14 +165,8 @@ impl Repl {
             serde_json::from_str(json)
                 .with_context(|| format!("the arguments are not JSON: {json}"))?
         };
-        match self.session.shell.call(&self.agent, tool, &arguments)? {
-            CallOutcome::Denied { by, reason } => writeln!(out, "denied by {by}: {reason}")?,
-            CallOutcome::Refused(reason) => writeln!(out, "refused: {reason}")?,
-            CallOutcome::Completed(output) => {
-                let status = if output.is_error { "error" } else { "ok" };
-                writeln!(out, "{status}: {}", output.text)?;
-            }
-        }
+        let outcome = self.session.shell.call(&self.agent, tool, &arguments)?;
+        writeln!(out, "{outcome}")?;
         Ok(())
     }
 
