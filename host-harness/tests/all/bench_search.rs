@@ -157,3 +157,28 @@ fn the_benchmark_measures_the_component_it_is_given() {
         "{error:#}"
     );
 }
+
+#[test]
+fn the_rankings_never_replace_the_files_the_run_reads() {
+    let catalog = write("guarded-catalog.json", CATALOG);
+    let queries = write("guarded-queries.jsonl", QUERIES);
+    for (victim, what) in [(&queries, "the query file"), (&catalog, "the catalog")] {
+        let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+            .args(["bench", "search", "--catalog"])
+            .arg(&catalog)
+            .arg("--queries")
+            .arg(&queries)
+            .arg("--rankings")
+            .arg(victim)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(!output.status.success());
+        assert!(
+            stderr.contains(&format!("is {what}; write the rankings to another file")),
+            "{stderr}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(&queries).unwrap(), QUERIES);
+    assert_eq!(std::fs::read_to_string(&catalog).unwrap(), CATALOG);
+}

@@ -4,7 +4,7 @@
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use serde_json::{Map, Value, json};
 
 use super::component::{ComponentSearch, Found};
@@ -13,6 +13,7 @@ use super::queries::{self, LabelledQuery};
 use crate::catalog::Catalog;
 use crate::commands::args::CatalogArg;
 use crate::peers::{self, PeerTool};
+use crate::terminal::escape;
 
 /// How to print the figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -68,7 +69,7 @@ impl Report {
         for (name, by_kind) in &self.scorers {
             for (kind, m) in by_kind {
                 // A kind is the query file's own text.
-                let kind = crate::terminal::escape(kind);
+                let kind = escape(kind);
                 lines.push(format!(
                     "{name:<16} {kind:<8} {:>4} {:>6.3} {:>6.3} {:>9.3} {:>6.3}",
                     m.n, m.hit_at_1, m.hit_at_5, m.recall_at_5, m.mrr_at_5
@@ -171,22 +172,45 @@ pub struct Args {
     component: Option<PathBuf>,
 }
 
+/// Whether `a` and `b` name the same existing file (through links and `..` too).
+fn same_file(a: &Path, b: &Path) -> bool {
+    match (a.canonicalize(), b.canonicalize()) {
+        (Ok(a), Ok(b)) => a == b,
+        _ => false,
+    }
+}
+
 /// As deep as `tool_search`'s `top_k` goes.
 const MAX_DEPTH: i64 = 50;
 
 impl Args {
     pub fn run(self) -> Result<()> {
-        let catalog = Catalog::load(&self.catalog.path())?;
+        let catalog_path = self.catalog.path();
+        // Checked before the run: the rankings must not replace what the run reads.
+        if let Some(path) = &self.rankings {
+            for (input, what) in [
+                (&self.queries, "the query file"),
+                (&catalog_path, "the catalog"),
+            ] {
+                if same_file(path, input) {
+                    bail!(
+                        "--rankings {} is {what}; write the rankings to another file",
+                        escape(&path.display().to_string())
+                    );
+                }
+            }
+        }
+        let catalog = Catalog::load(&catalog_path)?;
         let queries = queries::load(&self.queries)?;
         let report = evaluate(
             &catalog,
             &queries,
             self.depth as usize,
             self.component.as_deref(),
-            |w| eprintln!("warning: {}", crate::terminal::escape(&w)),
+            |w| eprintln!("warning: {}", escape(&w)),
         )?;
         if let Some(path) = &self.rankings {
-            std::fs::write(path, report.rankings_jsonl(&queries))
+            crate::atomic_write::write_atomic(path, report.rankings_jsonl(&queries).as_bytes())
                 .with_context(|| format!("writing the rankings to {}", path.display()))?;
         }
         match self.format {
