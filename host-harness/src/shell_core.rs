@@ -559,8 +559,14 @@ impl ShellCore {
     }
 
     pub fn create_agent(&mut self, id: &str, parent: Option<&str>) -> Result<(), ShellError> {
-        let name = id.rsplit('/').next().unwrap_or(id);
+        // An id is its parent's id and one name more: `main/a/b` made under `main` would be
+        // a child of an agent that does not exist.
+        let (above, name) = match id.rsplit_once('/') {
+            Some((above, name)) => (Some(above), name),
+            None => (None, id),
+        };
         if name.is_empty()
+            || above != parent
             || !name
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
@@ -955,6 +961,26 @@ mod tests {
             "cannot restrict `main`: unknown tool `nope`"
         );
         assert!(core.restriction("main", "p").is_none());
+    }
+
+    #[test]
+    fn an_agent_id_is_its_parents_and_one_name_more() {
+        let mut core = core();
+        for (id, parent) in [
+            ("main/a/b", Some("main")),
+            ("main/x/../y", Some("main")),
+            ("main/a", None),
+            ("a", Some("main")),
+            ("main/", Some("main")),
+        ] {
+            assert_eq!(
+                core.create_agent(id, parent),
+                Err(ShellError::InvalidAgentName(id.into())),
+                "{id} under {parent:?}"
+            );
+        }
+        core.create_agent("main/a", Some("main")).unwrap();
+        core.create_agent("main/a/b", Some("main/a")).unwrap();
     }
 
     #[test]
