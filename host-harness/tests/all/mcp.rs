@@ -170,6 +170,44 @@ fn a_session_says_why_a_server_has_no_tools() {
 }
 
 #[test]
+fn a_server_whose_tools_a_catalog_registered_already_is_named_with_its_file() {
+    let home = tempfile::tempdir().unwrap();
+    let profile = home.path().join("profiles/twice");
+    std::fs::create_dir_all(&profile).unwrap();
+    std::fs::write(
+        profile.join("mcp.yml"),
+        format!("mcpServers:\n  fx:\n    command: {:?}\n", fixture()),
+    )
+    .unwrap();
+    let catalog = home.path().join("catalog.json");
+    std::fs::write(
+        &catalog,
+        r#"{"servers": [{"name": "fx", "tools": [{"name": "echo"}]}]}"#,
+    )
+    .unwrap();
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(["session", "--profile", "twice", "--catalog"])
+        .arg(&catalog)
+        .env("DSH_HOME", home.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    let file = profile.join("mcp.yml");
+    assert!(
+        stderr.contains(&format!(
+            "error: starting the MCP servers of {}: a server's tool takes a name that is \
+             registered already (a server of the same name in the --catalog does that: run \
+             with --no-catalog, or rename the server): a tool named `fx__echo` is already \
+             registered in the global scope",
+            file.display()
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn two_tools_whose_names_the_shell_writes_alike_keep_a_name_and_a_call_each() {
     let cache = tempfile::tempdir().unwrap();
     let (mut shell, _handle) = session(

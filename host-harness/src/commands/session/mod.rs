@@ -22,7 +22,7 @@ use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
 use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
-use crate::shell::{Shell, core_builtins};
+use crate::shell::{Shell, ShellError, core_builtins};
 use crate::terminal::escape;
 
 /// The agent every session starts with.
@@ -106,11 +106,23 @@ fn start_with(
     let mcp = if servers.servers.is_empty() {
         None
     } else {
-        Some(mcp::attach(
-            &mut shell,
-            &servers,
-            ListingCache::in_home(home.root()),
-        )?)
+        Some(
+            mcp::attach(&mut shell, &servers, ListingCache::in_home(home.root())).map_err(|e| {
+                let file = escape(&dir.join(mcp::MCP_FILE).display().to_string()).into_owned();
+                let taken = matches!(
+                    e.downcast_ref::<ShellError>(),
+                    Some(ShellError::DuplicateTool { .. })
+                );
+                let hint = if taken {
+                    ": a server's tool takes a name that is registered already (a server of the \
+                 same name in the --catalog does that: run with --no-catalog, or rename the \
+                 server)"
+                } else {
+                    ""
+                };
+                e.context(format!("starting the MCP servers of {file}{hint}"))
+            })?,
+        )
     };
     let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
