@@ -302,8 +302,8 @@ fn guard_tools_cannot_take_another_tools_name() {
     );
 }
 
-#[test]
-fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
+/// A shell with `read` and `gh_issue`, agent `main`, and lazy-tools deferring `gh_*`.
+fn deferring_gh() -> Shell {
     let mut shell = Shell::new();
     shell
         .register_tools(["read", "gh_issue"].map(|n| Tool::new(n, "", Origin::Builtin)))
@@ -313,6 +313,12 @@ fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
     shell
         .install_plugin("lazy-tools", &lazy, &json!({"defer": ["gh_*"]}))
         .unwrap();
+    shell
+}
+
+#[test]
+fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
+    let mut shell = deferring_gh();
     let before = names(&mut shell, "main");
     assert!(!before.contains(&"gh_issue".to_string()), "{before:?}");
 
@@ -351,15 +357,7 @@ fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
 
 #[test]
 fn oversized_arguments_are_refused_before_any_plugin_sees_them() {
-    let mut shell = Shell::new();
-    shell
-        .register_tools(["read", "gh_issue"].map(|n| Tool::new(n, "", Origin::Builtin)))
-        .unwrap();
-    shell.create_agent("main", None).unwrap();
-    let lazy = WasmHost::global().lazy_tools().unwrap();
-    shell
-        .install_plugin("lazy-tools", &lazy, &json!({"defer": ["gh_*"]}))
-        .unwrap();
+    let mut shell = deferring_gh();
     // 300 MB of arguments used to exhaust the plugin's memory in pre-execute: the shell
     // quarantined it, and the deferred tool it had just denied then ran.
     let huge = json!({"text": "A".repeat(MAX_ARGUMENT_BYTES)});

@@ -165,6 +165,23 @@ fn run(command: &mut Command) -> String {
     String::from_utf8(output.stdout).unwrap().trim().to_string()
 }
 
+/// `host-harness session` running the steps file `steps` in `profile` over `catalog`.
+fn run_steps(profile: &str, catalog: &str, steps: &Path) -> (bool, String, String) {
+    let steps = steps.to_str().unwrap();
+    harness(
+        &[
+            "session",
+            "--profile",
+            profile,
+            "--catalog",
+            catalog,
+            "--steps",
+            steps,
+        ],
+        "",
+    )
+}
+
 /// Runs `host-harness` with the world's home, feeding `stdin`.
 fn harness(args: &[&str], stdin: &str) -> (bool, String, String) {
     harness_in(&world().home, args, stdin)
@@ -356,18 +373,7 @@ fn a_session_shows_control_characters_from_a_catalog_and_never_obeys_them() {
         "steps:\n  - call: {agent: main, tool: tool_search, args: {tool_names: [s__t]}, expect: {outcome: ok}}\n",
     )
     .unwrap();
-    let scripted = harness(
-        &[
-            "session",
-            "--profile",
-            profile,
-            "--catalog",
-            catalog,
-            "--steps",
-            steps.to_str().unwrap(),
-        ],
-        "",
-    );
+    let scripted = run_steps(profile, catalog, &steps);
     let played = harness(
         &["session", "--profile", profile, "--catalog", catalog],
         "tools\ncall tool_search {\"tool_names\": [\"s__t\"]}\nnext\nquit\n",
@@ -408,18 +414,7 @@ fn session_and_explain_run_the_installed_plugin() {
 ",
     )
     .unwrap();
-    let (ok, stdout, stderr) = harness(
-        &[
-            "session",
-            "--profile",
-            profile,
-            "--catalog",
-            catalog,
-            "--steps",
-            steps.to_str().unwrap(),
-        ],
-        "",
-    );
+    let (ok, stdout, stderr) = run_steps(profile, catalog, &steps);
     assert!(ok, "{stderr}");
     assert!(stdout.ends_with("4 steps passed\n"), "{stdout}");
 

@@ -127,37 +127,46 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
     assert_eq!(starts(&handle).len(), 1);
 }
 
+/// `host-harness session` in a home of its own, whose profile `profile` has only `mcp_yml`
+/// (the fixture server's path written in for `{fixture}`); `args` follow `--profile`.
+fn session_command(
+    home: &Path,
+    profile: &str,
+    mcp_yml: &str,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Output {
+    let dir = home.join("profiles").join(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = format!("{:?}", fixture());
+    std::fs::write(dir.join("mcp.yml"), mcp_yml.replace("{fixture}", &fixture)).unwrap();
+    std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(["session", "--profile", profile])
+        .args(args)
+        .env("DSH_HOME", home)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
-    let profile = home.path().join("profiles/fx-fails");
-    std::fs::create_dir_all(&profile).unwrap();
-    std::fs::write(
-        profile.join("mcp.yml"),
-        format!(
-            "mcpServers:\n  fx:\n    command: {:?}\n    args: [--exit-at-start]\n    lazyStart: false\n",
-            fixture()
-        ),
-    )
-    .unwrap();
     let steps = home.path().join("steps.yml");
     std::fs::write(
         &steps,
         "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .args([
-            "session",
-            "--profile",
-            "fx-fails",
-            "--no-catalog",
-            "--steps",
-        ])
-        .arg(&steps)
-        .env("DSH_HOME", home.path())
-        .output()
-        .unwrap();
+    let output = session_command(
+        home.path(),
+        "fx-fails",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-at-start]\n    lazyStart: false\n",
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(
@@ -172,29 +181,21 @@ fn a_session_says_why_a_server_has_no_tools() {
 #[test]
 fn a_server_whose_tools_a_catalog_registered_already_is_named_with_its_file() {
     let home = tempfile::tempdir().unwrap();
-    let profile = home.path().join("profiles/twice");
-    std::fs::create_dir_all(&profile).unwrap();
-    std::fs::write(
-        profile.join("mcp.yml"),
-        format!("mcpServers:\n  fx:\n    command: {:?}\n", fixture()),
-    )
-    .unwrap();
     let catalog = home.path().join("catalog.json");
     std::fs::write(
         &catalog,
         r#"{"servers": [{"name": "fx", "tools": [{"name": "echo"}]}]}"#,
     )
     .unwrap();
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .args(["session", "--profile", "twice", "--catalog"])
-        .arg(&catalog)
-        .env("DSH_HOME", home.path())
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
+    let output = session_command(
+        home.path(),
+        "twice",
+        "mcpServers:\n  fx:\n    command: {fixture}\n",
+        &["--catalog".as_ref(), catalog.as_os_str()],
+    );
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success());
-    let file = profile.join("mcp.yml");
+    let file = home.path().join("profiles/twice/mcp.yml");
     assert!(
         stderr.contains(&format!(
             "error: starting the MCP servers of {}: a server's tool takes a name that is \
