@@ -390,6 +390,48 @@ fn a_session_shows_control_characters_from_a_catalog_and_never_obeys_them() {
 }
 
 #[test]
+fn a_session_that_fails_a_step_still_saves_what_was_loaded() {
+    let w = world();
+    let profile = "saving";
+    add(profile, &format!("git:{}", w.url()));
+    let dir = w.profile_dir(profile);
+    std::fs::write(
+        dir.join("cordis.patch.yml"),
+        "- id: lazy-tools\n  config:\n    defer: [\"Defer(*)\"]\n    noDefer: [read]\n",
+    )
+    .unwrap();
+    let catalog = Path::new(env!("CARGO_MANIFEST_DIR")).join("../catalogs/reference-servers.json");
+    let steps = dir.join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:
+  - call: {agent: main, tool: tool_search, args: {tool_names: [github__create_issue]}, expect: {outcome: ok}}
+  - visible: {agent: main, includes: [no_such_tool]}
+",
+    )
+    .unwrap();
+    let saved = dir.join("state.json");
+    let (ok, _, stderr) = harness(
+        &[
+            "session",
+            "--profile",
+            profile,
+            "--catalog",
+            catalog.to_str().unwrap(),
+            "--steps",
+            steps.to_str().unwrap(),
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+        "",
+    );
+    assert!(!ok, "the second step fails");
+    assert!(stderr.contains("step 2 failed"), "{stderr}");
+    let state = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert!(state.contains("github__create_issue"), "{state}");
+}
+
+#[test]
 fn session_and_explain_run_the_installed_plugin() {
     let w = world();
     let profile = "session";

@@ -173,8 +173,8 @@ impl SessionArgs {
 /// through the plugins' `export-state` / `restore-state` (WIT 0.3.0).
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct StateArgs {
-    /// When the session ends, write the first plugin's load state (JSON)
-    /// to this file.
+    /// When the session ends (a failed step ends it too), write the first
+    /// plugin's load state (JSON) to this file.
     #[arg(long, value_name = "FILE")]
     pub save: Option<PathBuf>,
     /// Before the steps run, restore a load state written by `--save`
@@ -256,8 +256,10 @@ pub fn run(
     };
     tell_mcp_warnings(&mut session);
     state.restore(&mut session)?;
-    run_script(&mut session, &script, path, &mut std::io::stdout().lock())?;
-    state.save(&mut session)
+    let ran = run_script(&mut session, &script, path, &mut std::io::stdout().lock());
+    // A failed step ends the session too: what was loaded until then is saved.
+    let saved = state.save(&mut session);
+    ran.and(saved)
 }
 
 /// Runs a steps file on a started session: its tools, catalog and agents
