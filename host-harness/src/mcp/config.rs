@@ -270,6 +270,16 @@ fn server(name: &str, entry: &Value, at: &str) -> Result<ServerConfig, Found> {
             }
             let args = list(entry.get("args"), &pointer(&[at, "args"]), &mut found);
             let env = string_map(entry.get("env"), &pointer(&[at, "env"]), &mut found);
+            // The process would get `A=B=1` for a key `A=B`, and `=1` for an empty one.
+            for key in env
+                .keys()
+                .filter(|k| k.is_empty() || k.contains(['=', '\0']))
+            {
+                found.push((
+                    pointer(&[at, "env", key]),
+                    "an environment variable's name is not empty and holds no `=` or NUL".into(),
+                ));
+            }
             let cwd = match entry.get("cwd") {
                 None | Some(Value::Null) => None,
                 Some(value) => text(value, &pointer(&[at, "cwd"]), &mut found).map(PathBuf::from),
@@ -540,6 +550,21 @@ mod tests {
             );
         }
         assert_eq!(err.lines().count(), expected.len(), "{err}");
+    }
+
+    #[test]
+    fn an_environment_variable_needs_a_name_without_equals() {
+        let err = parse("mcpServers:\n  s:\n    command: x\n    env:\n      A=B: 1\n      \"\": 2\n      OK: 3\n")
+            .unwrap_err();
+        let expected = "an environment variable's name is not empty and holds no `=` or NUL";
+        assert_eq!(
+            err.lines().collect::<Vec<_>>(),
+            [
+                format!("mcp.yml:6:7: server `s`: {expected}"),
+                format!("mcp.yml:5:7: server `s`: {expected}"),
+            ],
+            "{err}"
+        );
     }
 
     #[test]
