@@ -339,10 +339,7 @@ impl Script {
                 .location()
                 .map(|l| format!("{}:{}:{}", path.display(), l.line(), l.column()))
                 .unwrap_or_else(|| path.display().to_string());
-            anyhow!(
-                "{place}: {}",
-                e.to_string().lines().next().unwrap_or_default()
-            )
+            anyhow!("{place}: {}", crate::yaml::first_line(&e.to_string()))
         })
     }
 
@@ -754,5 +751,32 @@ mod tests {
         let err =
             Script::parse(Path::new("s.yml"), "steps:\n  - visibel: {agent: main}\n").unwrap_err();
         assert!(err.to_string().starts_with("s.yml:2:"), "{err}");
+    }
+
+    #[test]
+    fn a_scripts_yaml_errors_say_what_is_wrong_for_a_person() {
+        let error = |text: &str| {
+            Script::parse(Path::new("s.yml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            error("steps: []\n---\nsteps: []\n"),
+            "s.yml:3:1: the file holds several YAML documents; a file here holds one"
+        );
+        assert_eq!(
+            error("steps:\n  - visible: {agent: main, agent: x}\n"),
+            "s.yml:2:28: duplicate mapping key: agent"
+        );
+        let deep = format!(
+            "steps:\n  - call: {{agent: main, tool: read, args: {}1{}}}\n",
+            "{a: ".repeat(200),
+            "}".repeat(200)
+        );
+        assert!(
+            error(&deep).ends_with(": the document is nested deeper than a file here may be"),
+            "{}",
+            error(&deep)
+        );
     }
 }

@@ -140,8 +140,18 @@ pub fn read_bounded(path: &Path) -> std::io::Result<String> {
 
 /// The parser's message without the location it repeats and without advice
 /// meant for programmers.
-fn first_line(message: &str) -> String {
+pub(crate) fn first_line(message: &str) -> String {
     let line = message.lines().next().unwrap_or(message).trim();
+    // serde-saphyr's limits, said as the limits of a file here.
+    if line.contains("budget breached: Nodes") {
+        return "the document has more YAML nodes than a file here may have".into();
+    }
+    if line.contains("budget breached: Depth") {
+        return "the document is nested deeper than a file here may be".into();
+    }
+    if line.contains("multiple YAML documents detected") {
+        return "the file holds several YAML documents; a file here holds one".into();
+    }
     let line = line.strip_prefix("error: ").unwrap_or(line);
     let line = match line
         .strip_prefix("line ")
