@@ -134,7 +134,7 @@ impl McpConfig {
         let text = match crate::yaml::read_bounded(&path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
-            Err(source) => return Err(ProfileError::Unreadable { path, source }),
+            Err(cause) => return Err(ProfileError::Unreadable { path, cause }),
         };
         Ok(Self::parse(&path, &text)?)
     }

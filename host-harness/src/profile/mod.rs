@@ -73,10 +73,12 @@ pub enum ProfileError {
     /// The profile's files say something wrong; nothing was changed.
     #[error(transparent)]
     Invalid(#[from] Problems),
-    #[error("reading {}: {source}", escape(&path.display().to_string()))]
+    // Not `source`: the message says the cause already, and a chain printed whole would say
+    // it twice.
+    #[error("reading {}: {cause}", escape(&path.display().to_string()))]
     Unreadable {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
 }
 
@@ -214,10 +216,10 @@ fn read_yaml(path: &Path, shown: &Path) -> Result<Option<LocatedValue>, ProfileE
     let text = match crate::yaml::read_bounded(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(source) => {
+        Err(cause) => {
             return Err(ProfileError::Unreadable {
                 path: path.to_path_buf(),
-                source,
+                cause,
             });
         }
     };
@@ -378,9 +380,15 @@ mod tests {
         let dir = profile("", "");
         let path = dir.path().join(INSTALLED_FILE);
         std::fs::write(&path, "#".repeat(crate::yaml::MAX_FILE_BYTES as usize + 10)).unwrap();
-        let err = Profile::load(dir.path()).unwrap_err().to_string();
-        assert!(err.contains(&path.display().to_string()), "{err}");
-        assert!(err.contains("larger than 8 MiB"), "{err}");
+        let err = anyhow::Error::new(Profile::load(dir.path()).unwrap_err());
+        // Printed as a chain, as the harness prints errors: the cause said once.
+        assert_eq!(
+            format!("{err:#}"),
+            format!(
+                "reading {}: the file is larger than 8 MiB, the most a YAML file here may have",
+                path.display()
+            )
+        );
     }
 
     #[test]
