@@ -608,16 +608,25 @@ impl<T> IntoAnyhow<T> for wasmtime::Result<T> {
     }
 }
 
-/// Lowercase hex of `bytes` (how sha256 digests are written everywhere).
-/// The bytes of the component file at `path`, within [`crate::bounded::MAX_COMPONENT_BYTES`].
+/// The bytes of the component file at `path`, within [`crate::bounded::MAX_COMPONENT_BYTES`],
+/// refused at once when they are not WebAssembly (wasmtime would say so in a debug dump of the
+/// first bytes).
 pub fn read_component(path: &Path) -> std::io::Result<Vec<u8>> {
-    crate::bounded::read(
+    let bytes = crate::bounded::read(
         path,
         crate::bounded::MAX_COMPONENT_BYTES,
         "a plugin component",
-    )
+    )?;
+    if !bytes.starts_with(b"\0asm") {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            "not a WebAssembly component: it does not begin with `\\0asm`",
+        ));
+    }
+    Ok(bytes)
 }
 
+/// Lowercase hex of `bytes` (how sha256 digests are written everywhere).
 pub fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }

@@ -174,6 +174,27 @@ fn a_missing_or_changed_component_is_reported() {
         )
     );
     assert!(!Path::new(&f.cache.entry_path(&other, host.engine_key())).exists());
+
+    // A file that is not WebAssembly is said to be so, not shown as wasmtime's dump of its
+    // first bytes; a device is refused before it is read.
+    let text = f.component.with_file_name("hosts.wasm");
+    std::fs::write(&text, "127.0.0.1 localhost\n").unwrap();
+    for (path, why) in [
+        (
+            text.as_path(),
+            "not a WebAssembly component: it does not begin with `\\0asm`",
+        ),
+        (
+            Path::new("/dev/zero"),
+            "not a regular file; a plugin component must be one",
+        ),
+    ] {
+        let err = host.load_through_cache(path, None, &f.cache).unwrap_err();
+        assert_eq!(
+            format!("{:#}", anyhow::Error::from(err)),
+            format!("reading the plugin component {}: {why}", path.display())
+        );
+    }
 }
 
 /// Writes `entry`'s two files into `cache` as a copy would.
