@@ -13,6 +13,7 @@ use anyhow::{Context as _, Result, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::terminal::escape;
 use crate::tool::{Origin, SearchText, Tool};
 
 #[derive(Debug, Clone, Deserialize)]
@@ -67,14 +68,14 @@ impl Catalog {
         for (s, server) in self.servers.iter().enumerate() {
             for (t, tool) in server.tools.iter().enumerate() {
                 let place = format!("/servers/{s}/tools/{t}");
-                let server_name = server.name.escape_debug();
+                let server_name = escape(&server.name);
                 if tool.name.is_empty() {
                     bail!("{place}: a tool of server `{server_name}` has an empty name");
                 }
                 match first.entry((&server.name, &tool.name)) {
                     Entry::Occupied(at) => bail!(
                         "{place}: tool `{}` of server `{server_name}` is listed twice (first at {})",
-                        tool.name.escape_debug(),
+                        escape(&tool.name),
                         at.get()
                     ),
                     Entry::Vacant(entry) => {
