@@ -56,21 +56,47 @@ impl Catalog {
     }
 
     pub fn parse(text: &str) -> Result<Self> {
-        let catalog: Catalog = serde_json::from_str(text)?;
+        let mut unread = Vec::new();
+        let mut json = serde_json::Deserializer::from_str(text);
+        let catalog: Catalog =
+            serde_ignored::deserialize(&mut json, |path| unread.push(pointer(&path)))?;
+        json.end()?;
+        if let Some(key) = unread.iter().find(|key| !may_go_unread(key)) {
+            bail!("{}: {}", join(key), unread_key_problem(key));
+        }
         catalog.check()?;
         Ok(catalog)
     }
 
-    /// A server lists each of its tools once, by a name that is not empty, as an MCP server's
-    /// `tools/list` must: a tool's id (`server/tool`) then names one tool.
+    /// A server has a name without `/`, so that a tool's id (`server/tool`) splits one way. It
+    /// lists each of its tools once, by a name that is not empty, with an object schema, as an
+    /// MCP server's `tools/list` must: the id then names one tool.
     fn check(&self) -> Result<()> {
         let mut first: HashMap<(&str, &str), String> = HashMap::new();
         for (s, server) in self.servers.iter().enumerate() {
+            let server_name = escape(&server.name);
+            if server.name.is_empty() {
+                bail!("/servers/{s}/name: a server has an empty name");
+            }
+            if server.name.contains('/') {
+                bail!(
+                    "/servers/{s}/name: server `{server_name}` has a `/` in its name; \
+                     a tool's id is `server/tool`, so a server's name may not hold one"
+                );
+            }
             for (t, tool) in server.tools.iter().enumerate() {
                 let place = format!("/servers/{s}/tools/{t}");
-                let server_name = escape(&server.name);
                 if tool.name.is_empty() {
                     bail!("{place}: a tool of server `{server_name}` has an empty name");
+                }
+                let schema_type = tool.input_schema.get("type").and_then(Value::as_str);
+                if schema_type != Some("object") {
+                    bail!(
+                        "{place}/inputSchema: tool `{}` of server `{server_name}` takes {}; \
+                         an MCP tool's inputSchema is a JSON Schema object with \"type\": \"object\"",
+                        escape(&tool.name),
+                        schema_kind(&tool.input_schema)
+                    );
                 }
                 match first.entry((&server.name, &tool.name)) {
                     Entry::Occupied(at) => bail!(
@@ -116,6 +142,101 @@ impl Catalog {
     }
 }
 
+/// The keys of an MCP `Tool` that the shell does not read (MCP 2025-11-25), and the catalog's
+/// own that only say where it came from. A key starting with `x-` is an extension; any other key
+/// nothing reads is most likely a typo (`descripton`) that would lose text silently.
+const UNREAD_TOOL_KEYS: &[&str] = &[
+    "title",
+    "outputSchema",
+    "annotations",
+    "icons",
+    "execution",
+    "_meta",
+];
+const UNREAD_SERVER_KEYS: &[&str] = &["package", "version", "title", "_meta"];
+const UNREAD_CATALOG_KEYS: &[&str] = &["source"];
+
+fn may_go_unread(key: &[String]) -> bool {
+    let known: &[&str] = match key.len() {
+        1 => UNREAD_CATALOG_KEYS,
+        3 => UNREAD_SERVER_KEYS,
+        5 => UNREAD_TOOL_KEYS,
+        _ => &[],
+    };
+    key.last()
+        .is_some_and(|last| last.starts_with("x-") || known.contains(&last.as_str()))
+}
+
+fn unread_key_problem(key: &[String]) -> String {
+    let last = key.last().map_or("", String::as_str);
+    let (what, read): (&str, &[&str]) = match key.len() {
+        1 => ("the catalog", &["servers"]),
+        3 => ("a server", &["name", "description", "category", "tools"]),
+        _ => (
+            "a tool",
+            &["name", "description", "inputSchema", "x-lazy-tools"],
+        ),
+    };
+    let mut problem = format!("unknown key `{}` in {what}", escape(last));
+    if let Some(near) = read
+        .iter()
+        .find(|read| strsim::jaro_winkler(read, last) > 0.85)
+    {
+        problem.push_str(&format!(" (did you mean `{near}`?)"));
+    }
+    problem.push_str(&format!(
+        "; the shell reads {}; an extension's key starts with `x-`",
+        read.iter()
+            .map(|k| format!("`{k}`"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    problem
+}
+
+/// A serde path as the segments of a JSON pointer.
+fn pointer(path: &serde_ignored::Path) -> Vec<String> {
+    use serde_ignored::Path;
+    match path {
+        Path::Root => Vec::new(),
+        Path::Seq { parent, index } => {
+            let mut segments = pointer(parent);
+            segments.push(index.to_string());
+            segments
+        }
+        Path::Map { parent, key } => {
+            let mut segments = pointer(parent);
+            segments.push(key.clone());
+            segments
+        }
+        Path::Some { parent }
+        | Path::NewtypeStruct { parent }
+        | Path::NewtypeVariant { parent } => pointer(parent),
+    }
+}
+
+/// A JSON pointer (RFC 6901) to `segments`, escaped for a terminal.
+fn join(segments: &[String]) -> String {
+    segments
+        .iter()
+        .map(|s| format!("/{}", escape(&s.replace('~', "~0").replace('/', "~1"))))
+        .collect()
+}
+
+fn schema_kind(schema: &Value) -> String {
+    match schema {
+        Value::Object(object) => match object.get("type") {
+            None => "an object schema without a \"type\"".to_owned(),
+            Some(kind) => format!("a schema of type {}", escape(&kind.to_string())),
+        },
+        Value::Array(_) => "an array".to_owned(),
+        Value::String(_) => "a string".to_owned(),
+        Value::Number(_) => "a number".to_owned(),
+        Value::Bool(_) => "a boolean".to_owned(),
+        Value::Null => "null".to_owned(),
+    }
+}
+
 /// Gives tools their shell names, each name once. Two tools whose names differ only in
 /// characters the shell replaces (`get.forecast` and `get-forecast`) would share one; the
 /// later gets `-2` (or `-3`, ...), so that neither is lost and each call reaches its tool.
@@ -143,7 +264,8 @@ impl ShellNames {
 
 /// The longest name the shell gives a tool: the longest the plugin's guard tools take back
 /// (`tool_search {tool_names}`, `defer_execute_tool`). A longer one is cut, and ends in a hash
-/// of the whole, so that names cut alike still differ.
+/// of the whole (the first 8 bytes of its SHA-256, which every host has at hand), so that names
+/// cut alike still differ.
 pub const MAX_SHELL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
 
 /// The name the shell gives tool `tool` of MCP server `server`.
@@ -153,8 +275,11 @@ pub fn shell_name(server: &str, tool: &str) -> String {
         return whole;
     }
     // Every character is ASCII here, so a byte index is a character boundary.
-    let digest = xxhash_rust::xxh3::xxh3_64(whole.as_bytes());
-    let hash = format!("-{digest:016x}");
+    use sha2::{Digest as _, Sha256};
+    let digest = Sha256::digest(whole.as_bytes());
+    let hash: String = std::iter::once("-".to_owned())
+        .chain(digest[..8].iter().map(|byte| format!("{byte:02x}")))
+        .collect();
     format!("{}{hash}", &whole[..MAX_SHELL_NAME_CHARS - hash.len()])
 }
 
@@ -187,6 +312,8 @@ mod tests {
         assert_eq!(other.len(), MAX_SHELL_NAME_CHARS);
         assert_ne!(name, other);
         assert_eq!(name, shell_name("server", &long), "the same every time");
+        // The JS host names it alike (hosts/js/test/shell.test.js holds the same name).
+        assert!(name.ends_with("-4734b5a448156761"), "{name}");
         // Two tools whose cut names clean alike: the second's suffix fits too.
         let mut names = ShellNames::default();
         let first = names.name("server", &format!("{long}.a"));
@@ -244,6 +371,73 @@ mod tests {
         assert_eq!(
             nameless.to_string(),
             "/servers/0/tools/0: a tool of server `s` has an empty name"
+        );
+    }
+
+    #[test]
+    fn a_key_nothing_reads_is_an_error_at_its_place_unless_mcp_or_an_extension_defines_it() {
+        let typo = Catalog::parse(
+            r#"{"servers": [{"name": "s", "tools": [
+                {"name": "t"}, {"name": "u", "descripton": "lost"}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            typo.to_string(),
+            "/servers/0/tools/1/descripton: unknown key `descripton` in a tool (did you mean \
+             `description`?); the shell reads `name`, `description`, `inputSchema`, \
+             `x-lazy-tools`; an extension's key starts with `x-`"
+        );
+        let server =
+            Catalog::parse(r#"{"servers": [{"name": "s", "tool": [], "tools": []}]}"#).unwrap_err();
+        assert!(
+            server.to_string().starts_with(
+                "/servers/0/tool: unknown key `tool` in a server (did you mean `tools`?)"
+            ),
+            "{server}"
+        );
+        // What a real `tools/list` holds beside what the shell reads, and extensions, load.
+        let real = Catalog::parse(
+            r#"{"source": "tools/list", "x-by": "me", "servers": [{"name": "s", "package": "p",
+                "tools": [{"name": "t", "title": "T", "annotations": {"readOnlyHint": true},
+                           "outputSchema": {"type": "object"}, "_meta": {}, "x-vendor": 1}]}]}"#,
+        );
+        assert!(real.is_ok(), "{real:?}");
+    }
+
+    #[test]
+    fn a_schema_that_is_not_an_object_schema_or_a_server_name_with_a_slash_is_an_error() {
+        let array = Catalog::parse(
+            r#"{"servers": [{"name": "s", "tools": [{"name": "t", "inputSchema": []}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            array.to_string(),
+            "/servers/0/tools/0/inputSchema: tool `t` of server `s` takes an array; an MCP \
+             tool's inputSchema is a JSON Schema object with \"type\": \"object\""
+        );
+        let string = Catalog::parse(
+            r#"{"servers": [{"name": "s", "tools": [
+                {"name": "t", "inputSchema": {"type": "string"}}]}]}"#,
+        )
+        .unwrap_err();
+        assert!(
+            string
+                .to_string()
+                .contains("takes a schema of type \"string\""),
+            "{string}"
+        );
+        let slash = Catalog::parse(r#"{"servers": [{"name": "a/b", "tools": [{"name": "c"}]}]}"#)
+            .unwrap_err();
+        assert!(
+            slash
+                .to_string()
+                .starts_with("/servers/0/name: server `a/b` has a `/` in its name"),
+            "{slash}"
+        );
+        let empty = Catalog::parse(r#"{"servers": [{"name": "", "tools": []}]}"#).unwrap_err();
+        assert_eq!(
+            empty.to_string(),
+            "/servers/0/name: a server has an empty name"
         );
     }
 

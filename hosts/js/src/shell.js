@@ -2,6 +2,8 @@
 // restriction layers, a pre-execute waterfall, prompt assembly, and
 // restriction plugins running as WebAssembly components through jco.
 
+import { createHash } from 'node:crypto';
+
 import { ShellCore } from './core.js';
 import { importObject } from './host-imports.js';
 import { PluginInstance, describeConfigError, describePluginError } from './plugin.js';
@@ -423,25 +425,89 @@ function emulatedRun(tool, args) {
   };
 }
 
+/** The longest tool name the plugin's guard tools take back; a longer one is cut. */
+export const MAX_SHELL_NAME_CHARS = 256;
+
+/** The name the shell gives tool `tool` of MCP server `server`, as the Rust harness does. */
+export function shellName(server, tool) {
+  const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
+  const whole = `${clean(server)}__${clean(tool)}`;
+  if (whole.length <= MAX_SHELL_NAME_CHARS) return whole;
+  const hash = `-${createHash('sha256').update(whole).digest('hex').slice(0, 16)}`;
+  return whole.slice(0, MAX_SHELL_NAME_CHARS - hash.length) + hash;
+}
+
+// Keys the shell does not read but MCP (2025-11-25) or the catalog format defines; any other
+// key nothing reads, unless an extension's (`x-`), is most likely a typo that loses text.
+const READ_KEYS = {
+  catalog: ['servers'],
+  server: ['name', 'description', 'category', 'tools'],
+  tool: ['name', 'description', 'inputSchema', 'x-lazy-tools'],
+};
+const UNREAD_KEYS = {
+  catalog: ['source'],
+  server: ['package', 'version', 'title', '_meta'],
+  tool: ['title', 'outputSchema', 'annotations', 'icons', 'execution', '_meta'],
+};
+
+function checkKeys(object, what, place) {
+  for (const key of Object.keys(object)) {
+    if (READ_KEYS[what].includes(key) || UNREAD_KEYS[what].includes(key) || key.startsWith('x-')) continue;
+    const pointer = `${place}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
+    const read = READ_KEYS[what].map((k) => `\`${k}\``).join(', ');
+    const noun = what === 'catalog' ? 'the catalog' : `a ${what}`;
+    throw new Error(
+      `${pointer}: unknown key \`${key}\` in ${noun}; the shell reads ${read}; an extension's key starts with \`x-\``,
+    );
+  }
+}
+
+function schemaKind(schema) {
+  if (schema === null) return 'null';
+  if (Array.isArray(schema)) return 'an array';
+  if (typeof schema === 'object') {
+    return 'type' in schema ? `a schema of type ${JSON.stringify(schema.type)}` : 'an object schema without a "type"';
+  }
+  return { string: 'a string', number: 'a number', boolean: 'a boolean' }[typeof schema] ?? typeof schema;
+}
+
 /**
  * A catalog's tools as MCP tools named `<server>__<tool>` (unsafe characters become `-`; a name
  * an earlier tool took gets `-2`, `-3`, ...), as the Rust harness names them. A server that lists
- * a tool twice, or a tool without a name, is an error at the entry's place.
+ * a tool twice, a tool without a name or an object schema, a server name that is empty or holds
+ * `/`, and a key nothing reads are errors at the entry's place, as in the Rust harness.
  */
 export function catalogTools(catalog) {
-  const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
+  checkKeys(catalog, 'catalog', '');
   const first = new Map();
   const taken = new Set();
   const unique = (plain) => {
     let name = plain;
-    for (let next = 2; taken.has(name); next++) name = `${plain}-${next}`;
+    for (let next = 2; taken.has(name); next++) {
+      const suffix = `-${next}`;
+      name = plain.slice(0, MAX_SHELL_NAME_CHARS - suffix.length) + suffix;
+    }
     taken.add(name);
     return name;
   };
-  return catalog.servers.flatMap((server, s) =>
-    (server.tools ?? []).map((tool, t) => {
+  return catalog.servers.flatMap((server, s) => {
+    checkKeys(server, 'server', `/servers/${s}`);
+    if (!server.name) throw new Error(`/servers/${s}/name: a server has an empty name`);
+    if (server.name.includes('/')) {
+      throw new Error(
+        `/servers/${s}/name: server \`${server.name}\` has a \`/\` in its name; a tool's id is \`server/tool\`, so a server's name may not hold one`,
+      );
+    }
+    return (server.tools ?? []).map((tool, t) => {
       const place = `/servers/${s}/tools/${t}`;
+      checkKeys(tool, 'tool', place);
       if (!tool.name) throw new Error(`${place}: a tool of server \`${server.name}\` has an empty name`);
+      const schema = tool.inputSchema ?? { type: 'object', properties: {} };
+      if (schema === null || typeof schema !== 'object' || Array.isArray(schema) || schema.type !== 'object') {
+        throw new Error(
+          `${place}/inputSchema: tool \`${tool.name}\` of server \`${server.name}\` takes ${schemaKind(schema)}; an MCP tool's inputSchema is a JSON Schema object with "type": "object"`,
+        );
+      }
       const id = JSON.stringify([server.name, tool.name]);
       if (first.has(id)) {
         throw new Error(
@@ -450,10 +516,10 @@ export function catalogTools(catalog) {
       }
       first.set(id, place);
       const registered = new Tool(
-        unique(`${clean(server.name)}__${clean(tool.name)}`),
+        unique(shellName(server.name, tool.name)),
         tool.description ?? '',
         { tag: 'mcp', val: server.name },
-        tool.inputSchema ?? { type: 'object', properties: {} },
+        schema,
       );
       const extra = tool['x-lazy-tools'];
       if (extra !== undefined) {
@@ -465,6 +531,6 @@ export function catalogTools(catalog) {
         };
       }
       return registered;
-    }),
-  );
+    });
+  });
 }

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 
 import { ShellCore } from '../src/core.js';
 import { LocatedValue, renderConfigErrors } from '../src/located-yaml.js';
-import { Shell, catalogTools } from '../src/shell.js';
+import { MAX_SHELL_NAME_CHARS, Shell, catalogTools, shellName } from '../src/shell.js';
 import { Tool, builtin, ofAgent } from '../src/tools.js';
 
 const names = (tools) => tools.map((t) => t.name);
@@ -185,4 +185,35 @@ test('tools whose names clean alike keep a name each; a tool listed twice is an 
   assert.throws(() => catalogTools(catalog([{ name: '' }])), {
     message: '/servers/0/tools/0: a tool of server `Weather API` has an empty name',
   });
+});
+
+test('a name too long for the plugin is cut and ends in the hash the Rust harness gives it', () => {
+  const long = 'x'.repeat(400);
+  const name = shellName('server', long);
+  assert.equal(name.length, MAX_SHELL_NAME_CHARS);
+  // host-harness/src/catalog.rs asserts the same ending for the same tool.
+  assert.ok(name.startsWith('server__xxx') && name.endsWith('-4734b5a448156761'), name);
+  const [first, second] = catalogTools({
+    servers: [{ name: 'server', tools: [{ name: `${long}.a` }, { name: `${long}-a` }] }],
+  });
+  assert.notEqual(first.name, second.name);
+  assert.ok(second.name.length <= MAX_SHELL_NAME_CHARS && second.name.endsWith('-2'), second.name);
+});
+
+test('a catalog key nothing reads, a schema that is not an object schema, a server name with / are errors', () => {
+  const one = (tool, server = 's') => ({ servers: [{ name: server, tools: [tool] }] });
+  assert.throws(() => catalogTools(one({ name: 't', descripton: 'lost' })), {
+    message:
+      "/servers/0/tools/0/descripton: unknown key `descripton` in a tool; the shell reads `name`, `description`, `inputSchema`, `x-lazy-tools`; an extension's key starts with `x-`",
+  });
+  assert.throws(() => catalogTools(one({ name: 't', inputSchema: [] })), {
+    message:
+      '/servers/0/tools/0/inputSchema: tool `t` of server `s` takes an array; an MCP tool\'s inputSchema is a JSON Schema object with "type": "object"',
+  });
+  assert.throws(() => catalogTools(one({ name: 'c' }, 'a/b')), /^Error: \/servers\/0\/name: server `a\/b` has a `\/` in its name/);
+  const real = catalogTools({
+    source: 'tools/list',
+    servers: [{ name: 's', package: 'p', tools: [{ name: 't', title: 'T', annotations: {}, _meta: {}, 'x-vendor': 1 }] }],
+  });
+  assert.deepEqual(names(real), ['s__t']);
 });
