@@ -266,7 +266,7 @@ impl ShellNames {
 /// (`tool_search {tool_names}`, `defer_execute_tool`). A longer one is cut, and ends in a hash
 /// of the whole (the first 8 bytes of its SHA-256, which every host has at hand), so that names
 /// cut alike still differ.
-pub const MAX_SHELL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
+pub const MAX_SHELL_NAME_CHARS: usize = crate::shell_core::MAX_TOOL_NAME_CHARS;
 
 /// The name the shell gives tool `tool` of MCP server `server`.
 pub fn shell_name(server: &str, tool: &str) -> String {

@@ -24,7 +24,7 @@ pub struct Script {
     pub catalog: Option<String>,
     /// Tools registered before the plugin starts.
     #[serde(default)]
-    pub tools: Vec<ToolEntry>,
+    pub tools: Vec<Spanned<ToolEntry>>,
     /// Agents created before the plugin starts, parents first.
     #[serde(default)]
     pub agents: Vec<AgentEntry>,
@@ -80,12 +80,27 @@ impl ToolEntry {
         let description = spec
             .description
             .unwrap_or_else(|| format!("The {} tool.", spec.name.replace('_', " ")));
+        crate::shell_core::check_tool_name(&spec.name)?;
         let tool = Tool::new(spec.name, description, origin);
         Ok(match spec.parameters {
             Some(parameters) => tool.with_parameters(parameters),
             None => tool,
         })
     }
+}
+
+/// The tools of `entries`; a bad entry's error says its line.
+fn tools_of(entries: &[Spanned<ToolEntry>]) -> Result<Vec<Tool>> {
+    entries
+        .iter()
+        .map(|entry| {
+            let at = &entry.referenced;
+            entry
+                .value
+                .to_tool()
+                .with_context(|| format!("the tool at line {}, column {}", at.line(), at.column()))
+        })
+        .collect()
 }
 
 /// A lazy group and what loading it does.
@@ -96,7 +111,7 @@ pub struct LazyGroupSpec {
     pub description: String,
     /// What loading it registers.
     #[serde(default)]
-    pub tools: Vec<ToolEntry>,
+    pub tools: Vec<Spanned<ToolEntry>>,
     /// The tool names the shell declares before loading (default: the
     /// names of `tools`).
     #[serde(default)]
@@ -355,11 +370,7 @@ impl Script {
             shell.register_catalog(&Catalog::load(&base.join(catalog))?)?;
         }
         // Agent-scoped tools need their agent first.
-        let (scoped, global): (Vec<_>, Vec<_>) = self
-            .tools
-            .iter()
-            .map(ToolEntry::to_tool)
-            .collect::<Result<Vec<_>>>()?
+        let (scoped, global): (Vec<_>, Vec<_>) = tools_of(&self.tools)?
             .into_iter()
             .partition(|t| t.origin.scope().is_some());
         shell.register_tools(global)?;
@@ -371,11 +382,7 @@ impl Script {
             let mut decls = Vec::new();
             let mut groups = std::collections::BTreeMap::new();
             for spec in &self.lazy_groups {
-                let tools = spec
-                    .tools
-                    .iter()
-                    .map(ToolEntry::to_tool)
-                    .collect::<Result<Vec<_>>>()?;
+                let tools = tools_of(&spec.tools)?;
                 decls.push(LazyGroupDecl {
                     name: spec.name.clone(),
                     description: spec.description.clone(),
@@ -751,6 +758,23 @@ mod tests {
         let err =
             Script::parse(Path::new("s.yml"), "steps:\n  - visibel: {agent: main}\n").unwrap_err();
         assert!(err.to_string().starts_with("s.yml:2:"), "{err}");
+    }
+
+    #[test]
+    fn a_tool_entry_whose_name_the_model_could_not_call_is_an_error_at_its_line() {
+        let script = Script::parse(
+            Path::new("s.yml"),
+            "tools:\n  - bash\n  - {name: \"get forecast\", server: w}\n",
+        )
+        .unwrap();
+        let mut shell = Shell::new();
+        let err = script.set_up(&mut shell, Path::new(".")).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "the tool at line 3, column 5: invalid tool name `get forecast`: a tool's name is 1 \
+             to 256 characters without whitespace or control characters"
+        );
+        assert!(shell.core().tools().is_empty(), "nothing is registered");
     }
 
     #[test]

@@ -22,6 +22,11 @@ pub enum ShellError {
     AgentExists(String),
     #[error("invalid agent name `{0}`: use letters, digits, `-` and `_`")]
     InvalidAgentName(String),
+    #[error(
+        "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace or control characters",
+        crate::terminal::escape(.0)
+    )]
+    InvalidToolName(String),
     #[error("a tool named `{name}` is already registered in {scope}")]
     DuplicateTool { name: String, scope: String },
     #[error("the name `{name}` is taken by {by}: a tool cannot take another's name")]
@@ -30,6 +35,24 @@ pub enum ShellError {
     NoSuchTool { name: String, scope: String },
     #[error("cannot restrict `{agent}`: unknown tool {}", names.iter().map(|n| format!("`{n}`")).collect::<Vec<_>>().join(", "))]
     UnknownToolsInRestriction { agent: String, names: Vec<String> },
+}
+
+/// The longest tool name: the longest the plugin's guard tools take back.
+pub const MAX_TOOL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
+
+/// Whether `name` can name a tool: a model writes it back to call the tool, and the plugin's
+/// guard tools take it back, so it is 1 to 256 characters without whitespace or control
+/// characters. Punctuation stays: shells differ in what they allow (`.`, `/`), and patterns
+/// take it literally.
+pub fn check_tool_name(name: &str) -> Result<(), ShellError> {
+    let fits = !name.is_empty()
+        && name.chars().count() <= MAX_TOOL_NAME_CHARS
+        && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+    if fits {
+        Ok(())
+    } else {
+        Err(ShellError::InvalidToolName(name.to_owned()))
+    }
 }
 
 /// Counts a text's tokens with the model's tokenizer. The core only keeps one
@@ -488,6 +511,7 @@ impl ShellCore {
     }
 
     pub fn register(&mut self, tool: Tool) -> Result<(), ShellError> {
+        check_tool_name(&tool.name)?;
         if let Some(agent) = tool.origin.scope() {
             self.require_agent(agent)?;
         }
@@ -961,6 +985,34 @@ mod tests {
             "cannot restrict `main`: unknown tool `nope`"
         );
         assert!(core.restriction("main", "p").is_none());
+    }
+
+    #[test]
+    fn a_tool_name_the_model_could_not_call_is_refused() {
+        let mut core = core();
+        let longest = "x".repeat(MAX_TOOL_NAME_CHARS);
+        let too_long = format!("{longest}x");
+        for name in ["", "a b", "tab\t", "t\u{1b}[2J", &too_long] {
+            assert_eq!(
+                core.register(Tool::new(name, "d", Origin::Builtin)),
+                Err(ShellError::InvalidToolName(name.into())),
+                "{name:?}"
+            );
+        }
+        for name in [
+            longest.as_str(),
+            "gh-issue_2",
+            "get.forecast",
+            "a?c",
+            "名前",
+        ] {
+            assert_eq!(core.register(Tool::new(name, "d", Origin::Builtin)), Ok(()));
+        }
+        let shown = ShellError::InvalidToolName("t\u{1b}[2J".into()).to_string();
+        assert!(
+            shown.starts_with("invalid tool name `t\\u{1b}[2J`"),
+            "{shown}"
+        );
     }
 
     #[test]

@@ -68,6 +68,13 @@ export class ShellCore {
   }
 
   register(tool) {
+    // A model writes a tool's name back to call it, and the plugin's guard tools take it back:
+    // 1 to 256 characters without whitespace or control characters. Punctuation stays.
+    if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name)) {
+      throw new ShellError(
+        `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace or control characters`,
+      );
+    }
     if (tool.scope !== undefined) this.requireAgent(tool.scope);
     // A name has one owner (the shell, or one plugin) in every scope: a
     // plugin's guard tool could otherwise stand in for a tool the agent's
