@@ -6,43 +6,50 @@
 //! exceed its token cap it loses detail in fixed steps (descriptions, then
 //! names), and a truncated list says how many it left out.
 
-use std::collections::BTreeMap;
-
 use crate::config::CatalogMode;
 use crate::groups::GroupLine;
 use crate::guards::{DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH, first_sentence};
+use crate::names;
 use crate::registry::Registry;
 
-/// One deferred tool as the catalog shows it.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Entry {
-    pub name: String,
-    pub description: String,
+/// One deferred tool as the catalog shows it, borrowed from the registry: a catalog of
+/// 100,000 tools is sorted and rendered without copying their texts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Entry<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
     /// The server (group) name and description, if any.
-    pub group: Option<(String, String)>,
+    pub group: Option<(&'a str, &'a str)>,
 }
 
 /// The catalog entries of an agent's deferred tools (`deferred`: every tool
 /// the policy hides from it, loaded or not, so loading never changes the
 /// text), with the definitions `agent` sees.
-pub fn entries<'a>(
-    deferred: impl IntoIterator<Item = &'a str>,
-    registry: &Registry,
+pub fn entries<'r>(
+    deferred: impl IntoIterator<Item = &'r str>,
+    registry: &'r Registry,
     agent: &str,
-) -> Vec<Entry> {
+) -> Vec<Entry<'r>> {
     let mut entries: Vec<Entry> = deferred
         .into_iter()
         .filter_map(|name| registry.lookup(name, agent))
         .map(|tool| Entry {
-            name: tool.name.clone(),
-            description: tool.description.clone(),
+            name: &tool.name,
+            description: &tool.description,
             group: registry
                 .group_of(tool)
-                .map(|g| (g.name.clone(), g.description.clone())),
+                .map(|g| (g.name.as_str(), g.description.as_str())),
         })
         .collect();
-    entries.sort();
+    sort_by_name(&mut entries);
     entries
+}
+
+/// Sorted by name, each name once. Names are compared eight bytes at a time
+/// ([`names::compare`]): a catalog of 100,000 names is sorted in a short call.
+fn sort_by_name(entries: &mut Vec<Entry>) {
+    entries.sort_unstable_by(|a, b| names::compare(a.name, b.name));
+    entries.dedup_by(|a, b| names::same(a.name, b.name));
 }
 
 const DISPATCH_HEADER: &str = "Tool groups you can load (their tools are not in your tool \
@@ -65,18 +72,30 @@ pub fn render_dispatch(
     if lines.is_empty() || cap == 0 {
         return None;
     }
-    let fits = |text: &String| count(text) <= cap;
+    let fits = |text: &String| fits_in(text, cap, &count);
     for with_tools in [true, false] {
-        let text = dispatch_text(lines, lines.len(), with_tools, description_chars);
-        if fits(&text) {
-            return Some(text);
+        let whole = whole_if_it_fits(
+            lines.len(),
+            |k| dispatch_text(lines, k, with_tools, description_chars, Rest::Unsaid),
+            fits,
+        );
+        if whole.is_some() {
+            return whole;
         }
     }
     largest_fitting(
         lines.len(),
-        |k| dispatch_text(lines, k, false, description_chars),
+        |k| dispatch_text(lines, k, false, description_chars, Rest::Said),
         fits,
     )
+}
+
+/// Whether a text cut to its first `k` items says how many it left out: a probe for whether
+/// the whole fits does not, so that a prefix never costs more than the whole.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Rest {
+    Said,
+    Unsaid,
 }
 
 fn dispatch_text(
@@ -84,6 +103,7 @@ fn dispatch_text(
     k: usize,
     with_tools: bool,
     description_chars: usize,
+    rest: Rest,
 ) -> String {
     let mut text = String::from(DISPATCH_HEADER);
     for line in &lines[..k] {
@@ -104,7 +124,7 @@ fn dispatch_text(
             text.push_str(&format!(" ({} tools)", line.tools.len()));
         }
     }
-    if k < lines.len() {
+    if k < lines.len() && rest == Rest::Said {
         text.push_str(&format!(
             "\n… and {} more groups; find their tools with {TOOL_SEARCH}.",
             lines.len() - k
@@ -125,18 +145,21 @@ pub fn render(
     if mode == CatalogMode::None || entries.is_empty() || cap == 0 {
         return None;
     }
-    entries.sort();
-    entries.dedup_by(|a, b| a.name == b.name);
-    let fits = |text: &String| count(text) <= cap;
+    sort_by_name(&mut entries);
+    let fits = |text: &String| fits_in(text, cap, &count);
     match mode {
         CatalogMode::None => None,
         CatalogMode::Names => {
-            let full = names_with_descriptions(&entries, description_chars);
-            if fits(&full) {
-                return Some(full);
+            let whole = whole_if_it_fits(
+                entries.len(),
+                |k| names_with_descriptions(&entries[..k], description_chars),
+                fits,
+            );
+            if whole.is_some() {
+                return whole;
             }
-            let ordered = round_robin(&entries);
-            largest_fitting(ordered.len(), |k| names_only(&ordered, k), fits)
+            let order = round_robin(&entries);
+            largest_fitting(order.len(), |k| names_only(&entries, &order, k), fits)
         }
         CatalogMode::Groups => {
             let groups = group(&entries);
@@ -145,14 +168,36 @@ pub fn render(
                 GroupDetail::Description,
                 GroupDetail::Count,
             ] {
-                let text = groups_text(&groups, groups.len(), detail, description_chars);
-                if fits(&text) {
-                    return Some(text);
+                let whole = whole_if_it_fits(
+                    groups.len(),
+                    |k| {
+                        groups_text(
+                            &entries,
+                            &groups,
+                            k,
+                            detail,
+                            description_chars,
+                            Rest::Unsaid,
+                        )
+                    },
+                    fits,
+                );
+                if whole.is_some() {
+                    return whole;
                 }
             }
             largest_fitting(
                 groups.len(),
-                |k| groups_text(&groups, k, GroupDetail::Count, description_chars),
+                |k| {
+                    groups_text(
+                        &entries,
+                        &groups,
+                        k,
+                        GroupDetail::Count,
+                        description_chars,
+                        Rest::Said,
+                    )
+                },
                 fits,
             )
         }
@@ -171,8 +216,8 @@ fn names_with_descriptions(entries: &[Entry], description_chars: usize) -> Strin
     let mut text = String::from(NAMES_HEADER);
     for entry in entries {
         text.push_str("\n- ");
-        text.push_str(&entry.name);
-        let description = first_sentence(&entry.description, description_chars);
+        text.push_str(entry.name);
+        let description = first_sentence(entry.description, description_chars);
         if !description.is_empty() {
             text.push_str(": ");
             text.push_str(&description);
@@ -181,36 +226,43 @@ fn names_with_descriptions(entries: &[Entry], description_chars: usize) -> Strin
     text
 }
 
-/// The first `k` names (in round-robin order), comma-separated.
-fn names_only(ordered: &[&Entry], k: usize) -> String {
+/// The names of the first `k` entries of `order` (indices into the sorted `entries`),
+/// comma-separated. The shown names stay sorted, whichever were kept: marking them and
+/// walking `entries` keeps that order without comparing a string.
+fn names_only(entries: &[Entry], order: &[usize], k: usize) -> String {
+    let mut kept = vec![false; entries.len()];
+    for &at in &order[..k] {
+        kept[at] = true;
+    }
     let mut text = String::from(NAMES_HEADER);
     text.push('\n');
-    let names: Vec<&str> = ordered[..k].iter().map(|e| e.name.as_str()).collect();
-    // The shown names stay sorted, whichever were kept.
-    let mut sorted = names.clone();
-    sorted.sort_unstable();
-    text.push_str(&sorted.join(", "));
-    if k < ordered.len() {
+    let shown = entries
+        .iter()
+        .zip(&kept)
+        .filter_map(|(entry, &kept)| kept.then_some(entry.name));
+    for (i, name) in shown.enumerate() {
+        if i > 0 {
+            text.push_str(", ");
+        }
+        text.push_str(name);
+    }
+    if k < order.len() {
         text.push_str(&format!(
             "\n… and {} more; find them with {TOOL_SEARCH}.",
-            ordered.len() - k
+            order.len() - k
         ));
     }
     text
 }
 
-/// Entries ordered so that a prefix covers every group before a second tool
+/// Indices of `entries` ordered so that a prefix covers every group before a second tool
 /// of any: the first tool of each group, then the second, and so on.
-fn round_robin(entries: &[Entry]) -> Vec<&Entry> {
+fn round_robin(entries: &[Entry]) -> Vec<usize> {
     let groups = group(entries);
     let mut ordered = Vec::with_capacity(entries.len());
     let mut round = 0;
     while ordered.len() < entries.len() {
-        for (_, tools) in groups.values() {
-            if let Some(entry) = tools.get(round) {
-                ordered.push(*entry);
-            }
-        }
+        ordered.extend(groups.iter().filter_map(|g| g.tools.get(round)));
         round += 1;
     }
     ordered
@@ -226,28 +278,55 @@ enum GroupDetail {
     Count,
 }
 
-type Groups<'a> = BTreeMap<&'a str, (&'a str, Vec<&'a Entry>)>;
+/// A group of the catalog: its name, description and tools (indices into the entries, in
+/// their order).
+struct Group<'a> {
+    name: &'a str,
+    description: &'a str,
+    tools: Vec<usize>,
+}
 
-/// Entries by group name (tools without a group under "other"), sorted.
-fn group(entries: &[Entry]) -> Groups<'_> {
-    let mut groups: Groups = BTreeMap::new();
-    for entry in entries {
-        let (name, description) = match &entry.group {
-            Some((name, description)) => (name.as_str(), description.as_str()),
-            None => ("other", ""),
-        };
-        groups
-            .entry(name)
-            .or_insert_with(|| (description, Vec::new()))
-            .1
-            .push(entry);
+/// Tools without a group are listed under "other".
+fn group_name<'a>(entry: &Entry<'a>) -> &'a str {
+    entry.group.map_or("other", |(name, _)| name)
+}
+
+/// The entries' groups, sorted by name. A hash map finds each entry's group: a tree keyed by
+/// name would compare strings for each of 100,000 entries.
+fn group<'a>(entries: &[Entry<'a>]) -> Vec<Group<'a>> {
+    let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut groups: Vec<Group> = Vec::new();
+    for (index, entry) in entries.iter().enumerate() {
+        let name = group_name(entry);
+        let slot = *at.entry(name).or_insert_with(|| {
+            groups.push(Group {
+                name,
+                description: entry.group.map_or("", |(_, description)| description),
+                tools: Vec::new(),
+            });
+            groups.len() - 1
+        });
+        groups[slot].tools.push(index);
     }
+    groups.sort_unstable_by(|a, b| names::compare(a.name, b.name));
     groups
 }
 
-fn groups_text(groups: &Groups, k: usize, detail: GroupDetail, description_chars: usize) -> String {
+fn groups_text(
+    entries: &[Entry],
+    groups: &[Group],
+    k: usize,
+    detail: GroupDetail,
+    description_chars: usize,
+    rest: Rest,
+) -> String {
     let mut text = String::from(GROUPS_HEADER);
-    for (name, (description, tools)) in groups.iter().take(k) {
+    for Group {
+        name,
+        description,
+        tools,
+    } in &groups[..k]
+    {
         let count = match tools.len() {
             1 => "1 tool".to_string(),
             n => format!("{n} tools"),
@@ -259,12 +338,16 @@ fn groups_text(groups: &Groups, k: usize, detail: GroupDetail, description_chars
             text.push_str(&description);
         }
         if matches!(detail, GroupDetail::Tools) {
-            let names: Vec<&str> = tools.iter().map(|e| e.name.as_str()).collect();
             text.push_str(" — ");
-            text.push_str(&names.join(", "));
+            for (i, &at) in tools.iter().enumerate() {
+                if i > 0 {
+                    text.push_str(", ");
+                }
+                text.push_str(entries[at].name);
+            }
         }
     }
-    if k < groups.len() {
+    if k < groups.len() && rest == Rest::Said {
         text.push_str(&format!(
             "\n… and {} more groups; find their tools with {TOOL_SEARCH}.",
             groups.len() - k
@@ -273,15 +356,76 @@ fn groups_text(groups: &Groups, k: usize, detail: GroupDetail, description_chars
     text
 }
 
-/// The text for the largest `k` in `1..=n` that fits, by binary search
-/// (`render(k)` grows with `k`); `None` when even one does not fit.
+/// More bytes per token than any tokenizer gives a catalog's text (names, sentences; o200k
+/// averages about 4): a longer text is over the cap without counting it, so the host never
+/// counts megabytes to learn that one group of 100,000 tools does not fit.
+const MAX_BYTES_PER_TOKEN: usize = 32;
+
+fn fits_in(text: &str, cap: u32, count: impl Fn(&str) -> u32) -> bool {
+    text.len() <= (cap as usize).saturating_mul(MAX_BYTES_PER_TOKEN) && count(text) <= cap
+}
+
+/// What probing `render(k)` at k = 1, 2, 4, … found: the largest probed `k` whose text fits
+/// (with the text), and the first that did not (`None`: `n` fits). Probing doubles, so no
+/// probe renders much more than fits: a 100,000-tool catalog is never rendered whole, nor
+/// counted, to learn that it does not fit (`render(k)` grows with `k`).
+struct Gallop {
+    fitting: Option<(usize, String)>,
+    too_big: Option<usize>,
+}
+
+fn gallop(n: usize, render: impl Fn(usize) -> String, fits: impl Fn(&String) -> bool) -> Gallop {
+    let mut fitting = None;
+    let mut k = 1;
+    while k <= n {
+        let text = render(k);
+        if !fits(&text) {
+            return Gallop {
+                fitting,
+                too_big: Some(k),
+            };
+        }
+        fitting = Some((k, text));
+        if k == n {
+            break;
+        }
+        k = (k * 2).min(n);
+    }
+    Gallop {
+        fitting,
+        too_big: None,
+    }
+}
+
+/// The text of all `n` items, if it fits.
+fn whole_if_it_fits(
+    n: usize,
+    render: impl Fn(usize) -> String,
+    fits: impl Fn(&String) -> bool,
+) -> Option<String> {
+    let probed = gallop(n, render, fits);
+    match probed.too_big {
+        None => probed.fitting.map(|(_, text)| text),
+        Some(_) => None,
+    }
+}
+
+/// The text for the largest `k` in `1..=n` that fits: galloping, then a binary search
+/// between the last fitting probe and the first too big; `None` when even one does not fit.
 fn largest_fitting(
     n: usize,
     render: impl Fn(usize) -> String,
     fits: impl Fn(&String) -> bool,
 ) -> Option<String> {
-    let (mut lo, mut hi) = (0usize, n);
-    let mut best = None;
+    let probed = gallop(n, &render, &fits);
+    let Some(too_big) = probed.too_big else {
+        return probed.fitting.map(|(_, text)| text);
+    };
+    let (mut lo, mut best) = match probed.fitting {
+        Some((k, text)) => (k, Some(text)),
+        None => (0, None),
+    };
+    let mut hi = too_big - 1;
     while lo < hi {
         let mid = lo + (hi - lo).div_ceil(2);
         let text = render(mid);
@@ -292,26 +436,33 @@ fn largest_fitting(
             hi = mid - 1;
         }
     }
-    best.or_else(|| (lo > 0).then(|| render(lo)))
+    best
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn entry(name: &str, description: &str, group: Option<&str>) -> Entry {
+    fn entry(
+        name: &'static str,
+        description: &'static str,
+        group: Option<(&'static str, &'static str)>,
+    ) -> Entry<'static> {
         Entry {
-            name: name.into(),
-            description: description.into(),
-            group: group.map(|g| (g.into(), format!("The {g} server. More text."))),
+            name,
+            description,
+            group,
         }
     }
 
-    fn entries() -> Vec<Entry> {
+    const GH: Option<(&str, &str)> = Some(("gh", "The gh server. More text."));
+    const SLACK: Option<(&str, &str)> = Some(("slack", "The slack server. More text."));
+
+    fn entries() -> Vec<Entry<'static>> {
         vec![
-            entry("gh__list_issues", "List issues. Paged.", Some("gh")),
-            entry("slack__post", "Post a message.", Some("slack")),
-            entry("gh__create_issue", "Create an issue.", Some("gh")),
+            entry("gh__list_issues", "List issues. Paged.", GH),
+            entry("slack__post", "Post a message.", SLACK),
+            entry("gh__create_issue", "Create an issue.", GH),
             entry("todo_write", "Write the todo list.", None),
         ]
     }
@@ -365,10 +516,31 @@ mod tests {
         let text = render(CatalogMode::Names, entries(), 60, cap, chars).unwrap();
         assert!(chars(&text) <= cap);
         assert!(text.ends_with("gh__create_issue, gh__list_issues, slack__post, todo_write"));
-        let cap = chars(NAMES_HEADER) + 80;
-        let text = render(CatalogMode::Names, entries(), 60, cap, chars).unwrap();
+        // Every name takes 195 characters; one and the count of the rest, 72; two, 104.
+        let many: Vec<Entry> = ["a", "b", "c", "d", "e", "f"]
+            .iter()
+            .zip([GH, SLACK].iter().cycle())
+            .map(|(letter, group)| {
+                let name: &'static str = Box::leak(format!("{letter}_{}", "x".repeat(28)).into());
+                entry(name, "Does things.", *group)
+            })
+            .collect();
+        let cap = chars(NAMES_HEADER) + 100;
+        let text = render(CatalogMode::Names, many.clone(), 60, cap, chars).unwrap();
         assert!(chars(&text) <= cap, "{text}");
-        assert!(text.contains("more; find them with tool_search"), "{text}");
+        assert!(
+            text.ends_with(&format!(
+                "\na_{}\n… and 5 more; find them with tool_search.",
+                "x".repeat(28)
+            )),
+            "{text}"
+        );
+        let cap = chars(NAMES_HEADER) + 110;
+        let text = render(CatalogMode::Names, many, 60, cap, chars).unwrap();
+        assert!(
+            text.contains(&format!("\na_{x}, b_{x}\n… and 4 more", x = "x".repeat(28))),
+            "a prefix covers every group first: {text}"
+        );
         assert_eq!(render(CatalogMode::Names, entries(), 60, 10, chars), None);
         assert_eq!(
             render(CatalogMode::None, entries(), 60, 10_000, chars),
@@ -381,15 +553,61 @@ mod tests {
     }
 
     #[test]
+    fn a_huge_catalog_is_never_rendered_whole_to_learn_that_it_does_not_fit() {
+        let names: Vec<String> = (0..100_000)
+            .map(|i| format!("s{}__t{i}", i % 1000))
+            .collect();
+        let entries: Vec<Entry> = names
+            .iter()
+            .map(|name| Entry {
+                name,
+                description: "A tool that does a thing. More.",
+                group: None,
+            })
+            .collect();
+        for mode in [CatalogMode::Names, CatalogMode::Groups] {
+            let longest = std::cell::Cell::new(0);
+            let count = |text: &str| {
+                longest.set(longest.get().max(text.len()));
+                chars(text)
+            };
+            let text = render(mode, entries.clone(), 60, 4_000, count).unwrap();
+            assert!(chars(&text) <= 4_000);
+            assert!(
+                longest.get() <= 4_000 * MAX_BYTES_PER_TOKEN,
+                "{mode:?}: counted a text of {} bytes for a cap of 4,000",
+                longest.get()
+            );
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn the_largest_fitting_prefix_is_found(n in 1usize..300, width in 1usize..20, cap in 0usize..4_000) {
+            let render = |k: usize| "x".repeat(k * width);
+            let fits = |text: &String| text.len() <= cap;
+            let expected = (1..=n).rev().find(|&k| k * width <= cap);
+            proptest::prop_assert_eq!(
+                largest_fitting(n, render, fits),
+                expected.map(|k| "x".repeat(k * width))
+            );
+            proptest::prop_assert_eq!(
+                whole_if_it_fits(n, render, fits).is_some(),
+                n * width <= cap
+            );
+        }
+    }
+
+    #[test]
     fn truncation_covers_every_group_first() {
         let ordered_entries = {
             let mut e = entries();
-            e.sort();
+            sort_by_name(&mut e);
             e
         };
         let names: Vec<&str> = round_robin(&ordered_entries)
             .iter()
-            .map(|e| e.name.as_str())
+            .map(|&at| ordered_entries[at].name)
             .collect();
         assert_eq!(
             names,

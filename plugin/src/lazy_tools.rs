@@ -433,11 +433,9 @@ impl<H: Host> LazyTools<H> {
                 count,
             )
         } else {
-            let entries = catalog::entries(
-                names_of(&self.names, state.deferred()),
-                &self.registry,
-                agent,
-            );
+            // Unsorted: `entries` sorts what it keeps, once.
+            let deferred = state.deferred().iter().map(|id| self.names.name(id));
+            let entries = catalog::entries(deferred, &self.registry, agent);
             catalog::render(mode, entries, chars, cap, count)
         };
         if let Some(state) = self.agents.get_mut(agent) {
