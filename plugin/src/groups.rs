@@ -9,7 +9,7 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet as HashSet};
 
 use crate::config::GroupDecl;
-use crate::names;
+use crate::names::{self, NamesIn};
 use crate::registry::{LazyGroup, Origin, Registry};
 
 /// The group of deferred tools that belong to no other group.
@@ -284,13 +284,14 @@ impl Groups {
 
     /// The members of group `id` among `deferred` (an agent's deferred
     /// tools), sorted; `None` for an unknown group.
-    pub fn members_for(&self, id: &str, deferred: &BTreeSet<&str>) -> Option<Vec<String>> {
+    pub fn members_for(&self, id: &str, deferred: NamesIn) -> Option<Vec<String>> {
         if id == OTHER && !self.by_id.contains_key(OTHER) {
             return Some(
                 deferred
-                    .iter()
-                    .filter(|n| !self.grouped.contains_key(**n))
-                    .map(|n| n.to_string())
+                    .sorted()
+                    .into_iter()
+                    .filter(|n| !self.grouped.contains_key(*n))
+                    .map(str::to_string)
                     .collect(),
             );
         }
@@ -310,7 +311,7 @@ impl Groups {
     /// declared it (loaded or not, so loading never changes its line). A
     /// declared name that is registered shows only when the agent may load
     /// it, so a line never names a tool the agent's chain denies.
-    pub fn lines(&self, deferred: &BTreeSet<&str>, registry: &Registry) -> Vec<GroupLine> {
+    pub fn lines(&self, deferred: NamesIn, registry: &Registry) -> Vec<GroupLine> {
         let mut lines = Vec::new();
         for (id, group) in &self.by_id {
             let tools = match &group.lazy {
@@ -398,16 +399,23 @@ mod tests {
             tool_names: vec!["db__query".into()],
         }];
         let groups = Groups::build(&registry, &declared, &lazy, &LazyLoads::new());
-        let deferred: BTreeSet<&str> = ["gh__issue", "todo", "note"].into();
+        let mut table = names::NameTable::default();
+        let mut set = names::NameSet::default();
+        // Also a name the agent may call, which no group may list.
+        table.intern("gh__pr");
+        for name in ["todo", "note", "gh__issue"] {
+            set.insert(table.intern(name));
+        }
+        let deferred = NamesIn::new(&table, &set);
         let ids: Vec<String> = groups
-            .lines(&deferred, &registry)
+            .lines(deferred, &registry)
             .into_iter()
             .map(|l| l.id)
             .collect();
         assert_eq!(ids, ["db", "gh", "notes", "other"]);
-        assert_eq!(groups.members_for("other", &deferred).unwrap(), ["todo"]);
+        assert_eq!(groups.members_for("other", deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
-        assert_eq!(groups.members_for("nope", &deferred), None);
+        assert_eq!(groups.members_for("nope", deferred), None);
     }
 
     proptest::proptest! {

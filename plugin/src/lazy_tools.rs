@@ -2,7 +2,7 @@
 //! tools and the exposure layers it installs through the [`Host`].
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -16,7 +16,7 @@ use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::name_facts::{FactsCache, NameFacts};
-use crate::names::{NameId, NameSet, NameTable};
+use crate::names::{NameId, NameTable, NamesIn};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
@@ -288,13 +288,10 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         let mut agents = BTreeMap::new();
         for (id, state) in &self.agents {
-            let deferred = names_of(&self.names, state.deferred());
+            let deferred = NamesIn::new(&self.names, state.deferred());
             let mut groups = BTreeMap::new();
             for group in self.groups.ids() {
-                let members = self
-                    .groups
-                    .members_for(group, &deferred)
-                    .unwrap_or_default();
+                let members = self.groups.members_for(group, deferred).unwrap_or_default();
                 let loaded = members
                     .iter()
                     .filter(|m| state.is_activated(m, self.names.get(m)))
@@ -427,14 +424,13 @@ impl<H: Host> LazyTools<H> {
             catalog::render_dispatch(
                 &self
                     .groups
-                    .lines(&names_of(&self.names, state.deferred()), &self.registry),
+                    .lines(NamesIn::new(&self.names, state.deferred()), &self.registry),
                 chars,
                 cap,
                 count,
             )
         } else {
-            // Unsorted: `entries` sorts what it keeps, once.
-            let deferred = state.deferred().iter().map(|id| self.names.name(id));
+            let deferred = NamesIn::new(&self.names, state.deferred());
             let entries = catalog::entries(deferred, &self.registry, agent);
             catalog::render(mode, entries, chars, cap, count)
         };
@@ -956,7 +952,8 @@ impl<H: Host> LazyTools<H> {
         // Sorted, so the same set is the same request whatever the order
         // names were first seen in.
         let names: Option<Vec<String>> = wanted.as_ref().map(|set| {
-            names_of(&self.names, set)
+            NamesIn::new(&self.names, set)
+                .sorted()
                 .into_iter()
                 .map(str::to_string)
                 .collect()
@@ -1092,7 +1089,7 @@ impl<H: Host> Loads for LazyTools<H> {
         Ok(
             match self
                 .groups
-                .members_for(id, &names_of(&self.names, state.deferred()))
+                .members_for(id, NamesIn::new(&self.names, state.deferred()))
             {
                 Some(members) => GroupLookup::Members(members),
                 None => GroupLookup::Unknown(format!(
@@ -1173,9 +1170,4 @@ fn unavailable(name: &str, reason: String) -> Match {
 enum View {
     Whole(Vec<(NameId, bool)>),
     Patch(Vec<(NameId, Option<bool>)>),
-}
-
-/// The names of `set`, sorted.
-fn names_of<'a>(names: &'a NameTable, set: &NameSet) -> BTreeSet<&'a str> {
-    set.iter().map(|id| names.name(id)).collect()
 }
