@@ -107,21 +107,8 @@ fn start_with(
         None
     } else {
         Some(
-            mcp::attach(&mut shell, &servers, ListingCache::in_home(home.root())).map_err(|e| {
-                let file = escape(&dir.join(mcp::MCP_FILE).display().to_string()).into_owned();
-                let taken = matches!(
-                    e.downcast_ref::<ShellError>(),
-                    Some(ShellError::DuplicateTool { .. })
-                );
-                let hint = if taken {
-                    ": a server's tool takes a name that is registered already (a server of the \
-                 same name in the --catalog does that: run with --no-catalog, or rename the \
-                 server)"
-                } else {
-                    ""
-                };
-                e.context(format!("starting the MCP servers of {file}{hint}"))
-            })?,
+            mcp::attach(&mut shell, &servers, ListingCache::in_home(home.root()))
+                .map_err(|e| mcp_start_error(e, &dir))?,
         )
     };
     let cache = home.compiled_cache();
@@ -134,6 +121,23 @@ fn start_with(
         mcp,
         mcp_told: 0,
     })
+}
+
+/// Why the MCP servers of the profile in `dir` did not start, with the file; a tool name that
+/// is registered already gets a hint, since a `--catalog` server of the same name does that.
+fn mcp_start_error(error: anyhow::Error, dir: &Path) -> anyhow::Error {
+    let file = escape(&dir.join(mcp::MCP_FILE).display().to_string()).into_owned();
+    let taken = matches!(
+        error.downcast_ref::<ShellError>(),
+        Some(ShellError::DuplicateTool { .. })
+    );
+    let hint = if taken {
+        ": a server's tool takes a name that is registered already (a server of the same name \
+         in the --catalog does that: run with --no-catalog, or rename the server)"
+    } else {
+        ""
+    };
+    error.context(format!("starting the MCP servers of {file}{hint}"))
 }
 
 /// `host-harness session`.
