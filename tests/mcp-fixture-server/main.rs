@@ -4,13 +4,14 @@
 //! tool and sends `notifications/tools/list_changed`.
 //!
 //! ```text
-//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names]
+//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
 //! ```
 //! `--exit-at-start` exits with status 7 before reading anything;
 //! `--variant 2` offers one more tool (`echo_twice`), as a server does after
 //! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
 //! client must follow `nextCursor`; `--alike-names` offers `echo.loud` and
-//! `echo-loud` too, two names that a shell writes alike.
+//! `echo-loud` too, two names that a shell writes alike; `--bad-entries` lists two entries a
+//! shell must leave out: a tool with an empty name and `echo` again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -29,6 +30,7 @@ struct Fixture {
     variant: u32,
     page_size: usize,
     alike_names: bool,
+    bad_entries: bool,
     grown: Arc<AtomicBool>,
 }
 
@@ -99,6 +101,14 @@ impl Fixture {
                     }
                 }));
             }
+        }
+        if self.bad_entries {
+            tools.push(json!({"name": "", "inputSchema": {"type": "object"}}));
+            tools.push(json!({
+                "name": "echo",
+                "description": "A second echo, which a client must not mistake for the first.",
+                "inputSchema": {"type": "object", "properties": {}}
+            }));
         }
         if self.grown.load(Ordering::SeqCst) {
             tools.push(json!({
@@ -229,6 +239,7 @@ fn main() {
         variant: 1,
         page_size: 2,
         alike_names: false,
+        bad_entries: false,
         grown: Arc::new(AtomicBool::new(false)),
     };
     while let Some(arg) = args.next() {
@@ -245,6 +256,7 @@ fn main() {
             "--variant" => fixture.variant = value("--variant") as u32,
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,
+            "--bad-entries" => fixture.bad_entries = true,
             other => panic!("unknown argument {other}"),
         }
     }

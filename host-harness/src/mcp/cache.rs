@@ -20,6 +20,10 @@ pub struct Listing {
     /// Its instructions, or its name: the group description.
     pub description: String,
     pub tools: Vec<CachedTool>,
+    /// The entries of its `tools/list` the shell left out, and why, a line each (a tool with
+    /// no name, or a name listed again). Not cached: the cache holds what was kept.
+    #[serde(skip)]
+    pub left_out: Vec<String>,
 }
 
 /// One MCP tool, as `tools/list` gave it.
@@ -109,9 +113,18 @@ mod tests {
                 description: "d".into(),
                 input_schema: serde_json::json!({"type": "object"}),
             }],
+            left_out: vec!["tool 1 of its tools/list has an empty name".into()],
         };
         cache.put(&server, &listing).unwrap();
-        assert_eq!(cache.get(&server), Some(listing));
+        let kept = Listing {
+            left_out: Vec::new(),
+            ..listing
+        };
+        assert_eq!(
+            cache.get(&server),
+            Some(kept),
+            "what was left out is said once"
+        );
         let moved = ServerConfig::stdio("s", "node", &["b.js"]);
         assert_eq!(cache.get(&moved), None, "another launch has no listing yet");
         std::fs::write(cache.path(&server), "{").unwrap();

@@ -368,6 +368,8 @@ fn describe(service: &RunningService<RoleClient, Handler>, name: &str) -> String
         .unwrap_or_else(|| name.to_string())
 }
 
+/// The server's tools as the shell keeps them. A tool without a name, or with a name listed
+/// before, is left out and said so (`left_out`): the server's other tools stay usable.
 fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing, Fault> {
     if tools.len() > MAX_TOOLS {
         return Err(Fault::BadListing(format!(
@@ -375,16 +377,23 @@ fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing
             tools.len()
         )));
     }
-    let mut seen = std::collections::HashSet::new();
+    let mut seen = std::collections::HashMap::new();
     let mut listed = Vec::with_capacity(tools.len());
-    for tool in tools {
-        let value = serde_json::to_value(&tool).map_err(|e| Fault::BadListing(e.to_string()))?;
+    let mut left_out = Vec::new();
+    for (at, tool) in tools.into_iter().enumerate() {
         let name = tool.name.to_string();
-        if name.is_empty() || !seen.insert(name.clone()) {
-            return Err(Fault::BadListing(format!(
-                "the tool name `{name}` is empty or repeated"
-            )));
+        if name.is_empty() {
+            left_out.push(format!("tool {at} of its tools/list has an empty name"));
+            continue;
         }
+        if let Some(first) = seen.get(&name) {
+            left_out.push(format!(
+                "tool {at} of its tools/list is named `{name}`, as tool {first} is; the first is kept"
+            ));
+            continue;
+        }
+        seen.insert(name.clone(), at);
+        let value = serde_json::to_value(&tool).map_err(|e| Fault::BadListing(e.to_string()))?;
         listed.push(CachedTool {
             name,
             description: tool.description.as_deref().unwrap_or_default().to_string(),
@@ -397,6 +406,7 @@ fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing
     Ok(Listing {
         description,
         tools: listed,
+        left_out,
     })
 }
 

@@ -36,10 +36,27 @@ const STOP_ALL: Duration = Duration::from_secs(5);
 /// What happened to a server, in order (for tests and the CLI).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Event {
-    Started { server: String, why: StartReason },
-    StartFailed { server: String, fault: String },
-    Failed { server: String, fault: String },
-    ToolsChanged { server: String },
+    Started {
+        server: String,
+        why: StartReason,
+    },
+    StartFailed {
+        server: String,
+        fault: String,
+    },
+    Failed {
+        server: String,
+        fault: String,
+    },
+    ToolsChanged {
+        server: String,
+    },
+    /// Entries of its `tools/list` the shell left out (`Listing::left_out`); its other tools
+    /// are in the session.
+    ToolsLeftOut {
+        server: String,
+        why: Vec<String>,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -269,6 +286,12 @@ impl McpServers {
     fn register(&mut self, index: usize, listing: Listing) {
         let server = &mut self.servers[index];
         let name = server.config.name.clone();
+        if !listing.left_out.is_empty() {
+            self.events.push(Event::ToolsLeftOut {
+                server: name.clone(),
+                why: listing.left_out.clone(),
+            });
+        }
         let old: BTreeMap<String, Tool> = server
             .listing
             .as_ref()

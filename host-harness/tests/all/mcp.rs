@@ -179,6 +179,43 @@ fn a_session_says_why_a_server_has_no_tools() {
 }
 
 #[test]
+fn a_listing_entry_without_a_name_or_listed_again_is_left_out_and_said_the_rest_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, \
+         expect: {outcome: ok, text_contains: ['echo: hi']}}\n  \
+         - call: {agent: main, tool: fx__add, args: {a: 1, b: 2}, expect: {outcome: ok}}\n",
+    )
+    .unwrap();
+    let output = session_command(
+        home.path(),
+        "fx-bad-entries",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--bad-entries]\n    lazyStart: false\n",
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    for why in [
+        "tool 4 of its tools/list has an empty name",
+        "tool 5 of its tools/list is named `echo`, as tool 0 is; the first is kept",
+    ] {
+        assert!(
+            stderr.contains(&format!(
+                "warning: MCP server `fx`: {why}; that entry is left out, its other tools are in \
+                 the session"
+            )),
+            "{stderr}"
+        );
+    }
+}
+
+#[test]
 fn a_server_whose_tools_a_catalog_registered_already_is_named_with_its_file() {
     let home = tempfile::tempdir().unwrap();
     let catalog = home.path().join("catalog.json");

@@ -46,7 +46,7 @@ impl ProfileShell {
 
     /// What went wrong with the profile's MCP servers since the last call, a line each: a
     /// server that does not start, or whose listing is refused, has no tools in the session,
-    /// and the user must hear why.
+    /// and an entry of a listing left out is not there either; the user must hear why.
     pub fn mcp_warnings(&mut self) -> Vec<String> {
         let Some(mcp) = &self.mcp else {
             return Vec::new();
@@ -55,20 +55,31 @@ impl ProfileShell {
         let events = servers.events();
         let new = events.get(self.mcp_told..).unwrap_or_default();
         self.mcp_told = events.len();
-        new.iter()
-            .filter_map(|event| {
-                let (server, what, fault) = match event {
-                    Event::StartFailed { server, fault } => (server, "did not start", fault),
-                    Event::Failed { server, fault } => (server, "failed", fault),
-                    Event::Started { .. } | Event::ToolsChanged { .. } => return None,
-                };
-                Some(format!(
-                    "MCP server `{}` {what}: {}; its tools are not in the session",
-                    escape(server),
-                    escape(fault)
-                ))
-            })
-            .collect()
+        let mut warnings = Vec::new();
+        for event in new {
+            let (server, what, fault) = match event {
+                Event::StartFailed { server, fault } => (server, "did not start", fault),
+                Event::Failed { server, fault } => (server, "failed", fault),
+                Event::ToolsLeftOut { server, why } => {
+                    warnings.extend(why.iter().map(|why| {
+                        format!(
+                            "MCP server `{}`: {}; that entry is left out, its other tools are \
+                             in the session",
+                            escape(server),
+                            escape(why)
+                        )
+                    }));
+                    continue;
+                }
+                Event::Started { .. } | Event::ToolsChanged { .. } => continue,
+            };
+            warnings.push(format!(
+                "MCP server `{}` {what}: {}; its tools are not in the session",
+                escape(server),
+                escape(fault)
+            ));
+        }
+        warnings
     }
 }
 
