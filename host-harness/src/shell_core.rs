@@ -23,7 +23,7 @@ pub enum ShellError {
     #[error("invalid agent name `{0}`: use letters, digits, `-` and `_`")]
     InvalidAgentName(String),
     #[error(
-        "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace or control characters",
+        "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace, control characters or bidirectional controls",
         crate::terminal::escape(.0)
     )]
     InvalidToolName(String),
@@ -41,13 +41,15 @@ pub enum ShellError {
 pub const MAX_TOOL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
 
 /// Whether `name` can name a tool: a model writes it back to call the tool, and the plugin's
-/// guard tools take it back, so it is 1 to 256 characters without whitespace or control
-/// characters. Punctuation stays: shells differ in what they allow (`.`, `/`), and patterns
-/// take it literally.
+/// guard tools take it back, so it is 1 to 256 characters without whitespace, control
+/// characters or bidirectional controls (a name that reads as another). Punctuation stays:
+/// shells differ in what they allow (`.`, `/`), and patterns take it literally.
 pub fn check_tool_name(name: &str) -> Result<(), ShellError> {
     let fits = !name.is_empty()
         && name.chars().count() <= MAX_TOOL_NAME_CHARS
-        && !name.chars().any(|c| c.is_whitespace() || c.is_control());
+        && !name
+            .chars()
+            .any(|c| c.is_whitespace() || c.is_control() || crate::terminal::is_bidi_control(c));
     if fits {
         Ok(())
     } else {
@@ -992,7 +994,7 @@ mod tests {
         let mut core = core();
         let longest = "x".repeat(MAX_TOOL_NAME_CHARS);
         let too_long = format!("{longest}x");
-        for name in ["", "a b", "tab\t", "t\u{1b}[2J", &too_long] {
+        for name in ["", "a b", "tab\t", "t\u{1b}[2J", "a\u{202e}b", &too_long] {
             assert_eq!(
                 core.register(Tool::new(name, "d", Origin::Builtin)),
                 Err(ShellError::InvalidToolName(name.into())),

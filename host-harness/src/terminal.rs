@@ -36,7 +36,7 @@ fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
 
 /// Unicode's explicit directional formatting characters (the "Trojan
 /// Source" set).
-fn is_bidi_control(c: char) -> bool {
+pub fn is_bidi_control(c: char) -> bool {
     matches!(
         c,
         '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'

@@ -69,10 +69,12 @@ export class ShellCore {
 
   register(tool) {
     // A model writes a tool's name back to call it, and the plugin's guard tools take it back:
-    // 1 to 256 characters without whitespace or control characters. Punctuation stays.
-    if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name)) {
+    // 1 to 256 characters without whitespace, control characters or bidirectional controls.
+    // Punctuation stays.
+    const bidi = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+    if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name)) {
       throw new ShellError(
-        `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace or control characters`,
+        `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
       );
     }
     if (tool.scope !== undefined) this.requireAgent(tool.scope);

@@ -220,9 +220,9 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
 
 test('a tool name the model could not call is refused', () => {
   const shell = new ShellCore();
-  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'x'.repeat(257)]) {
+  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'x'.repeat(257)]) {
     assert.throws(() => shell.register(new Tool(name, 'd', builtin())), {
-      message: `invalid tool name ${JSON.stringify(name)}: a tool's name is 1 to 256 characters without whitespace or control characters`,
+      message: `invalid tool name ${JSON.stringify(name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
     });
   }
   for (const name of ['x'.repeat(256), 'get.forecast', 'a?c', '名前']) shell.register(new Tool(name, 'd', builtin()));
