@@ -56,6 +56,18 @@ impl Catalog {
     }
 
     pub fn parse(text: &str) -> Result<Self> {
+        // serde reads a struct from an array too (by position): `[[...]]` would be a catalog.
+        let start = text.trim_start_matches(['\u{feff}', ' ', '\t', '\n', '\r']);
+        if !start.starts_with('{') {
+            bail!(
+                "a catalog is a JSON object, `{{\"servers\": [{{\"name\", \"description\", \
+                 \"tools\": [...]}}]}}`; this file starts with {}",
+                match start.chars().next() {
+                    None => "nothing".to_owned(),
+                    Some(c) => format!("`{}`", escape(&c.to_string())),
+                }
+            );
+        }
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
         let catalog: Catalog =
@@ -439,6 +451,22 @@ mod tests {
             empty.to_string(),
             "/servers/0/name: a server has an empty name"
         );
+    }
+
+    #[test]
+    fn a_catalog_that_is_not_a_json_object_says_what_a_catalog_is() {
+        for (text, start) in [
+            ("[]", "`[`"),
+            ("  [[{\"name\": \"s\"}]]", "`[`"),
+            ("", "nothing"),
+        ] {
+            let err = Catalog::parse(text).unwrap_err().to_string();
+            assert!(
+                err.starts_with("a catalog is a JSON object, `{\"servers\": [")
+                    && err.ends_with(&format!("this file starts with {start}")),
+                "{err}"
+            );
+        }
     }
 
     #[test]

@@ -459,6 +459,15 @@ fn session_and_explain_run_the_installed_plugin() {
     let (ok, stdout, stderr) = run_steps(profile, catalog, &steps);
     assert!(ok, "{stderr}");
     assert!(stdout.ends_with("4 steps passed\n"), "{stdout}");
+    // An empty steps file runs nothing: an error, not "0 steps passed".
+    let empty = dir.join("empty.yml");
+    std::fs::write(&empty, "").unwrap();
+    let (ok, stdout, stderr) = run_steps(profile, catalog, &empty);
+    assert!(!ok && stdout.is_empty(), "{stdout}");
+    assert!(
+        stderr.contains("empty.yml has no steps: a steps file lists them under `steps:`"),
+        "{stderr}"
+    );
 
     // A person plays the model.
     let (ok, stdout, stderr) = harness(

@@ -12,7 +12,7 @@ pub mod repl;
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
@@ -253,6 +253,14 @@ pub fn run(
         return state.save(&mut repl.into_session());
     };
     let script = Script::load(path)?;
+    if script.steps.is_empty() {
+        // An empty file: nothing would run, and "0 steps passed" reads as a success.
+        bail!(
+            "{} has no steps: a steps file lists them under `steps:` (as \
+             examples/session-steps.yml does)",
+            escape(&path.display().to_string())
+        );
+    }
     let base = path.parent().unwrap_or(Path::new("."));
     let set_up = |shell: &mut Shell| {
         script
