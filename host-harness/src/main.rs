@@ -48,6 +48,8 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| "warn".into()),
         )
         .with_writer(std::io::stderr)
+        // Colour codes only for a terminal: a log file or a pipe gets plain text.
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .init();
     match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
