@@ -96,12 +96,14 @@ fn the_benchmark_scores_every_scorer_with_the_right_arithmetic() {
 #[test]
 fn gold_ids_outside_the_catalog_are_reported() {
     let catalog = Catalog::parse(CATALOG).unwrap();
-    let queries = queries::parse(r#"{"query": "weather", "gold": ["nowhere/tool"]}"#).unwrap();
+    // Said at the query's line, blank lines counted, as a parse error would be.
+    let queries =
+        queries::parse("\n\n{\"query\": \"weather\", \"gold\": [\"nowhere/tool\"]}").unwrap();
     let mut warnings = Vec::new();
     let report = evaluate(&catalog, &queries, 5, None, |w| warnings.push(w)).unwrap();
     assert_eq!(
         warnings,
-        ["query 1: gold `nowhere/tool` is not in the catalog"]
+        ["line 3: gold `nowhere/tool` is not in the catalog"]
     );
     assert_eq!(report.scorers.len(), 4);
 }
@@ -181,4 +183,52 @@ fn the_rankings_never_replace_the_files_the_run_reads() {
     }
     assert_eq!(std::fs::read_to_string(&queries).unwrap(), QUERIES);
     assert_eq!(std::fs::read_to_string(&catalog).unwrap(), CATALOG);
+}
+
+#[test]
+fn a_query_too_long_for_tool_search_is_not_timed_and_said_at_its_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(&catalog, CATALOG).unwrap();
+    let queries = dir.path().join("queries.jsonl");
+    let long = "weather ".repeat(100);
+    let line =
+        |query: &str| format!("{{\"query\": \"{query}\", \"gold\": [\"weather/get_forecast\"]}}\n");
+    let run = |text: &str| {
+        std::fs::write(&queries, text).unwrap();
+        std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+            .args([
+                "bench",
+                "search-speed",
+                "--runs",
+                "1",
+                "--tools",
+                "10",
+                "--catalog",
+            ])
+            .arg(&catalog)
+            .arg("--queries")
+            .arg(&queries)
+            .output()
+            .unwrap()
+    };
+    let warning = "queries.jsonl, line 3: the query has 800 characters, more than tool_search \
+                   takes (500); it is not timed";
+    let output = run(&format!("{}\n{}", line("weather"), line(&long)));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains(warning), "{stderr}");
+    assert!(
+        !stderr.contains(&long),
+        "the query is not printed: {stderr}"
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains(", 1 queries, "), "{stdout}");
+    let output = run(&format!("\n\n{}", line(&long)));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains(warning) && stderr.contains("error: no query that tool_search takes"),
+        "{stderr}"
+    );
 }

@@ -12,6 +12,9 @@ pub struct LabelledQuery {
     pub gold: Vec<String>,
     #[serde(default)]
     pub kind: Option<String>,
+    /// Its line in the file (from 1), for the warnings about it.
+    #[serde(skip)]
+    pub line: usize,
 }
 
 pub fn load(path: &Path) -> Result<Vec<LabelledQuery>> {
@@ -27,8 +30,9 @@ pub fn parse(text: &str) -> Result<Vec<LabelledQuery>> {
         if line.trim().is_empty() {
             continue;
         }
-        let query: LabelledQuery =
+        let mut query: LabelledQuery =
             serde_json::from_str(line).with_context(|| format!("line {}", i + 1))?;
+        query.line = i + 1;
         if query.gold.is_empty() {
             bail!("line {}: `gold` is empty", i + 1);
         }
@@ -53,6 +57,11 @@ mod tests {
         assert_eq!(queries.len(), 2);
         assert_eq!(queries[0].kind, None);
         assert_eq!(queries[1].kind.as_deref(), Some("zh-en"));
+        assert_eq!(
+            (queries[0].line, queries[1].line),
+            (1, 3),
+            "blank lines count"
+        );
         let error = parse("{\"query\": \"q\", \"gold\": [\"s/t\"]}\n{\"query\": 1}").unwrap_err();
         assert_eq!(format!("{error}"), "line 2");
         assert!(parse("{\"query\": \"q\", \"gold\": []}").is_err());

@@ -91,11 +91,11 @@ pub fn evaluate(
     mut warn: impl FnMut(String),
 ) -> Result<Report> {
     let known: HashSet<String> = catalog.tools().map(|(id, _)| id).collect();
-    for (i, q) in queries.iter().enumerate() {
+    for q in queries {
         for gold in q.gold.iter().filter(|g| !known.contains(*g)) {
             warn(format!(
-                "query {}: gold `{gold}` is not in the catalog",
-                i + 1
+                "line {}: gold `{gold}` is not in the catalog",
+                q.line
             ));
         }
     }
@@ -103,11 +103,11 @@ pub fn evaluate(
 
     let mut lazy_tools = ComponentSearch::with_component(catalog, component)?;
     let mut ranked = Vec::with_capacity(queries.len());
-    for (i, q) in queries.iter().enumerate() {
+    for q in queries {
         ranked.push(match lazy_tools.search(&q.query, depth)? {
             Found::Ranking(ids) => ids,
             Found::Refused(text) => {
-                warn(format!("query {}: lazy-tools refused it: {text}", i + 1));
+                warn(format!("line {}: lazy-tools refused it: {text}", q.line));
                 Vec::new()
             }
         });

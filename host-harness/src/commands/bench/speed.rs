@@ -178,7 +178,24 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         .collect::<Result<Vec<_>>>()?;
     let mut texts = Vec::new();
     for path in &options.queries {
-        texts.extend(queries::load(path)?.into_iter().map(|q| q.query));
+        for query in queries::load(path)? {
+            // tool_search refuses it: a query the model could not send is not timed.
+            let chars = query.query.chars().count();
+            if chars > lazy_tools::guards::MAX_QUERY_CHARS {
+                eprintln!(
+                    "warning: {}, line {}: the query has {chars} characters, more than \
+                     tool_search takes ({}); it is not timed",
+                    crate::terminal::escape(&path.display().to_string()),
+                    query.line,
+                    lazy_tools::guards::MAX_QUERY_CHARS
+                );
+                continue;
+            }
+            texts.push(query.query);
+        }
+    }
+    if texts.is_empty() {
+        bail!("no query that tool_search takes: nothing to time");
     }
     let catalog = generate(&catalogs, options.tools)?;
     let runs = options.runs;
