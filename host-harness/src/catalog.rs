@@ -96,6 +96,15 @@ impl Catalog {
                      a tool's id is `server/tool`, so a server's name may not hold one"
                 );
             }
+            let prefix = clean_name(&server.name);
+            if prefix.contains("__") || prefix.starts_with('_') || prefix.ends_with('_') {
+                bail!(
+                    "/servers/{s}/name: server `{server_name}` would name its tools \
+                     `{prefix}__<tool>`; a server's name may not hold `__` or start or end \
+                     with `_`, or a pattern such as `Defer({prefix}__*)` could reach another \
+                     server's tools (as in mcp.yml)"
+                );
+            }
             for (t, tool) in server.tools.iter().enumerate() {
                 let place = format!("/servers/{s}/tools/{t}");
                 if tool.name.is_empty() {
@@ -296,18 +305,20 @@ pub fn shell_name(server: &str, tool: &str) -> String {
 }
 
 fn whole_shell_name(server: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '-'
-                }
-            })
-            .collect()
-    };
-    format!("{}__{}", clean(server), clean(tool))
+    format!("{}__{}", clean_name(server), clean_name(tool))
+}
+
+/// `name` with every character but letters, digits, `_` and `-` made `-`.
+fn clean_name(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -451,6 +462,17 @@ mod tests {
             empty.to_string(),
             "/servers/0/name: a server has an empty name"
         );
+        for name in ["a__b", "a b__c", "_a", "a_"] {
+            let text = format!(r#"{{"servers": [{{"name": "{name}", "tools": []}}]}}"#);
+            let err = Catalog::parse(&text).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!(
+                    "/servers/0/name: server `{name}` would name its tools"
+                )) && err.contains("may not hold `__` or start or end with `_`"),
+                "{err}"
+            );
+        }
+        assert!(Catalog::parse(r#"{"servers": [{"name": "a-b c.", "tools": []}]}"#).is_ok());
     }
 
     #[test]

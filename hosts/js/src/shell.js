@@ -428,9 +428,11 @@ function emulatedRun(tool, args) {
 /** The longest tool name the plugin's guard tools take back; a longer one is cut. */
 export const MAX_SHELL_NAME_CHARS = 256;
 
+/** `name` with every character but letters, digits, `_` and `-` made `-`. */
+const clean = (name) => name.replace(/[^A-Za-z0-9_-]/gu, '-');
+
 /** The name the shell gives tool `tool` of MCP server `server`, as the Rust harness does. */
 export function shellName(server, tool) {
-  const clean = (s) => s.replace(/[^A-Za-z0-9_-]/gu, '-');
   const whole = `${clean(server)}__${clean(tool)}`;
   if (whole.length <= MAX_SHELL_NAME_CHARS) return whole;
   const hash = `-${createHash('sha256').update(whole).digest('hex').slice(0, 16)}`;
@@ -496,6 +498,12 @@ export function catalogTools(catalog) {
     if (server.name.includes('/')) {
       throw new Error(
         `/servers/${s}/name: server \`${server.name}\` has a \`/\` in its name; a tool's id is \`server/tool\`, so a server's name may not hold one`,
+      );
+    }
+    const prefix = clean(server.name);
+    if (prefix.includes('__') || prefix.startsWith('_') || prefix.endsWith('_')) {
+      throw new Error(
+        `/servers/${s}/name: server \`${server.name}\` would name its tools \`${prefix}__<tool>\`; a server's name may not hold \`__\` or start or end with \`_\`, or a pattern such as \`Defer(${prefix}__*)\` could reach another server's tools (as in mcp.yml)`,
       );
     }
     return (server.tools ?? []).map((tool, t) => {

@@ -211,6 +211,11 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
       '/servers/0/tools/0/inputSchema: tool `t` of server `s` takes an array; an MCP tool\'s inputSchema is a JSON Schema object with "type": "object"',
   });
   assert.throws(() => catalogTools(one({ name: 'c' }, 'a/b')), /^Error: \/servers\/0\/name: server `a\/b` has a `\/` in its name/);
+  for (const server of ['a__b', 'a b__c', '_a', 'a_']) {
+    assert.throws(() => catalogTools(one({ name: 'c' }, server)), (e) =>
+      e.message.startsWith(`/servers/0/name: server \`${server}\` would name its tools`) &&
+      e.message.includes('may not hold `__` or start or end with `_`'));
+  }
   const real = catalogTools({
     source: 'tools/list',
     servers: [{ name: 's', package: 'p', tools: [{ name: 't', title: 'T', annotations: {}, _meta: {}, 'x-vendor': 1 }] }],
