@@ -32,6 +32,6 @@ pub mod tokens;
 mod component;
 
 pub use config::ConfigError;
-pub use config::Strategy;
+pub use config::{DEFAULT_TOKEN_BUDGET, Strategy};
 pub use lazy_tools::{LazyTools, MAX_STATE_BYTES, PluginError, Resolution, ToolResult, Verdict};
 pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};

@@ -10,6 +10,7 @@ mod chain;
 mod common;
 mod component_cache;
 mod contract_versions;
+mod demo;
 mod exposure;
 mod guests;
 mod hostile;

@@ -62,6 +62,21 @@ pub fn run(path: &Path) -> Result<()> {
     );
 
     let (cold, share) = install_preset(&mut shell, &main, &eager)?;
+    let deferred = catalog
+        .tools()
+        .filter(|(_, t)| !cold.iter().any(|shown| shown.name == t.name))
+        .count();
+    if deferred == 0 {
+        // The preset defers only what would cost a request more than its budget.
+        println!(
+            "2. With lazy-tools (zero-config preset) it receives the same tools and its guard tools: \
+             these schemas fit the preset's budget of {} o200k tokens, so nothing is deferred and \
+             no search round trip is paid.\n   The rest of the demo needs a catalog over that \
+             budget, such as the bundled one (run `demo` without --catalog).",
+            lazy_tools::DEFAULT_TOKEN_BUDGET
+        );
+        return Ok(());
+    }
     println!(
         "2. With lazy-tools (zero-config preset: defer everything but the core built-ins) it receives {} tools: {}, {share:.1}% of the tokens.\n   {}",
         cold.len(),
