@@ -143,7 +143,11 @@ pub fn check_name(what: &str, name: &str) -> Result<()> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
-        bail!("invalid {what} `{name}`: use letters, digits, `-`, `_` and `.`");
+        bail!(
+            "invalid {what} `{}`: use letters, digits, `-`, `_` and `.`, not starting with `.` \
+             (it names a folder)",
+            crate::terminal::escape(name)
+        );
     }
     Ok(())
 }
@@ -159,10 +163,15 @@ mod tests {
             home.profile_dir("work").unwrap(),
             Path::new("/h/profiles/work")
         );
-        for bad in ["", "..", "../x", "a/b", ".hidden", "a b"] {
+        for bad in ["", ".", "..", "../x", "a/b", ".hidden", "a b"] {
             let err = home.profile_dir(bad).unwrap_err().to_string();
             assert!(err.starts_with("invalid profile"), "{bad:?}: {err}");
         }
+        let err = home.profile_dir(".").unwrap_err().to_string();
+        assert!(
+            err.ends_with("not starting with `.` (it names a folder)"),
+            "{err}"
+        );
         assert!(home.checkout_dir("lazy-tools").is_ok());
         assert!(home.build_dir("x/../../etc").is_err());
     }

@@ -531,6 +531,14 @@ export function catalogTools(catalog) {
       );
       const extra = tool['x-lazy-tools'];
       if (extra !== undefined) {
+        const known = ['keywords', 'examples', 'descriptions'];
+        for (const key of Object.keys(extra)) {
+          if (!known.includes(key)) {
+            throw new Error(
+              `${place}/x-lazy-tools/${key}: unknown key \`${key}\`; it holds ${known.map((k) => `\`${k}\``).join(', ')}`,
+            );
+          }
+        }
         const texts = (key) => (extra[key] ?? []).map(String);
         registered.searchText = {
           keywords: texts('keywords'),

@@ -216,6 +216,9 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
       e.message.startsWith(`/servers/0/name: server \`${server}\` would name its tools`) &&
       e.message.includes('may not hold `__` or start or end with `_`'));
   }
+  assert.throws(() => catalogTools(one({ name: 't', 'x-lazy-tools': { keyword: ['a'] } })), {
+    message: '/servers/0/tools/0/x-lazy-tools/keyword: unknown key `keyword`; it holds `keywords`, `examples`, `descriptions`',
+  });
   const real = catalogTools({
     source: 'tools/list',
     servers: [{ name: 's', package: 'p', tools: [{ name: 't', title: 'T', annotations: {}, _meta: {}, 'x-vendor': 1 }] }],
