@@ -19,6 +19,20 @@ use crate::tool::{Origin, SearchText, Tool};
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
     pub servers: Vec<Server>,
+    /// Keys the shell does not read that neither MCP nor an extension (`x-`) defines, each
+    /// with how many entries hold it and the first place (`/servers/0/tools/3/method`): a
+    /// catalog made from another source may carry its own fields, which are kept out of the
+    /// session; [`Catalog::load`] says so once.
+    #[serde(skip)]
+    pub unread_keys: Vec<UnreadKey>,
+}
+
+/// A key of a catalog that nothing reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnreadKey {
+    pub key: String,
+    pub entries: usize,
+    pub first: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -49,10 +63,39 @@ fn empty_schema() -> Value {
 }
 
 impl Catalog {
+    /// A catalog of `servers`, made rather than read.
+    pub fn of(servers: Vec<Server>) -> Self {
+        Self {
+            servers,
+            unread_keys: Vec::new(),
+        }
+    }
+
     pub fn load(path: &Path) -> Result<Self> {
         let text = crate::bounded::read_text(path, crate::bounded::MAX_CATALOG_BYTES, "a catalog")
             .with_context(|| format!("reading the catalog {}", path.display()))?;
-        Self::parse(&text).with_context(|| format!("parsing the catalog {}", path.display()))
+        let catalog = Self::parse(&text)
+            .with_context(|| format!("parsing the catalog {}", path.display()))?;
+        if !catalog.unread_keys.is_empty() {
+            let keys: Vec<String> = catalog
+                .unread_keys
+                .iter()
+                .take(5)
+                .map(|k| format!("`{}` ({} entries, first {})", k.key, k.entries, k.first))
+                .collect();
+            let more = catalog.unread_keys.len().saturating_sub(keys.len());
+            tracing::warn!(
+                "the catalog {} holds keys the shell does not read: {}{}",
+                escape(&path.display().to_string()),
+                escape(&keys.join(", ")),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            );
+        }
+        Ok(catalog)
     }
 
     pub fn parse(text: &str) -> Result<Self> {
@@ -70,11 +113,22 @@ impl Catalog {
         }
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
-        let catalog: Catalog =
+        let mut catalog: Catalog =
             serde_ignored::deserialize(&mut json, |path| unread.push(pointer(&path)))?;
         json.end()?;
-        if let Some(key) = unread.iter().find(|key| !may_go_unread(key)) {
-            bail!("{}: {}", join(key), unread_key_problem(key));
+        for key in unread.iter().filter(|key| !may_go_unread(key)) {
+            if let Some(problem) = misspelt_key(key) {
+                bail!("{}: {problem}", join(key));
+            }
+            let name = key.last().map_or("", String::as_str);
+            match catalog.unread_keys.iter_mut().find(|k| k.key == name) {
+                Some(seen) => seen.entries += 1,
+                None => catalog.unread_keys.push(UnreadKey {
+                    key: name.to_owned(),
+                    entries: 1,
+                    first: join(key),
+                }),
+            }
         }
         catalog.check()?;
         Ok(catalog)
@@ -164,8 +218,9 @@ impl Catalog {
 }
 
 /// The keys of an MCP `Tool` that the shell does not read (MCP 2025-11-25), and the catalog's
-/// own that only say where it came from. A key starting with `x-` is an extension; any other key
-/// nothing reads is most likely a typo (`descripton`) that would lose text silently.
+/// own that only say where it came from; a key starting with `x-` is an extension. Other keys
+/// are kept out of the session with a warning, unless one looks like a misspelt key the shell
+/// reads (`descripton`): that would lose text without a word, so it is an error.
 const UNREAD_TOOL_KEYS: &[&str] = &[
     "title",
     "outputSchema",
@@ -188,7 +243,10 @@ fn may_go_unread(key: &[String]) -> bool {
         .is_some_and(|last| last.starts_with("x-") || known.contains(&last.as_str()))
 }
 
-fn unread_key_problem(key: &[String]) -> String {
+/// Why `key` (a path to a key nothing reads) is an error, when it looks like a misspelling of
+/// a key the shell reads at its level: the same letters in another case or with `_` or `-`
+/// (`input_schema`), or nearly the same (`descripton`, `tool`).
+fn misspelt_key(key: &[String]) -> Option<String> {
     let last = key.last().map_or("", String::as_str);
     let (what, read): (&str, &[&str]) = match key.len() {
         1 => ("the catalog", &["servers"]),
@@ -198,21 +256,24 @@ fn unread_key_problem(key: &[String]) -> String {
             &["name", "description", "inputSchema", "x-lazy-tools"],
         ),
     };
-    let mut problem = format!("unknown key `{}` in {what}", escape(last));
-    if let Some(near) = read
+    let plain = |k: &str| -> String {
+        k.chars()
+            .filter(|c| !matches!(c, '_' | '-'))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let near = read
         .iter()
-        .find(|read| strsim::jaro_winkler(read, last) > 0.85)
-    {
-        problem.push_str(&format!(" (did you mean `{near}`?)"));
-    }
-    problem.push_str(&format!(
-        "; the shell reads {}; an extension's key starts with `x-`",
+        .find(|read| plain(read) == plain(last) || strsim::jaro_winkler(read, last) > 0.88)?;
+    Some(format!(
+        "unknown key `{}` in {what}: did you mean `{near}`? The shell reads {}; an extension's \
+         key starts with `x-`",
+        escape(last),
         read.iter()
             .map(|k| format!("`{k}`"))
             .collect::<Vec<_>>()
             .join(", ")
-    ));
-    problem
+    ))
 }
 
 /// A serde path as the segments of a JSON pointer.
@@ -398,7 +459,7 @@ mod tests {
     }
 
     #[test]
-    fn a_key_nothing_reads_is_an_error_at_its_place_unless_mcp_or_an_extension_defines_it() {
+    fn a_misspelt_key_is_an_error_at_its_place_and_another_unread_key_is_counted() {
         let typo = Catalog::parse(
             r#"{"servers": [{"name": "s", "tools": [
                 {"name": "t"}, {"name": "u", "descripton": "lost"}]}]}"#,
@@ -406,25 +467,50 @@ mod tests {
         .unwrap_err();
         assert_eq!(
             typo.to_string(),
-            "/servers/0/tools/1/descripton: unknown key `descripton` in a tool (did you mean \
-             `description`?); the shell reads `name`, `description`, `inputSchema`, \
+            "/servers/0/tools/1/descripton: unknown key `descripton` in a tool: did you mean \
+             `description`? The shell reads `name`, `description`, `inputSchema`, \
              `x-lazy-tools`; an extension's key starts with `x-`"
         );
-        let server =
-            Catalog::parse(r#"{"servers": [{"name": "s", "tool": [], "tools": []}]}"#).unwrap_err();
-        assert!(
-            server.to_string().starts_with(
-                "/servers/0/tool: unknown key `tool` in a server (did you mean `tools`?)"
+        for (text, start) in [
+            (
+                r#"{"servers": [{"name": "s", "tool": [], "tools": []}]}"#,
+                "/servers/0/tool: unknown key `tool` in a server: did you mean `tools`?",
             ),
-            "{server}"
-        );
-        // What a real `tools/list` holds beside what the shell reads, and extensions, load.
+            (
+                r#"{"servers": [{"name": "s", "tools": [{"name": "t", "input_schema": {}}]}]}"#,
+                "/servers/0/tools/0/input_schema: unknown key `input_schema` in a tool: did you \
+                 mean `inputSchema`?",
+            ),
+        ] {
+            let err = Catalog::parse(text).unwrap_err().to_string();
+            assert!(err.starts_with(start), "{err}");
+        }
+        // What a real `tools/list` holds beside what the shell reads, and extensions, load
+        // without a word; a source's own fields load, counted.
         let real = Catalog::parse(
             r#"{"source": "tools/list", "x-by": "me", "servers": [{"name": "s", "package": "p",
                 "tools": [{"name": "t", "title": "T", "annotations": {"readOnlyHint": true},
                            "outputSchema": {"type": "object"}, "_meta": {}, "x-vendor": 1}]}]}"#,
+        )
+        .unwrap();
+        assert!(real.unread_keys.is_empty(), "{:?}", real.unread_keys);
+        let api = Catalog::parse(
+            r#"{"servers": [{"name": "s", "url": "https://x", "tools": [
+                {"name": "t", "method": "GET"}, {"name": "u", "method": "POST"}]}]}"#,
+        )
+        .unwrap();
+        let unread = |key: &str, entries: usize, first: &str| UnreadKey {
+            key: key.into(),
+            entries,
+            first: first.into(),
+        };
+        assert_eq!(
+            api.unread_keys,
+            [
+                unread("url", 1, "/servers/0/url"),
+                unread("method", 2, "/servers/0/tools/0/method")
+            ]
         );
-        assert!(real.is_ok(), "{real:?}");
     }
 
     #[test]

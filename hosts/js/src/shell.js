@@ -439,8 +439,10 @@ export function shellName(server, tool) {
   return whole.slice(0, MAX_SHELL_NAME_CHARS - hash.length) + hash;
 }
 
-// Keys the shell does not read but MCP (2025-11-25) or the catalog format defines; any other
-// key nothing reads, unless an extension's (`x-`), is most likely a typo that loses text.
+// Keys the shell does not read but MCP (2025-11-25) or the catalog format defines, and
+// extensions (`x-`), pass. Another key a source's own catalog may carry (`method`) passes too,
+// unless it looks like a misspelt key the shell reads (`descripton`, `input_schema`): that
+// would lose text without a word, as the Rust harness also refuses.
 const READ_KEYS = {
   catalog: ['servers'],
   server: ['name', 'description', 'category', 'tools'],
@@ -452,14 +454,32 @@ const UNREAD_KEYS = {
   tool: ['title', 'outputSchema', 'annotations', 'icons', 'execution', '_meta'],
 };
 
+/** Edit distance (insertions, deletions, substitutions) between `a` and `b`. */
+function editDistance(a, b) {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) {
+      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    }
+    row = next;
+  }
+  return row[b.length];
+}
+
 function checkKeys(object, what, place) {
+  const plain = (k) => k.replace(/[_-]/gu, '').toLowerCase();
   for (const key of Object.keys(object)) {
     if (READ_KEYS[what].includes(key) || UNREAD_KEYS[what].includes(key) || key.startsWith('x-')) continue;
+    const near = READ_KEYS[what].find(
+      (read) => plain(read) === plain(key) || (key.length >= 4 && editDistance(read, key) <= 2),
+    );
+    if (near === undefined) continue;
     const pointer = `${place}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;
     const read = READ_KEYS[what].map((k) => `\`${k}\``).join(', ');
     const noun = what === 'catalog' ? 'the catalog' : `a ${what}`;
     throw new Error(
-      `${pointer}: unknown key \`${key}\` in ${noun}; the shell reads ${read}; an extension's key starts with \`x-\``,
+      `${pointer}: unknown key \`${key}\` in ${noun}: did you mean \`${near}\`? The shell reads ${read}; an extension's key starts with \`x-\``,
     );
   }
 }

@@ -204,8 +204,10 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
   const one = (tool, server = 's') => ({ servers: [{ name: server, tools: [tool] }] });
   assert.throws(() => catalogTools(one({ name: 't', descripton: 'lost' })), {
     message:
-      "/servers/0/tools/0/descripton: unknown key `descripton` in a tool; the shell reads `name`, `description`, `inputSchema`, `x-lazy-tools`; an extension's key starts with `x-`",
+      "/servers/0/tools/0/descripton: unknown key `descripton` in a tool: did you mean `description`? The shell reads `name`, `description`, `inputSchema`, `x-lazy-tools`; an extension's key starts with `x-`",
   });
+  assert.throws(() => catalogTools(one({ name: 't', input_schema: {} })), /did you mean `inputSchema`\?/);
+  assert.deepEqual(names(catalogTools(one({ name: 't', method: 'GET' }))), ['s__t']);
   assert.throws(() => catalogTools(one({ name: 't', inputSchema: [] })), {
     message:
       '/servers/0/tools/0/inputSchema: tool `t` of server `s` takes an array; an MCP tool\'s inputSchema is a JSON Schema object with "type": "object"',

@@ -51,7 +51,7 @@ pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
     loop {
         for server in &servers {
             if count == tools {
-                return Ok(Catalog { servers: out });
+                return Ok(Catalog::of(out));
             }
             let mut copy = (*server).clone();
             let mut copy_number = 2;
@@ -232,7 +232,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     // Inside the component, through the shell.
     let with =
         |catalog: &Catalog| ComponentSearch::with_component(catalog, options.component.as_deref());
-    let mut empty = with(&Catalog { servers: vec![] })?;
+    let mut empty = with(&Catalog::of(vec![]))?;
     let mut component = with(&catalog).context("loading the generated catalog into lazy-tools")?;
     let plugin_memory = |c: &mut ComponentSearch| -> Result<usize> {
         Ok(c.shell_mut().plugin_mut(PLUGIN)?.memory_bytes())
@@ -303,8 +303,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     // after it was installed, so registry-changed fetches and indexes them all). Also under
     // a token budget, where every schema is counted by the shell's tokenizer as well.
     let full_build_of = |component: Option<&Path>, config: &serde_json::Value| {
-        let mut fresh =
-            ComponentSearch::with_config(&Catalog { servers: vec![] }, component, config)?;
+        let mut fresh = ComponentSearch::with_config(&Catalog::of(vec![]), component, config)?;
         register_unannounced(&mut fresh.shell_mut().core(), &catalog)?;
         registry_changed(&mut fresh)
     };
@@ -582,9 +581,7 @@ pub(super) fn joining_server(catalog: &Catalog, tools: usize) -> Result<Catalog>
             tool
         })
         .collect();
-    Ok(Catalog {
-        servers: vec![server],
-    })
+    Ok(Catalog::of(vec![server]))
 }
 
 /// Registers the tools of `server` in `core` (`joined`) or removes them: a server connecting
@@ -698,7 +695,7 @@ mod tests {
         let twice = generate(&[catalog.clone(), catalog], 7).unwrap();
         let servers: Vec<&str> = twice.servers.iter().map(|s| s.name.as_str()).collect();
         assert_eq!(servers, ["a", "b", "a-2", "b-2", "a-3"]);
-        assert!(generate(&[Catalog { servers: vec![] }], 5).is_err());
+        assert!(generate(&[Catalog::of(vec![])], 5).is_err());
         assert_eq!(
             median(vec![
                 Duration::from_millis(3),
