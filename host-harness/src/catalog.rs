@@ -5,8 +5,8 @@
 //! across servers, model APIs want names of `[A-Za-z0-9_-]`, and a server
 //! prefix lets a profile defer a whole server with one pattern.
 
-use std::collections::HashSet;
 use std::collections::hash_map::{Entry, HashMap};
+use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
 use anyhow::{Context as _, Result, bail};
@@ -50,7 +50,12 @@ pub struct McpTool {
     pub name: String,
     #[serde(default)]
     pub description: String,
-    #[serde(rename = "inputSchema", default = "empty_schema")]
+    /// `null` is read as no parameters, as a missing schema is.
+    #[serde(
+        rename = "inputSchema",
+        default = "empty_schema",
+        deserialize_with = "schema_or_empty"
+    )]
     pub input_schema: Value,
     /// Search text beyond the definition: `{"keywords": [...], "examples": [...],
     /// "descriptions": [...]}`, each optional.
@@ -60,6 +65,10 @@ pub struct McpTool {
 
 fn empty_schema() -> Value {
     serde_json::json!({"type": "object", "properties": {}})
+}
+
+fn schema_or_empty<'de, D: serde::Deserializer<'de>>(schema: D) -> Result<Value, D::Error> {
+    Ok(Option::<Value>::deserialize(schema)?.unwrap_or_else(empty_schema))
 }
 
 impl Catalog {
@@ -134,43 +143,33 @@ impl Catalog {
         Ok(catalog)
     }
 
-    /// A server has a name without `/`, so that a tool's id (`server/tool`) splits one way. It
-    /// lists each of its tools once, by a name that is not empty, with an object schema, as an
-    /// MCP server's `tools/list` must: the id then names one tool.
+    /// Each tool of a server is listed once, by a name that is not empty, with an object
+    /// schema, as an MCP server's `tools/list` must; a server has a name. Two tools never share
+    /// an id (`server/tool`: server `a/b`'s tool `c` and server `a`'s tool `b/c` would), so that
+    /// a query file's gold names one tool; and no server's tools begin as another's do (`a__`,
+    /// `a__b__`), so that `Defer(a__*)` reaches one server.
     fn check(&self) -> Result<()> {
         let mut first: HashMap<(&str, &str), String> = HashMap::new();
+        let mut ids: HashMap<String, (&str, &str, String)> = HashMap::new();
+        let mut prefixes: BTreeMap<String, usize> = BTreeMap::new();
         for (s, server) in self.servers.iter().enumerate() {
             let server_name = escape(&server.name);
             if server.name.is_empty() {
                 bail!("/servers/{s}/name: a server has an empty name");
             }
-            if server.name.contains('/') {
-                bail!(
-                    "/servers/{s}/name: server `{server_name}` has a `/` in its name; \
-                     a tool's id is `server/tool`, so a server's name may not hold one"
-                );
-            }
-            let prefix = clean_name(&server.name);
-            if prefix.contains("__") || prefix.starts_with('_') || prefix.ends_with('_') {
-                bail!(
-                    "/servers/{s}/name: server `{server_name}` would name its tools \
-                     `{prefix}__<tool>`; a server's name may not hold `__` or start or end \
-                     with `_`, or a pattern such as `Defer({prefix}__*)` could reach another \
-                     server's tools (as in mcp.yml)"
-                );
-            }
+            prefixes
+                .entry(format!("{}__", clean_name(&server.name)))
+                .or_insert(s);
             for (t, tool) in server.tools.iter().enumerate() {
                 let place = format!("/servers/{s}/tools/{t}");
                 if tool.name.is_empty() {
                     bail!("{place}: a tool of server `{server_name}` has an empty name");
                 }
-                let schema_type = tool.input_schema.get("type").and_then(Value::as_str);
-                if schema_type != Some("object") {
+                if let Some(kind) = not_an_object_schema(&tool.input_schema) {
                     bail!(
-                        "{place}/inputSchema: tool `{}` of server `{server_name}` takes {}; \
+                        "{place}/inputSchema: tool `{}` of server `{server_name}` takes {kind}; \
                          an MCP tool's inputSchema is a JSON Schema object with \"type\": \"object\"",
                         escape(&tool.name),
-                        schema_kind(&tool.input_schema)
                     );
                 }
                 match first.entry((&server.name, &tool.name)) {
@@ -180,9 +179,41 @@ impl Catalog {
                         at.get()
                     ),
                     Entry::Vacant(entry) => {
-                        entry.insert(place);
+                        entry.insert(place.clone());
                     }
                 }
+                let id = format!("{}/{}", server.name, tool.name);
+                match ids.entry(id) {
+                    Entry::Occupied(at) => {
+                        let (other_server, other_tool, other_place) = at.get();
+                        bail!(
+                            "{place}: tool `{}` of server `{server_name}` and tool `{}` of server \
+                             `{}` (at {other_place}) have one id, `{}`: a server or tool name \
+                             holding `/` makes `server/tool` split two ways",
+                            escape(&tool.name),
+                            escape(other_tool),
+                            escape(other_server),
+                            escape(at.key())
+                        );
+                    }
+                    Entry::Vacant(entry) => {
+                        entry.insert((&server.name, &tool.name, place));
+                    }
+                }
+            }
+        }
+        // A prefix that begins another comes right before one that it begins, in sorted order.
+        let sorted: Vec<(&String, &usize)> = prefixes.iter().collect();
+        for pair in sorted.windows(2) {
+            let ((shorter, &a), (longer, &b)) = (pair[0], pair[1]);
+            if longer.starts_with(shorter.as_str()) {
+                bail!(
+                    "/servers/{b}/name: server `{}` names its tools `{longer}<tool>`, which begin \
+                     as server `{}`'s (/servers/{a}) do: a pattern such as `Defer({shorter}*)` \
+                     would reach both",
+                    escape(&self.servers[b].name),
+                    escape(&self.servers[a].name),
+                );
             }
         }
         Ok(())
@@ -305,10 +336,13 @@ fn join(segments: &[String]) -> String {
         .collect()
 }
 
-fn schema_kind(schema: &Value) -> String {
-    match schema {
+/// What `schema` is, when it is not an object schema: an MCP tool takes a JSON object whose
+/// `type`, if given, is `object`.
+fn not_an_object_schema(schema: &Value) -> Option<String> {
+    Some(match schema {
         Value::Object(object) => match object.get("type") {
-            None => "an object schema without a \"type\"".to_owned(),
+            None => return None,
+            Some(Value::String(kind)) if kind == "object" => return None,
             Some(kind) => format!("a schema of type {}", escape(&kind.to_string())),
         },
         Value::Array(_) => "an array".to_owned(),
@@ -316,7 +350,7 @@ fn schema_kind(schema: &Value) -> String {
         Value::Number(_) => "a number".to_owned(),
         Value::Bool(_) => "a boolean".to_owned(),
         Value::Null => "null".to_owned(),
-    }
+    })
 }
 
 /// Gives tools their shell names, each name once. Two tools whose names differ only in
@@ -514,7 +548,7 @@ mod tests {
     }
 
     #[test]
-    fn a_schema_that_is_not_an_object_schema_or_a_server_name_with_a_slash_is_an_error() {
+    fn a_schema_that_is_not_an_object_schema_or_an_id_that_splits_two_ways_is_an_error() {
         let array = Catalog::parse(
             r#"{"servers": [{"name": "s", "tools": [{"name": "t", "inputSchema": []}]}]}"#,
         )
@@ -535,30 +569,66 @@ mod tests {
                 .contains("takes a schema of type \"string\""),
             "{string}"
         );
-        let slash = Catalog::parse(r#"{"servers": [{"name": "a/b", "tools": [{"name": "c"}]}]}"#)
-            .unwrap_err();
+        // No type, or null (no parameters), is taken.
+        let lenient = Catalog::parse(
+            r#"{"servers": [{"name": "s", "tools": [
+                {"name": "t", "inputSchema": {"properties": {}}}, {"name": "u", "inputSchema": null}]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(lenient.servers[0].tools[1].input_schema, empty_schema());
+        let split = Catalog::parse(
+            r#"{"servers": [{"name": "a/b", "tools": [{"name": "c"}]},
+                            {"name": "a", "tools": [{"name": "b/c"}]}]}"#,
+        )
+        .unwrap_err();
+        assert_eq!(
+            split.to_string(),
+            "/servers/1/tools/0: tool `b/c` of server `a` and tool `c` of server `a/b` (at \
+             /servers/0/tools/0) have one id, `a/b/c`: a server or tool name holding `/` makes \
+             `server/tool` split two ways"
+        );
+        // A `/` alone is no conflict: catalogs made from API directories name servers so.
         assert!(
-            slash
-                .to_string()
-                .starts_with("/servers/0/name: server `a/b` has a `/` in its name"),
-            "{slash}"
+            Catalog::parse(
+                r#"{"servers": [{"name": "api.example.com/v2", "tools": [{"name": "get/item"}]}]}"#
+            )
+            .is_ok()
         );
         let empty = Catalog::parse(r#"{"servers": [{"name": "", "tools": []}]}"#).unwrap_err();
         assert_eq!(
             empty.to_string(),
             "/servers/0/name: a server has an empty name"
         );
-        for name in ["a__b", "a b__c", "_a", "a_"] {
-            let text = format!(r#"{{"servers": [{{"name": "{name}", "tools": []}}]}}"#);
-            let err = Catalog::parse(&text).unwrap_err().to_string();
-            assert!(
-                err.starts_with(&format!(
-                    "/servers/0/name: server `{name}` would name its tools"
-                )) && err.contains("may not hold `__` or start or end with `_`"),
-                "{err}"
+    }
+
+    #[test]
+    fn a_server_whose_tools_begin_as_another_servers_is_an_error() {
+        for (names, message) in [
+            (
+                ["a", "a__b"],
+                "/servers/1/name: server `a__b` names its tools `a__b__<tool>`, which begin as \
+                 server `a`'s (/servers/0) do: a pattern such as `Defer(a__*)` would reach both",
+            ),
+            (
+                ["a_", "a"],
+                "/servers/0/name: server `a_` names its tools `a___<tool>`, which begin as \
+                 server `a`'s (/servers/1) do: a pattern such as `Defer(a__*)` would reach both",
+            ),
+        ] {
+            let text = format!(
+                r#"{{"servers": [{{"name": "{}", "tools": []}}, {{"name": "{}", "tools": []}}]}}"#,
+                names[0], names[1]
             );
+            assert_eq!(Catalog::parse(&text).unwrap_err().to_string(), message);
         }
-        assert!(Catalog::parse(r#"{"servers": [{"name": "a-b c.", "tools": []}]}"#).is_ok());
+        // Alone, such a name reaches no other server's tools; names that clean alike share.
+        for names in [["a__b", "c"], ["_a", "a"], ["Weather API", "Weather-API"]] {
+            let text = format!(
+                r#"{{"servers": [{{"name": "{}", "tools": []}}, {{"name": "{}", "tools": []}}]}}"#,
+                names[0], names[1]
+            );
+            assert!(Catalog::parse(&text).is_ok(), "{names:?}");
+        }
     }
 
     #[test]

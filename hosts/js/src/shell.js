@@ -495,13 +495,16 @@ function schemaKind(schema) {
 
 /**
  * A catalog's tools as MCP tools named `<server>__<tool>` (unsafe characters become `-`; a name
- * an earlier tool took gets `-2`, `-3`, ...), as the Rust harness names them. A server that lists
- * a tool twice, a tool without a name or an object schema, a server name that is empty or holds
- * `/`, and a key nothing reads are errors at the entry's place, as in the Rust harness.
+ * an earlier tool took gets `-2`, `-3`, ...), as the Rust harness names them. As there, these
+ * are errors at the entry's place: a server that lists a tool twice, a tool without a name or an
+ * object schema, a server without a name, two tools with one id (`server/tool`), a server whose
+ * tools begin as another's (`a__`, `a__b__`), and a key that looks misspelt.
  */
 export function catalogTools(catalog) {
   checkKeys(catalog, 'catalog', '');
   const first = new Map();
+  const ids = new Map();
+  const prefixes = new Map();
   const taken = new Set();
   const unique = (plain) => {
     let name = plain;
@@ -512,37 +515,37 @@ export function catalogTools(catalog) {
     taken.add(name);
     return name;
   };
-  return catalog.servers.flatMap((server, s) => {
+  const tools = catalog.servers.flatMap((server, s) => {
     checkKeys(server, 'server', `/servers/${s}`);
     if (!server.name) throw new Error(`/servers/${s}/name: a server has an empty name`);
-    if (server.name.includes('/')) {
-      throw new Error(
-        `/servers/${s}/name: server \`${server.name}\` has a \`/\` in its name; a tool's id is \`server/tool\`, so a server's name may not hold one`,
-      );
-    }
-    const prefix = clean(server.name);
-    if (prefix.includes('__') || prefix.startsWith('_') || prefix.endsWith('_')) {
-      throw new Error(
-        `/servers/${s}/name: server \`${server.name}\` would name its tools \`${prefix}__<tool>\`; a server's name may not hold \`__\` or start or end with \`_\`, or a pattern such as \`Defer(${prefix}__*)\` could reach another server's tools (as in mcp.yml)`,
-      );
-    }
+    const prefix = `${clean(server.name)}__`;
+    if (!prefixes.has(prefix)) prefixes.set(prefix, s);
     return (server.tools ?? []).map((tool, t) => {
       const place = `/servers/${s}/tools/${t}`;
       checkKeys(tool, 'tool', place);
       if (!tool.name) throw new Error(`${place}: a tool of server \`${server.name}\` has an empty name`);
+      // `null` is no parameters, as a missing schema is; a schema without `type` is taken.
       const schema = tool.inputSchema ?? { type: 'object', properties: {} };
-      if (schema === null || typeof schema !== 'object' || Array.isArray(schema) || schema.type !== 'object') {
+      if (typeof schema !== 'object' || Array.isArray(schema) || ('type' in schema && schema.type !== 'object')) {
         throw new Error(
           `${place}/inputSchema: tool \`${tool.name}\` of server \`${server.name}\` takes ${schemaKind(schema)}; an MCP tool's inputSchema is a JSON Schema object with "type": "object"`,
         );
       }
-      const id = JSON.stringify([server.name, tool.name]);
-      if (first.has(id)) {
+      const pair = JSON.stringify([server.name, tool.name]);
+      if (first.has(pair)) {
         throw new Error(
-          `${place}: tool \`${tool.name}\` of server \`${server.name}\` is listed twice (first at ${first.get(id)})`,
+          `${place}: tool \`${tool.name}\` of server \`${server.name}\` is listed twice (first at ${first.get(pair)})`,
         );
       }
-      first.set(id, place);
+      first.set(pair, place);
+      const id = `${server.name}/${tool.name}`;
+      const other = ids.get(id);
+      if (other !== undefined) {
+        throw new Error(
+          `${place}: tool \`${tool.name}\` of server \`${server.name}\` and tool \`${other.tool}\` of server \`${other.server}\` (at ${other.place}) have one id, \`${id}\`: a server or tool name holding \`/\` makes \`server/tool\` split two ways`,
+        );
+      }
+      ids.set(id, { server: server.name, tool: tool.name, place });
       const registered = new Tool(
         unique(shellName(server.name, tool.name)),
         tool.description ?? '',
@@ -569,4 +572,16 @@ export function catalogTools(catalog) {
       return registered;
     });
   });
+  // A prefix that begins another comes right before one that it begins, in sorted order.
+  const sorted = [...prefixes.keys()].sort();
+  for (let i = 1; i < sorted.length; i++) {
+    const [shorter, longer] = [sorted[i - 1], sorted[i]];
+    if (longer.startsWith(shorter)) {
+      const [a, b] = [prefixes.get(shorter), prefixes.get(longer)];
+      throw new Error(
+        `/servers/${b}/name: server \`${catalog.servers[b].name}\` names its tools \`${longer}<tool>\`, which begin as server \`${catalog.servers[a].name}\`'s (/servers/${a}) do: a pattern such as \`Defer(${shorter}*)\` would reach both`,
+      );
+    }
+  }
+  return tools;
 }
