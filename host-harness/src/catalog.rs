@@ -18,6 +18,7 @@ use crate::tool::{Origin, SearchText, Tool};
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
+    #[serde(deserialize_with = "objects")]
     pub servers: Vec<Server>,
     /// Keys the shell does not read that neither MCP nor an extension (`x-`) defines, each
     /// with how many entries hold it and the first place (`/servers/0/tools/3/method`): a
@@ -42,6 +43,7 @@ pub struct Server {
     pub description: String,
     #[serde(default)]
     pub category: Option<String>,
+    #[serde(deserialize_with = "objects")]
     pub tools: Vec<McpTool>,
 }
 
@@ -59,8 +61,49 @@ pub struct McpTool {
     pub input_schema: Value,
     /// Search text beyond the definition: `{"keywords": [...], "examples": [...],
     /// "descriptions": [...]}`, each optional.
-    #[serde(rename = "x-lazy-tools", default)]
+    #[serde(rename = "x-lazy-tools", default, deserialize_with = "object_or_null")]
     pub search_text: Option<SearchText>,
+}
+
+/// A struct read from a JSON object only: serde also reads a struct from an array, by
+/// position, so `["fs", "", []]` would be a server named `fs`, and a catalog so written loads
+/// as something its author did not mean.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(json: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object with named keys")
+            }
+            fn visit_map<M: serde::de::MapAccess<'de>>(self, map: M) -> Result<T, M::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+        json.deserialize_map(ObjectVisitor(std::marker::PhantomData))
+            .map(Object)
+    }
+}
+
+/// A list of structs, each read from a JSON object only (see [`Object`]).
+fn objects<'de, D, T>(json: D) -> Result<Vec<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    let objects = Vec::<Object<T>>::deserialize(json)?;
+    Ok(objects.into_iter().map(|Object(item)| item).collect())
+}
+
+/// A struct read from a JSON object only, or nothing from `null`.
+fn object_or_null<'de, D, T>(json: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Ok(Option::<Object<T>>::deserialize(json)?.map(|Object(item)| item))
 }
 
 fn empty_schema() -> Value {
@@ -645,6 +688,43 @@ mod tests {
                 "{err}"
             );
         }
+    }
+
+    #[test]
+    fn a_server_or_tool_written_as_an_array_is_an_error_at_its_line() {
+        // serde would read each by position: a server `fs` with one tool `read`.
+        for (text, line) in [
+            (
+                "{\"servers\": [\n  [\"fs\", \"\", null, [{\"name\": \"read\"}]]\n]}",
+                2,
+            ),
+            (
+                "{\"servers\": [{\"name\": \"fs\", \"tools\": [\n  [\"read\", \"Reads.\"]\n]}]}",
+                2,
+            ),
+            (
+                "{\"servers\": [{\"name\": \"fs\", \"tools\": [{\"name\": \"read\",\n  \
+                 \"x-lazy-tools\": [[\"file\"]]}]}]}",
+                2,
+            ),
+        ] {
+            let err = Catalog::parse(text).unwrap_err().to_string();
+            assert!(
+                err.contains("invalid type: sequence, expected a JSON object with named keys")
+                    && err.contains(&format!("line {line} column")),
+                "{err}"
+            );
+        }
+        // Written as objects, the same entries load.
+        let catalog = Catalog::parse(
+            "{\"servers\": [{\"name\": \"fs\", \"tools\": [{\"name\": \"read\", \
+             \"x-lazy-tools\": {\"keywords\": [\"file\"]}}, {\"name\": \"list\", \
+             \"x-lazy-tools\": null}]}]}",
+        )
+        .unwrap();
+        let tools = &catalog.servers[0].tools;
+        assert_eq!(tools[0].search_text.as_ref().unwrap().keywords, ["file"]);
+        assert_eq!(tools[1].search_text, None);
     }
 
     #[test]

@@ -467,7 +467,22 @@ function editDistance(a, b) {
   return row[b.length];
 }
 
+/** Throws unless `value` is a JSON object: JSON read by position is not what its author meant. */
+function mustBeObject(value, noun, place) {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new Error(`${place || '/'}: ${noun} is a JSON object with named keys; this is ${schemaKind(value)}`);
+  }
+}
+
+/** Throws unless `value` is a list (or missing, where a default applies). */
+function mustBeList(value, place) {
+  if (value !== undefined && !Array.isArray(value)) {
+    throw new Error(`${place}: a list, [...]; this is ${schemaKind(value)}`);
+  }
+}
+
 function checkKeys(object, what, place) {
+  mustBeObject(object, what === 'catalog' ? 'the catalog' : `a ${what}`, place);
   const plain = (k) => k.replace(/[_-]/gu, '').toLowerCase();
   for (const key of Object.keys(object)) {
     if (READ_KEYS[what].includes(key) || UNREAD_KEYS[what].includes(key) || key.startsWith('x-')) continue;
@@ -502,6 +517,8 @@ function schemaKind(schema) {
  */
 export function catalogTools(catalog) {
   checkKeys(catalog, 'catalog', '');
+  if (catalog.servers === undefined) throw new Error('/servers: missing; a catalog lists its servers there');
+  mustBeList(catalog.servers, '/servers');
   const first = new Map();
   const ids = new Map();
   const prefixes = new Map();
@@ -517,6 +534,7 @@ export function catalogTools(catalog) {
   };
   const tools = catalog.servers.flatMap((server, s) => {
     checkKeys(server, 'server', `/servers/${s}`);
+    mustBeList(server.tools, `/servers/${s}/tools`);
     if (!server.name) throw new Error(`/servers/${s}/name: a server has an empty name`);
     const prefix = `${clean(server.name)}__`;
     if (!prefixes.has(prefix)) prefixes.set(prefix, s);
@@ -553,7 +571,8 @@ export function catalogTools(catalog) {
         schema,
       );
       const extra = tool['x-lazy-tools'];
-      if (extra !== undefined) {
+      if (extra !== undefined && extra !== null) {
+        mustBeObject(extra, 'the search text', `${place}/x-lazy-tools`);
         const known = ['keywords', 'examples', 'descriptions'];
         for (const key of Object.keys(extra)) {
           if (!known.includes(key)) {

@@ -187,6 +187,24 @@ test('tools whose names clean alike keep a name each; a tool listed twice is an 
   });
 });
 
+test('a server, tool or search text written as an array, or a list that is not one, is an error at its place', () => {
+  const cases = [
+    [[], '/: the catalog is a JSON object with named keys; this is an array'],
+    [{}, '/servers: missing; a catalog lists its servers there'],
+    [{ servers: {} }, '/servers: a list, [...]; this is an object schema without a "type"'],
+    [{ servers: [['fs', '', null, [{ name: 'read' }]]] }, '/servers/0: a server is a JSON object with named keys; this is an array'],
+    [{ servers: [{ name: 'fs', tools: [['read', 'Reads.']] }] }, '/servers/0/tools/0: a tool is a JSON object with named keys; this is an array'],
+    [{ servers: [{ name: 'fs', tools: 'read' }] }, '/servers/0/tools: a list, [...]; this is a string'],
+    [
+      { servers: [{ name: 'fs', tools: [{ name: 'read', 'x-lazy-tools': [['file']] }] }] },
+      '/servers/0/tools/0/x-lazy-tools: the search text is a JSON object with named keys; this is an array',
+    ],
+  ];
+  for (const [catalog, message] of cases) assert.throws(() => catalogTools(catalog), { message });
+  const [tool] = catalogTools({ servers: [{ name: 'fs', tools: [{ name: 'read', 'x-lazy-tools': null }] }] });
+  assert.equal(tool.name, 'fs__read');
+});
+
 test('a name too long for the plugin is cut and ends in the hash the Rust harness gives it', () => {
   const long = 'x'.repeat(400);
   const name = shellName('server', long);
