@@ -221,26 +221,26 @@ pub fn run(
     }
     let pct = |ratio: f64| format!("{:.1}%", 100.0 * ratio);
     println!(
-        "Tool schema tokens per request ({}), {} ({} tools)",
+        "Tool schema tokens per request ({}), {} ({})",
         r.tokenizer,
         escape(&catalog_path.display().to_string()),
-        r.catalog_tools
+        tools(r.catalog_tools)
     );
     println!(
         "  eager (every tool visible)          {:>8}  100.0%",
         r.eager
     );
     println!(
-        "  cold start (catalog: {:<6})         {:>8}  {:>6}  ({} visible tools, catalog text {} tokens)",
+        "  cold start (catalog: {:<6})         {:>8}  {:>6}  ({} visible, catalog text {} tokens)",
         r.catalog_mode,
         r.cold_start,
         pct(r.cold_start_ratio),
-        r.visible_tools,
+        tools(r.visible_tools),
         r.catalog_tokens
     );
     println!(
-        "  after activating {:<3} tools          {:>8}  {:>6}",
-        r.activated,
+        "  after activating {:<9}          {:>8}  {:>6}",
+        tools(r.activated),
         r.after_activation,
         pct(r.after_activation_ratio)
     );
@@ -249,5 +249,16 @@ pub fn run(
         SEARCH_GUARDS.join(" + "),
         r.guard_schema_tokens
     );
+    if r.cold_start > r.eager {
+        println!(
+            "  (over 100%: this catalog's schemas cost fewer tokens than lazy-tools' own tools \
+             and catalog text add)"
+        );
+    }
     Ok(())
+}
+
+/// `n tools`, or `1 tool`.
+fn tools(n: usize) -> String {
+    format!("{n} tool{}", if n == 1 { "" } else { "s" })
 }
