@@ -286,7 +286,12 @@ impl McpServers {
     fn register(&mut self, index: usize, listing: Listing) {
         let server = &mut self.servers[index];
         let name = server.config.name.clone();
-        if !listing.left_out.is_empty() {
+        // A relist that leaves out what the last one did says nothing new.
+        let said = server
+            .listing
+            .as_ref()
+            .is_some_and(|last| last.left_out == listing.left_out);
+        if !listing.left_out.is_empty() && !said {
             self.events.push(Event::ToolsLeftOut {
                 server: name.clone(),
                 why: listing.left_out.clone(),

@@ -216,6 +216,39 @@ fn a_listing_entry_without_a_name_or_listed_again_is_left_out_and_said_the_rest_
 }
 
 #[test]
+fn a_relist_that_leaves_out_the_same_entries_does_not_say_so_again() {
+    let cache = tempfile::tempdir().unwrap();
+    let (mut shell, handle) = session(
+        cache.path(),
+        vec![fixture_server("fx", &["--bad-entries"])],
+        false,
+    );
+    let left_out = |handle: &SharedServers| {
+        handle
+            .lock()
+            .events()
+            .iter()
+            .filter(|e| matches!(e, Event::ToolsLeftOut { .. }))
+            .count()
+    };
+    assert_eq!(left_out(&handle), 1);
+    assert_eq!(
+        call(&mut shell, "fx__grow", json!({})).text,
+        "added the tool `extra`"
+    );
+    let mut relisted = false;
+    for _ in 0..50 {
+        if visible(&mut shell).contains(&"fx__extra".to_string()) {
+            relisted = true;
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(relisted, "fx__extra was never registered");
+    assert_eq!(left_out(&handle), 1, "the same entries were said twice");
+}
+
+#[test]
 fn a_server_whose_tools_a_catalog_registered_already_is_named_with_its_file() {
     let home = tempfile::tempdir().unwrap();
     let catalog = home.path().join("catalog.json");
