@@ -338,7 +338,7 @@ fn misspelt_key(key: &[String]) -> Option<String> {
     };
     let near = read
         .iter()
-        .find(|read| plain(read) == plain(last) || strsim::jaro_winkler(read, last) > 0.88)?;
+        .find(|read| is_misspelling(&plain(read), &plain(last)))?;
     Some(format!(
         "unknown key `{}` in {what}: did you mean `{near}`? The shell reads {}; an extension's \
          key starts with `x-`",
@@ -348,6 +348,15 @@ fn misspelt_key(key: &[String]) -> Option<String> {
             .collect::<Vec<_>>()
             .join(", ")
     ))
+}
+
+/// True when `key` is `read` mistyped, both `plain`: one edit away (a letter added, lost or
+/// changed, or two side by side swapped). A key two edits away is more often another key
+/// (`description_zh`), as is one that only begins alike (`namespace`): those load, named once
+/// as unread. Stricter than `suggest`'s hint measure, which only words a message: this one
+/// refuses a file.
+fn is_misspelling(read: &str, key: &str) -> bool {
+    strsim::osa_distance(read, key) <= 1
 }
 
 /// A serde path as the segments of a JSON pointer.
@@ -687,6 +696,53 @@ mod tests {
                     && err.ends_with(&format!("this file starts with {start}")),
                 "{err}"
             );
+        }
+    }
+
+    /// Keys of a tool, and the read key each is a misspelling of. The JS host's suite holds the
+    /// same table (`hosts/js/test/shell.test.js`), so both shells refuse the same keys.
+    const TOOL_KEY_TYPOS: &[(&str, Option<&str>)] = &[
+        ("descripton", Some("description")),
+        ("dscription", Some("description")),
+        ("discription", Some("description")),
+        ("descriptions", Some("description")),
+        ("Description", Some("description")),
+        ("input_schema", Some("inputSchema")),
+        ("inputshema", Some("inputSchema")),
+        ("inputSchemas", Some("inputSchema")),
+        ("nmae", Some("name")),
+        ("naem", Some("name")),
+        ("nam", Some("name")),
+        ("names", Some("name")),
+        ("lazy-tools", Some("x-lazy-tools")),
+        ("x_lazy_tools", Some("x-lazy-tools")),
+        ("namespace", None),
+        ("description_zh", None),
+        ("descr", None),
+        ("input", None),
+        ("schema", None),
+        ("method", None),
+        ("url", None),
+        ("params", None),
+        ("category", None),
+    ];
+
+    #[test]
+    fn a_key_is_a_misspelling_one_edit_away_not_when_it_only_begins_alike() {
+        for &(key, near) in TOOL_KEY_TYPOS {
+            let text = format!(
+                r#"{{"servers": [{{"name": "s", "tools": [{{"name": "t", "{key}": 1}}]}}]}}"#
+            );
+            match (Catalog::parse(&text), near) {
+                (Ok(catalog), None) => assert_eq!(catalog.unread_keys[0].key, key),
+                (Err(err), Some(near)) => assert!(
+                    err.to_string().contains(&format!(
+                        "unknown key `{key}` in a tool: did you mean `{near}`?"
+                    )),
+                    "{err}"
+                ),
+                (result, near) => panic!("{key}: {result:?}, expected a typo of {near:?}"),
+            }
         }
     }
 

@@ -454,17 +454,25 @@ const UNREAD_KEYS = {
   tool: ['title', 'outputSchema', 'annotations', 'icons', 'execution', '_meta'],
 };
 
-/** Edit distance (insertions, deletions, substitutions) between `a` and `b`. */
-function editDistance(a, b) {
-  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
-  for (let i = 1; i <= a.length; i++) {
-    const next = [i];
-    for (let j = 1; j <= b.length; j++) {
-      next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+/**
+ * Edits from `a` to `b` (a letter added, lost or changed, or two side by side swapped; optimal
+ * string alignment, over Unicode scalar values), as the Rust harness counts them (strsim).
+ */
+export function osaDistance(a, b) {
+  const x = [...a];
+  const y = [...b];
+  // d[i][j]: edits from the first i of x to the first j of y.
+  const d = Array.from({ length: x.length + 1 }, (_, i) => [i, ...y.map((_, j) => (i === 0 ? j + 1 : 0))]);
+  for (let i = 1; i <= x.length; i++) {
+    for (let j = 1; j <= y.length; j++) {
+      const change = x[i - 1] === y[j - 1] ? 0 : 1;
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + change);
+      if (i > 1 && j > 1 && x[i - 1] === y[j - 2] && x[i - 2] === y[j - 1]) {
+        d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
-    row = next;
   }
-  return row[b.length];
+  return d[x.length][y.length];
 }
 
 /** Throws unless `value` is a JSON object: JSON read by position is not what its author meant. */
@@ -487,7 +495,8 @@ function checkKeys(object, what, place) {
   for (const key of Object.keys(object)) {
     if (READ_KEYS[what].includes(key) || UNREAD_KEYS[what].includes(key) || key.startsWith('x-')) continue;
     const near = READ_KEYS[what].find(
-      (read) => plain(read) === plain(key) || (key.length >= 4 && editDistance(read, key) <= 2),
+      // As the Rust harness: one edit away once case, `_` and `-` are set aside.
+      (read) => osaDistance(plain(read), plain(key)) <= 1,
     );
     if (near === undefined) continue;
     const pointer = `${place}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;

@@ -187,6 +187,44 @@ test('tools whose names clean alike keep a name each; a tool listed twice is an 
   });
 });
 
+test('a key is a misspelling one edit away, not when it only begins alike, as in the Rust harness', () => {
+  // The same table as TOOL_KEY_TYPOS in host-harness/src/catalog.rs.
+  const typos = [
+    ['descripton', 'description'],
+    ['dscription', 'description'],
+    ['discription', 'description'],
+    ['descriptions', 'description'],
+    ['Description', 'description'],
+    ['input_schema', 'inputSchema'],
+    ['inputshema', 'inputSchema'],
+    ['inputSchemas', 'inputSchema'],
+    ['nmae', 'name'],
+    ['naem', 'name'],
+    ['nam', 'name'],
+    ['names', 'name'],
+    ['lazy-tools', 'x-lazy-tools'],
+    ['x_lazy_tools', 'x-lazy-tools'],
+    ['namespace', null],
+    ['description_zh', null],
+    ['descr', null],
+    ['input', null],
+    ['schema', null],
+    ['method', null],
+    ['url', null],
+    ['params', null],
+    ['category', null],
+  ];
+  for (const [key, near] of typos) {
+    const catalog = { servers: [{ name: 's', tools: [{ name: 't', [key]: 1 }] }] };
+    if (near === null) {
+      assert.deepEqual(names(catalogTools(catalog)), ['s__t'], key);
+    } else {
+      const said = `unknown key \`${key}\` in a tool: did you mean \`${near}\`?`;
+      assert.throws(() => catalogTools(catalog), (err) => err.message.includes(said), key);
+    }
+  }
+});
+
 test('a server, tool or search text written as an array, or a list that is not one, is an error at its place', () => {
   const cases = [
     [[], '/: the catalog is a JSON object with named keys; this is an array'],
