@@ -9,7 +9,7 @@
 use crate::config::CatalogMode;
 use crate::groups::GroupLine;
 use crate::guards::{DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH, first_sentence};
-use crate::names::{self, NamesIn};
+use crate::names::{self, NameId, NameSet, NameTable};
 use crate::registry::{Registry, ToolDef};
 
 /// One deferred tool as the catalog shows it, borrowed from the registry: a catalog of
@@ -22,22 +22,51 @@ pub struct Entry<'a> {
     pub group: Option<(&'a str, &'a str)>,
 }
 
+/// The registry's tools in name order, each with the number of its name: what [`entries`]
+/// walks. Sorting 100,000 names, and hashing each to ask an agent's set about it, took most
+/// of the 50 ms a shell gives `system-prompt`; the order is made once per registry change,
+/// in the call that brings the change, and serves every agent.
+#[derive(Debug, Default)]
+pub struct ByName {
+    /// (index in `Registry::tools`, the name's number); equal names in registry order.
+    tools: Vec<(u32, NameId)>,
+}
+
+impl ByName {
+    /// The order of `registry`'s tools, numbering their names in `names`.
+    pub fn new(registry: &Registry, names: &mut NameTable) -> Self {
+        let tools: Vec<(&str, u32)> = (registry.tools().iter().enumerate())
+            .map(|(at, tool)| (tool.name.as_str(), at as u32))
+            .collect();
+        let sorted = names::sorted_by_name(&tools, |&(name, _)| name);
+        Self {
+            tools: sorted
+                .into_iter()
+                .map(|(name, at)| (at, names.intern(name)))
+                .collect(),
+        }
+    }
+}
+
 /// The catalog entries of an agent's deferred tools (`deferred`: every tool
 /// the policy hides from it, loaded or not, so loading never changes the
-/// text), sorted by name, with the definitions `agent` sees.
-///
-/// It walks the registry in order and asks the set about each name, rather than looking
-/// each deferred name up in the registry: at 100,000 tools the lookups' cache misses took
-/// most of a short call in the component.
-pub fn entries<'r>(deferred: NamesIn<'r>, registry: &'r Registry, agent: &str) -> Vec<Entry<'r>> {
-    let defs: Vec<&ToolDef> = registry
-        .tools()
+/// text), sorted by name, with the definitions `agent` sees. `by_name` is the order of
+/// `registry`, made with the table `deferred`'s numbers come from.
+pub fn entries<'r>(
+    deferred: &NameSet,
+    by_name: &ByName,
+    registry: &'r Registry,
+    agent: &str,
+) -> Vec<Entry<'r>> {
+    let tools = registry.tools();
+    let mut seen: Vec<&ToolDef> = by_name
+        .tools
         .iter()
-        .filter(|tool| deferred.contains(&tool.name))
+        .filter(|&&(_, id)| deferred.contains(id))
+        .filter_map(|&(at, _)| tools.get(at as usize))
         .collect();
     // A name defined in several scopes shows the definition the agent sees: the nearest
     // scope's, the first registered among equals (as `Registry::lookup` picks).
-    let mut seen: Vec<&ToolDef> = names::sorted_by_name(&defs, |tool| &tool.name);
     seen.dedup_by(|later, kept| {
         let same = names::same(&later.name, &kept.name);
         if same && later.origin.rank_for(agent) < kept.origin.rank_for(agent) {
@@ -518,8 +547,9 @@ mod tests {
             set.insert(table.intern(name));
         }
         table.intern("kept");
+        let by_name = ByName::new(&registry, &mut table);
         let shown = |agent: &str| -> Vec<(String, String, Option<String>)> {
-            super::entries(NamesIn::new(&table, &set), &registry, agent)
+            super::entries(&set, &by_name, &registry, agent)
                 .iter()
                 .map(|e| {
                     (

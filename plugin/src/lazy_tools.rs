@@ -71,6 +71,9 @@ pub struct LazyTools<H: Host> {
     agents: BTreeMap<String, AgentState>,
     /// The numbers agents' views hold tool names by.
     names: NameTable,
+    /// The registry in name order, for the system prompt's catalog; made with each registry
+    /// change while a catalog is configured, `None` when it is not or may be stale.
+    by_name: Option<catalog::ByName>,
     /// Servers, declared and lazy groups; rebuilt with the registry.
     groups: Groups,
     /// What the host declared it can load on demand.
@@ -95,6 +98,7 @@ impl<H: Host> LazyTools<H> {
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
             names: NameTable::default(),
+            by_name: None,
             groups: Groups::default(),
             lazy: Vec::new(),
             lazy_loads: LazyLoads::new(),
@@ -134,6 +138,7 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
+            self.order_catalog();
             // Every class may have changed: no view is patched from a delta.
             self.copy_log.reset();
             self.classify_all();
@@ -407,6 +412,11 @@ impl<H: Host> LazyTools<H> {
         if mode == CatalogMode::None {
             return Ok(None);
         }
+        if !(dispatch && mode == CatalogMode::Groups) && self.by_name.is_none() {
+            // Made with each registry change while a catalog is configured; here only when
+            // the config asked for one since.
+            self.by_name = Some(catalog::ByName::new(&self.registry, &mut self.names));
+        }
         let state = self.agent(agent)?;
         if let Some(cache) = &state.catalog
             && cache.generation == state.seen_generation
@@ -430,8 +440,10 @@ impl<H: Host> LazyTools<H> {
                 count,
             )
         } else {
-            let deferred = NamesIn::new(&self.names, state.deferred());
-            let entries = catalog::entries(deferred, &self.registry, agent);
+            // Set above; an empty order (no entries) rather than a trap otherwise.
+            let none = catalog::ByName::default();
+            let by_name = self.by_name.as_ref().unwrap_or(&none);
+            let entries = catalog::entries(state.deferred(), by_name, &self.registry, agent);
             catalog::render(mode, entries, chars, cap, count)
         };
         if let Some(state) = self.agents.get_mut(agent) {
@@ -524,6 +536,7 @@ impl<H: Host> LazyTools<H> {
         let lazy_changed = lazy != self.lazy;
         self.lazy = lazy;
         self.compact_names();
+        self.order_catalog();
         match &changed {
             Some(changed) => {
                 self.index.update(&self.registry, changed);
@@ -602,6 +615,26 @@ impl<H: Host> LazyTools<H> {
                 self.registry.tools().len()
             ),
         );
+    }
+
+    /// Puts the registry in name order for the system prompt's catalog when one is
+    /// configured: here, in a long call (a config or registry change), rather than in the
+    /// system prompt's short one, where sorting 100,000 names ran out of time.
+    fn order_catalog(&mut self) {
+        self.by_name = self
+            .catalog_configured()
+            .then(|| catalog::ByName::new(&self.registry, &mut self.names));
+    }
+
+    /// Whether the system prompt lists a catalog of tools (by name or by server).
+    fn catalog_configured(&self) -> bool {
+        // As `system_prompt` renders: a dispatch catalog by server lists groups instead.
+        self.policy.as_ref().is_some_and(|policy| {
+            let config = policy.config();
+            let dispatch = config.strategy == Strategy::Dispatch;
+            config.catalog == CatalogMode::Names
+                || (config.catalog == CatalogMode::Groups && !dispatch)
+        })
     }
 
     /// Builds the groups, or updates them for the `changed` names and the groups the

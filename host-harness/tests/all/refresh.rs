@@ -343,12 +343,15 @@ mod deltas_against_whole_fetches {
         "slack__post",
         "linear__create",
     ];
-    const CONFIGS: [&str; 4] = [
+    const CONFIGS: [&str; 6] = [
         r#"{"defer": ["gh__*", "slack__*"]}"#,
         // The preset, by budget: a few tools cross it, or many.
         r#"{"tokenBudget": 150}"#,
         r#"{"tokenBudget": 400}"#,
         r#"{"deferToolLoading": "auto", "tokenBudget": 250, "defer": ["gh__*"]}"#,
+        // A catalog in the system prompt, kept in name order from one change to the next.
+        r#"{"defer": ["gh__*", "slack__*", "bash"], "catalog": "names"}"#,
+        r#"{"tokenBudget": 150, "catalog": "groups"}"#,
     ];
 
     #[derive(Debug, Clone)]
