@@ -286,11 +286,14 @@ impl Groups {
     /// tools), sorted; `None` for an unknown group.
     pub fn members_for(&self, id: &str, deferred: NamesIn) -> Option<Vec<String>> {
         if id == OTHER && !self.by_id.contains_key(OTHER) {
+            // The few names of no group, sorted: not all 100,000 deferred names first.
+            let ungrouped: Vec<&str> = deferred
+                .names()
+                .filter(|n| !self.grouped.contains_key(*n))
+                .collect();
             return Some(
-                deferred
-                    .sorted()
+                names::sorted_by_name(&ungrouped, |n| n)
                     .into_iter()
-                    .filter(|n| !self.grouped.contains_key(*n))
                     .map(str::to_string)
                     .collect(),
             );

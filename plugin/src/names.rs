@@ -131,6 +131,12 @@ impl<'a> NamesIn<'a> {
         self.table.get(name).is_some_and(|id| self.set.contains(id))
     }
 
+    /// Every name of the set, in number order.
+    pub fn names(&self) -> impl Iterator<Item = &'a str> + use<'a> {
+        let table = self.table;
+        self.set.iter().map(move |id| table.name(id))
+    }
+
     /// Every name of the set, sorted.
     pub fn sorted(&self) -> Vec<&'a str> {
         let names: Vec<&str> = self.set.iter().map(|id| self.table.name(id)).collect();
