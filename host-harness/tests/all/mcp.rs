@@ -232,19 +232,7 @@ fn a_relist_that_leaves_out_the_same_entries_does_not_say_so_again() {
             .count()
     };
     assert_eq!(left_out(&handle), 1);
-    assert_eq!(
-        call(&mut shell, "fx__grow", json!({})).text,
-        "added the tool `extra`"
-    );
-    let mut relisted = false;
-    for _ in 0..50 {
-        if visible(&mut shell).contains(&"fx__extra".to_string()) {
-            relisted = true;
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    assert!(relisted, "fx__extra was never registered");
+    grow(&mut shell);
     assert_eq!(left_out(&handle), 1, "the same entries were said twice");
 }
 
@@ -465,21 +453,24 @@ fn a_live_list_that_differs_from_the_cache_updates_the_registry() {
 fn tools_list_changed_registers_the_new_tools() {
     let cache = tempfile::tempdir().unwrap();
     let (mut shell, _handle) = session(cache.path(), vec![fixture_server("fx", &[])], false);
+    grow(&mut shell);
+    assert_eq!(call(&mut shell, "fx__extra", json!({})).text, "extra ran");
+}
+
+/// Has the fixture server add its tool `extra` and announce it, and waits until the shell
+/// registered it: the notification may trail the call's result a little.
+fn grow(shell: &mut Shell) {
     assert_eq!(
-        call(&mut shell, "fx__grow", json!({})).text,
+        call(shell, "fx__grow", json!({})).text,
         "added the tool `extra`"
     );
-    // The notification may trail the result a little: the next request sees it.
-    let mut seen = false;
     for _ in 0..50 {
-        if visible(&mut shell).contains(&"fx__extra".to_string()) {
-            seen = true;
-            break;
+        if visible(shell).contains(&"fx__extra".to_string()) {
+            return;
         }
         std::thread::sleep(Duration::from_millis(20));
     }
-    assert!(seen, "fx__extra was never registered");
-    assert_eq!(call(&mut shell, "fx__extra", json!({})).text, "extra ran");
+    panic!("fx__extra was never registered");
 }
 
 /// A server that crashes mid-call: the model gets an error naming it and the
