@@ -139,7 +139,7 @@ impl<'a> NamesIn<'a> {
 
     /// Every name of the set, sorted.
     pub fn sorted(&self) -> Vec<&'a str> {
-        let names: Vec<&str> = self.set.iter().map(|id| self.table.name(id)).collect();
+        let names: Vec<&str> = self.names().collect();
         sorted_by_name(&names, |name| name)
     }
 }
