@@ -458,7 +458,7 @@ const UNREAD_KEYS = {
  * Edits from `a` to `b` (a letter added, lost or changed, or two side by side swapped; optimal
  * string alignment, over Unicode scalar values), as the Rust harness counts them (strsim).
  */
-export function osaDistance(a, b) {
+function osaDistance(a, b) {
   const x = [...a];
   const y = [...b];
   // d[i][j]: edits from the first i of x to the first j of y.
@@ -475,17 +475,24 @@ export function osaDistance(a, b) {
   return d[x.length][y.length];
 }
 
+/** What a JSON value is, in words. */
+function jsonKind(value) {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  return { object: 'an object', string: 'a string', number: 'a number', boolean: 'a boolean' }[typeof value] ?? typeof value;
+}
+
 /** Throws unless `value` is a JSON object: JSON read by position is not what its author meant. */
 function mustBeObject(value, noun, place) {
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
-    throw new Error(`${place || '/'}: ${noun} is a JSON object with named keys; this is ${schemaKind(value)}`);
+    throw new Error(`${place || '/'}: ${noun} is a JSON object with named keys; this is ${jsonKind(value)}`);
   }
 }
 
 /** Throws unless `value` is a list (or missing, where a default applies). */
 function mustBeList(value, place) {
   if (value !== undefined && !Array.isArray(value)) {
-    throw new Error(`${place}: a list, [...]; this is ${schemaKind(value)}`);
+    throw new Error(`${place}: a list, [...]; this is ${jsonKind(value)}`);
   }
 }
 

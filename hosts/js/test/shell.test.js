@@ -229,7 +229,7 @@ test('a server, tool or search text written as an array, or a list that is not o
   const cases = [
     [[], '/: the catalog is a JSON object with named keys; this is an array'],
     [{}, '/servers: missing; a catalog lists its servers there'],
-    [{ servers: {} }, '/servers: a list, [...]; this is an object schema without a "type"'],
+    [{ servers: {} }, '/servers: a list, [...]; this is an object'],
     [{ servers: [['fs', '', null, [{ name: 'read' }]]] }, '/servers/0: a server is a JSON object with named keys; this is an array'],
     [{ servers: [{ name: 'fs', tools: [['read', 'Reads.']] }] }, '/servers/0/tools/0: a tool is a JSON object with named keys; this is an array'],
     [{ servers: [{ name: 'fs', tools: 'read' }] }, '/servers/0/tools: a list, [...]; this is a string'],
