@@ -412,10 +412,9 @@ impl<H: Host> LazyTools<H> {
         if mode == CatalogMode::None {
             return Ok(None);
         }
-        if !(dispatch && mode == CatalogMode::Groups) && self.by_name.is_none() {
-            // Made with each registry change while a catalog is configured; here only when
-            // the config asked for one since.
-            self.by_name = Some(catalog::ByName::new(&self.registry, &mut self.names));
+        if self.by_name.is_none() {
+            // `configure` and every registry change make it; this only guards that.
+            self.order_catalog();
         }
         let state = self.agent(agent)?;
         if let Some(cache) = &state.catalog
