@@ -529,7 +529,8 @@ function schemaKind(schema) {
  * an earlier tool took gets `-2`, `-3`, ...), as the Rust harness names them. As there, these
  * are errors at the entry's place: a server that lists a tool twice, a tool without a name or an
  * object schema, a server without a name, two tools with one id (`server/tool`), a server whose
- * tools begin as another's (`a__`, `a__b__`), and a key that looks misspelt.
+ * tools begin as another's (`a__`, `a__b__`), a server without its `tools` list, and a key that
+ * looks misspelt.
  */
 export function catalogTools(catalog) {
   checkKeys(catalog, 'catalog', '');
@@ -550,11 +551,14 @@ export function catalogTools(catalog) {
   };
   const tools = catalog.servers.flatMap((server, s) => {
     checkKeys(server, 'server', `/servers/${s}`);
+    if (server.tools === undefined) {
+      throw new Error(`/servers/${s}/tools: missing; a server lists its tools there (\`[]\` for none)`);
+    }
     mustBeList(server.tools, `/servers/${s}/tools`);
     if (!server.name) throw new Error(`/servers/${s}/name: a server has an empty name`);
     const prefix = `${clean(server.name)}__`;
     if (!prefixes.has(prefix)) prefixes.set(prefix, s);
-    return (server.tools ?? []).map((tool, t) => {
+    return server.tools.map((tool, t) => {
       const place = `/servers/${s}/tools/${t}`;
       checkKeys(tool, 'tool', place);
       if (!tool.name) throw new Error(`${place}: a tool of server \`${server.name}\` has an empty name`);

@@ -230,6 +230,8 @@ test('a server, tool or search text written as an array, or a list that is not o
     [[], '/: the catalog is a JSON object with named keys; this is an array'],
     [{}, '/servers: missing; a catalog lists its servers there'],
     [{ servers: {} }, '/servers: a list, [...]; this is an object'],
+    // As the Rust harness: a server with no `tools` is a mistake, not an empty server.
+    [{ servers: [{ name: 'fs' }] }, '/servers/0/tools: missing; a server lists its tools there (`[]` for none)'],
     [{ servers: [['fs', '', null, [{ name: 'read' }]]] }, '/servers/0: a server is a JSON object with named keys; this is an array'],
     [{ servers: [{ name: 'fs', tools: [['read', 'Reads.']] }] }, '/servers/0/tools/0: a tool is a JSON object with named keys; this is an array'],
     [{ servers: [{ name: 'fs', tools: 'read' }] }, '/servers/0/tools: a list, [...]; this is a string'],
