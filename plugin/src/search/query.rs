@@ -54,6 +54,10 @@ pub(super) struct Query {
     pub slots: Vec<Vec<Form>>,
     /// The query's words in order, as index terms (`None`: a word no tool holds).
     pub words: Vec<Option<u32>>,
+    /// Per slot, whether it holds a compound word whole (`patientview` of `PatientView`) and
+    /// one of its parts (`patient`): one word written once, which a tool counts once, in its
+    /// own text or its server's, not in both.
+    pub once: Vec<bool>,
     /// Terms that stand for a word of the query itself (as written, joined, translated, a
     /// synonym; not a prefix or a typo), sorted.
     said: Vec<u32>,
@@ -130,6 +134,13 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
             TokenKind::Word | TokenKind::WholeWord | TokenKind::CjkBigram => 1.0,
         };
         let slot = match dictionary.term_id(&token.term) {
+            Some(id) if token.kind == TokenKind::WholeWord && builder.owner.contains_key(&id) => {
+                let slot = builder.own_term(id, weight);
+                if let Some(slot) = slot {
+                    builder.once[slot] = true;
+                }
+                slot
+            }
             Some(id) => builder.own_term(id, weight),
             None if token.kind == TokenKind::Word => unknown_word(dictionary, token, &mut builder),
             None => None,
@@ -360,6 +371,7 @@ fn prefixes(dictionary: &Dictionary, term: &str, slot: usize, builder: &mut Buil
 #[derive(Default)]
 struct Builder {
     slots: Vec<Vec<Form>>,
+    once: Vec<bool>,
     owner: FxHashMap<u32, usize>,
     said: Vec<u32>,
 }
@@ -367,6 +379,7 @@ struct Builder {
 impl Builder {
     fn new_slot(&mut self) -> usize {
         self.slots.push(Vec::new());
+        self.once.push(false);
         self.slots.len() - 1
     }
 
@@ -411,11 +424,19 @@ impl Builder {
     }
 
     fn finish(mut self, words: Vec<Option<u32>>) -> Query {
+        let once = self
+            .slots
+            .iter()
+            .zip(&self.once)
+            .filter(|(forms, _)| !forms.is_empty())
+            .map(|(_, &once)| once)
+            .collect();
         self.slots.retain(|forms| !forms.is_empty());
         self.said.sort_unstable();
         self.said.dedup();
         Query {
             slots: self.slots,
+            once,
             words,
             said: self.said,
         }

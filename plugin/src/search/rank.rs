@@ -54,24 +54,22 @@ impl SearchIndex {
     }
 
     /// Each tool's BM25F score for `query`: its own text's, plus its group's; none for a
-    /// removed tool.
+    /// removed tool. A compound word of the query (`PatientView`) counts once per tool: a tool
+    /// whose own name holds a part of it (`patient`) and whose server's name holds it whole
+    /// (`patientview`) scores the better of the two, not both.
     fn scores(&self, query: &Query) -> Vec<f32> {
         let size = self.names.len();
+        let in_groups = (self.group_count > 0).then(|| GroupForms::new(self, query));
         let mut scores = accumulate(
             &[&self.postings, &self.added],
             &self.idf,
             size,
             &query.slots,
+            in_groups.as_ref().map(|g| (g, self.groups.as_slice())),
         );
-        if self.group_count > 0 {
-            let group_scores = accumulate(
-                &[&self.group_postings],
-                &self.idf,
-                self.group_count,
-                &query.slots,
-            );
+        if let Some(in_groups) = &in_groups {
             for (score, &group) in scores.iter_mut().zip(&self.groups) {
-                *score += group_scores[group as usize];
+                *score += in_groups.totals[group as usize];
             }
         }
         if self.removed_count > 0 {
@@ -165,16 +163,87 @@ impl SearchIndex {
     }
 }
 
+/// What the groups (MCP servers) hold of a query: per group, its score summed over the slots;
+/// and, for a slot that a tool counts once with its group ([`Query::once`]), each form's
+/// score in each group that holds it.
+struct GroupForms {
+    totals: Vec<f32>,
+    /// Per slot, per form, group -> score; no forms for a slot counted as usual.
+    forms: Vec<Vec<FxHashMap<u32, f32>>>,
+}
+
+impl GroupForms {
+    fn new(index: &SearchIndex, query: &Query) -> Self {
+        let totals = accumulate(
+            &[&index.group_postings],
+            &index.idf,
+            index.group_count,
+            &query.slots,
+            None,
+        );
+        let idf = |term: u32| index.idf.get(term as usize).copied().unwrap_or(0.0);
+        let forms = query
+            .slots
+            .iter()
+            .zip(&query.once)
+            .map(|(slot, &once)| {
+                if slot.len() < 2 || !once {
+                    return Vec::new();
+                }
+                slot.iter()
+                    .map(|form| {
+                        let mut scores = FxHashMap::default();
+                        for &(term, weight) in form {
+                            let weight = weight * idf(term);
+                            for posting in index.group_postings.row(term as usize) {
+                                *scores.entry(posting.doc).or_default() += weight * posting.score;
+                            }
+                        }
+                        scores
+                    })
+                    .collect()
+            })
+            .collect();
+        Self { totals, forms }
+    }
+
+    /// True when a tool counts slot `slot` once with its group.
+    fn counted_once(&self, slot: usize) -> bool {
+        !self.forms[slot].is_empty()
+    }
+
+    /// `group`'s score for form `form` of slot `slot`.
+    fn form(&self, slot: usize, form: usize, group: u32) -> f32 {
+        self.forms[slot][form].get(&group).copied().unwrap_or(0.0)
+    }
+
+    /// `group`'s score for slot `slot`: its best form.
+    fn best(&self, slot: usize, group: u32) -> f32 {
+        (0..self.forms[slot].len())
+            .map(|form| self.form(slot, form, group))
+            .fold(0.0, f32::max)
+    }
+}
+
 /// The score of each of `size` documents: per slot (a word of the query), the best of its
-/// forms, a form scoring the sum of its terms. A document is in one of the `segments`.
-fn accumulate(segments: &[&Postings], idf: &[f32], size: usize, slots: &[Vec<Form>]) -> Vec<f32> {
+/// forms, a form scoring the sum of its terms. A document is in one of the `segments`. With
+/// `groups` (what the groups hold, and each document's group), a slot counted once scores a
+/// document's best form together with its group's score for that form, less the group's own
+/// best (added to every tool of the group, see [`SearchIndex::scores`]).
+fn accumulate(
+    segments: &[&Postings],
+    idf: &[f32],
+    size: usize,
+    slots: &[Vec<Form>],
+    groups: Option<(&GroupForms, &[u32])>,
+) -> Vec<f32> {
     let idf = |term: u32| idf.get(term as usize).copied().unwrap_or(0.0);
     let mut scores = vec![0f32; size];
     let mut best = vec![0f32; size];
     let mut sum = vec![0f32; size];
     let mut in_slot: Vec<u32> = Vec::new();
     let mut in_form: Vec<u32> = Vec::new();
-    for slot in slots {
+    for (slot_at, slot) in slots.iter().enumerate() {
         // Most slots are one term: add it straight away.
         if let [form] = slot.as_slice()
             && let [(term, weight)] = form.as_slice()
@@ -187,7 +256,8 @@ fn accumulate(segments: &[&Postings], idf: &[f32], size: usize, slots: &[Vec<For
             }
             continue;
         }
-        for form in slot {
+        let once = groups.filter(|(forms, _)| forms.counted_once(slot_at));
+        for (form_at, form) in slot.iter().enumerate() {
             for &(term, weight) in form {
                 let weight = weight * idf(term);
                 for segment in segments {
@@ -205,14 +275,18 @@ fn accumulate(segments: &[&Postings], idf: &[f32], size: usize, slots: &[Vec<For
                 if best[doc] == 0.0 {
                     in_slot.push(doc as u32);
                 }
-                best[doc] = best[doc].max(sum[doc]);
+                let with_group =
+                    once.map_or(0.0, |(forms, of)| forms.form(slot_at, form_at, of[doc]));
+                best[doc] = best[doc].max(sum[doc] + with_group);
                 sum[doc] = 0.0;
             }
             in_form.clear();
         }
         for &doc in &in_slot {
-            scores[doc as usize] += best[doc as usize];
-            best[doc as usize] = 0.0;
+            let doc = doc as usize;
+            let alone = once.map_or(0.0, |(forms, of)| forms.best(slot_at, of[doc]));
+            scores[doc] += (best[doc] - alone).max(0.0);
+            best[doc] = 0.0;
         }
         in_slot.clear();
     }

@@ -135,6 +135,41 @@ fn the_particle_of_a_phrasal_verb_is_a_word() {
 }
 
 #[test]
+fn a_compound_word_counts_once_in_a_tool_and_its_server() {
+    // `PatientView` is the server's name whole and, as `patient`, part of most of its tools'
+    // names: counted in both, it outweighed `out`, the word that tells which tool is meant.
+    let none = json!({"type": "object", "properties": {}});
+    let tools = [
+        ("patientview__logOut", "Log Out"),
+        (
+            "patientview__savePatientManagement",
+            "savePatientManagement",
+        ),
+        ("patientview__getPatientManagement", "getPatientManagement"),
+        (
+            "patientview__getBasicPatientDetails",
+            "Get Basic Patient Information",
+        ),
+        ("mail__log_out", "Log out of the mail account."),
+        ("cluster__scale_out", "Scale out the cluster."),
+        ("shop__check_out", "Check out the cart."),
+        ("timer__time_out", "Time out after a delay."),
+    ]
+    .iter()
+    .map(|&(name, description)| tool(name, description, none.clone()))
+    .collect();
+    let groups = vec![ToolGroup {
+        name: "patientview".into(),
+        description: "PatientView: the REST API of PatientView".into(),
+    }];
+    let index = SearchIndex::build(&Registry::new(tools, groups));
+    assert_eq!(
+        first(&index, "sign me out of PatientView").as_deref(),
+        Some("patientview__logOut")
+    );
+}
+
+#[test]
 fn an_exact_whole_name_ranks_first() {
     let index = catalog();
     // "issues" and "repository" favour list_issues; the exact name still wins.
