@@ -115,16 +115,18 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let held_words: Vec<_> = dictionary_words
         .iter()
         .zip(&word_terms)
-        .filter(|(_, terms)| {
-            !terms.is_empty() && terms.iter().all(|t| dictionary.term_id(t).is_some())
+        .filter(|(span, terms)| {
+            (!terms.is_empty() && terms.iter().all(|t| dictionary.term_id(t).is_some()))
+                || lexicon::glosses(&lower[(*span).clone()])
+                    .any(|g| word_ids(dictionary, g).is_some())
         })
         .map(|(span, _)| span.clone())
         .collect();
     let loose = loose_characters(&lower, &held_words);
     for token in &tokens {
-        // A character inside a dictionary word that the index holds says nothing the word's
-        // bigrams do not (the index does not count it as length either); only a loose one is a
-        // word of the query.
+        // A character inside a dictionary word that the index holds, as written or as its
+        // English gloss, says nothing the word does not (the index does not count it as length
+        // either); only a loose one is a word of the query.
         if token.kind == TokenKind::CjkUnigram && !loose.contains(token.term.as_str()) {
             continue;
         }
@@ -287,16 +289,21 @@ fn add_words(
     slot: usize,
     builder: &mut Builder,
 ) {
+    if let Some(ids) = word_ids(dictionary, words) {
+        let share = weight / ids.len() as f32;
+        builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
+    }
+}
+
+/// The index terms of `words` (English), if there are some and the index holds them all.
+fn word_ids(dictionary: &Dictionary, words: &str) -> Option<Vec<u32>> {
     let ids: Option<Vec<u32>> = analyzer()
         .tokens(words)
         .iter()
         .filter(|t| t.kind == TokenKind::Word)
         .map(|t| dictionary.term_id(&t.term))
         .collect();
-    if let Some(ids) = ids.filter(|ids| !ids.is_empty()) {
-        let share = weight / ids.len() as f32;
-        builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
-    }
+    ids.filter(|ids| !ids.is_empty())
 }
 
 /// A query word no tool holds: two known words run together, or a typo of a name term.
@@ -551,5 +558,25 @@ mod tests {
         // it is all the query can match.
         assert!(held(&parse(dictionary, "读取 文"), "文"));
         assert!(held(&parse(dictionary, "读取文档"), "文"));
+    }
+
+    #[test]
+    fn a_word_found_by_its_gloss_leaves_no_loose_characters() {
+        // No tool holds `天气`, but one holds its gloss, `weather`: the word is found, and its
+        // characters are not words of the query on their own (`天` of `今天` is no weather).
+        let index = index_of(&[
+            ("meteo__forecast", "Weather forecast for a city."),
+            ("news__today", "今天的新闻"),
+        ]);
+        let dictionary = &index.dictionary;
+        let query = parse(dictionary, "天气");
+        assert!(!places(dictionary, &query, "weather").is_empty());
+        assert!(places(dictionary, &query, "天").is_empty());
+        assert_eq!(
+            index.search("天气", 2, |_| true),
+            ["meteo__forecast"],
+            "{:?}",
+            query.slots
+        );
     }
 }
