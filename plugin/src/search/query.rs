@@ -95,6 +95,15 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         .iter()
         .map(|span| chinese_terms(&lower[span.clone()]))
         .collect();
+    // And the index terms of each of its English glosses that the index holds.
+    let word_glosses: Vec<Vec<Vec<u32>>> = dictionary_words
+        .iter()
+        .map(|span| {
+            lexicon::glosses(&lower[span.clone()])
+                .filter_map(|gloss| word_ids(dictionary, gloss))
+                .collect()
+        })
+        .collect();
     let named = vocabulary.concepts_in(&stems, &lower, &dictionary_words);
     let mut concept_slots: FxHashMap<vocab::ConceptId, usize> = FxHashMap::default();
     for word in named.chunk_by(|a, b| (a.language, a.at) == (b.language, b.at)) {
@@ -114,11 +123,10 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let straddling = straddling_bigrams(&lower, &dictionary_words, &word_terms);
     let held_words: Vec<_> = dictionary_words
         .iter()
-        .zip(&word_terms)
-        .filter(|(span, terms)| {
+        .zip(word_terms.iter().zip(&word_glosses))
+        .filter(|(_, (terms, glosses))| {
             (!terms.is_empty() && terms.iter().all(|t| dictionary.term_id(t).is_some()))
-                || lexicon::glosses(&lower[(*span).clone()])
-                    .any(|g| word_ids(dictionary, g).is_some())
+                || !glosses.is_empty()
         })
         .map(|(span, _)| span.clone())
         .collect();
@@ -165,14 +173,13 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
     // once, as written or translated; a word no tool holds gets a slot for its glosses.
-    for (span, terms) in dictionary_words.iter().zip(&word_terms) {
-        let word = &lower[span.clone()];
+    for (terms, glosses) in word_terms.iter().zip(&word_glosses) {
         let first = terms.first().and_then(|t| dictionary.term_id(t));
         let slot = first
             .and_then(|id| builder.owner.get(&id).copied())
             .unwrap_or_else(|| builder.new_slot());
-        for gloss in lexicon::glosses(word) {
-            add_words(dictionary, gloss, GLOSS, slot, &mut builder);
+        for gloss in glosses {
+            add_shared(gloss, GLOSS, slot, &mut builder);
         }
     }
 
@@ -290,9 +297,14 @@ fn add_words(
     builder: &mut Builder,
 ) {
     if let Some(ids) = word_ids(dictionary, words) {
-        let share = weight / ids.len() as f32;
-        builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
+        add_shared(&ids, weight, slot, builder);
     }
+}
+
+/// Adds the terms `ids` of one word or phrase to `slot` as one form worth `weight`, shared.
+fn add_shared(ids: &[u32], weight: f32, slot: usize, builder: &mut Builder) {
+    let share = weight / ids.len() as f32;
+    builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
 }
 
 /// The index terms of `words` (English), if there are some and the index holds them all.
