@@ -247,19 +247,27 @@ impl SearchIndex {
     }
 
     /// Gives added tool `doc` its place in name order: between the built tools around its
-    /// name, and in name order among the tools added between the same two.
+    /// name, and in name order among the live tools added between the same two. Removed tools
+    /// are never ranked, so their places do not matter; a server that reconnects again and
+    /// again leaves many of them in one slot, which one pass over the slot then skips rather
+    /// than sorts.
     fn place_in_name_order(&mut self, doc: u32) {
         let built = self.growth.built;
-        let name = self.names[doc as usize].as_str();
+        let doc = doc as usize;
+        let name = self.names[doc].as_str();
         let slot = self.names[..built].partition_point(|n| n.as_str() < name) as u64;
-        self.order.push(slot << 32);
-        let mut same_slot: Vec<usize> = (built..self.names.len())
-            .filter(|&d| self.order[d] >> 32 == slot)
-            .collect();
-        same_slot.sort_unstable_by(|&a, &b| self.names[a].cmp(&self.names[b]));
-        for (i, d) in same_slot.into_iter().enumerate() {
-            self.order[d] = (slot << 32) | (i as u64 + 1);
+        let mut place = 1;
+        for d in built..doc {
+            if self.order[d] >> 32 != slot || self.removed[d] {
+                continue;
+            }
+            if self.names[d].as_str() < name {
+                place += 1;
+            } else {
+                self.order[d] += 1;
+            }
         }
+        self.order.push((slot << 32) | place);
     }
 
     /// The idf of `affected` terms (whose holders changed) and of the terms that share a
