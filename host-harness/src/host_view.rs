@@ -145,6 +145,10 @@ impl Host for HostView {
         Some(self.core().registry_revision())
     }
 
+    fn metadata_revision(&self) -> Option<u64> {
+        Some(self.core().metadata_revision())
+    }
+
     fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
         let core = self.core();
         let (revision, names, tools) = core.registry_changes(since)?;

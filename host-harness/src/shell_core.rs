@@ -209,6 +209,9 @@ pub struct ShellCore {
     /// Bumped once for every tool registered or removed (WIT 0.3.0
     /// `host.registry-revision`).
     registry_revision: u64,
+    /// Bumped whenever what `groups`, `lazy_groups` or the tools' search text
+    /// say can have changed (WIT 0.3.0 `host.metadata-revision`).
+    metadata_revision: u64,
     /// The last [`MAX_REGISTRY_LOG`] registry changes, oldest first: what
     /// `host.registry-changes` and `host.allowed-changes` answer from.
     registry_log: VecDeque<LoggedChange>,
@@ -249,8 +252,12 @@ impl ShellCore {
 
     /// Declares a group (an MCP server) with its description.
     pub fn set_group(&mut self, name: &str, description: &str) {
-        self.groups
+        let before = self
+            .groups
             .insert(name.to_string(), description.to_string());
+        if before.as_deref() != Some(description) {
+            self.metadata_revision += 1;
+        }
     }
 
     pub fn groups(&self) -> impl Iterator<Item = (&str, &str)> {
@@ -260,6 +267,7 @@ impl ShellCore {
     /// Declares a lazy group and the loader that loads every lazy group.
     pub fn declare_lazy_group(&mut self, decl: LazyGroupDecl) {
         self.lazy_groups.insert(decl.name.clone(), (decl, 0));
+        self.metadata_revision += 1;
     }
 
     pub fn set_group_loader(&mut self, loader: Arc<dyn GroupLoader>) {
@@ -445,6 +453,12 @@ impl ShellCore {
         }
     }
 
+    /// The revision of the groups, lazy groups and search text (WIT 0.3.0
+    /// `host.metadata-revision`).
+    pub fn metadata_revision(&self) -> u64 {
+        self.metadata_revision
+    }
+
     /// The registry's revision (WIT 0.3.0 `host.registry-revision`).
     pub fn registry_revision(&self) -> u64 {
         self.registry_revision
@@ -543,6 +557,7 @@ impl ShellCore {
         self.names.insert(&tool, self.tools.len());
         self.tools_changed(tool.origin.scope());
         self.registry_logged(&tool.name);
+        self.metadata_revision += u64::from(tool.search_text.is_some());
         self.tools.push(tool);
         Ok(())
     }
@@ -560,6 +575,7 @@ impl ShellCore {
         let tool = self.tools.remove(index);
         self.names.removed(&tool, index);
         self.registry_logged(&tool.name);
+        self.metadata_revision += u64::from(tool.search_text.is_some());
         Ok(tool)
     }
 
@@ -567,13 +583,16 @@ impl ShellCore {
     pub fn unregister_owned_by(&mut self, owner: &str) -> usize {
         let before = self.tools.len();
         let mut removed: Vec<String> = Vec::new();
+        let mut searched = false;
         self.tools.retain(|t| {
             let keep = t.owner.as_deref() != Some(owner);
             if !keep {
                 removed.push(t.name.clone());
+                searched |= t.search_text.is_some();
             }
             keep
         });
+        self.metadata_revision += u64::from(searched);
         if !removed.is_empty() {
             self.names.rebuild(&self.tools);
         }
@@ -636,13 +655,16 @@ impl ShellCore {
             self.restrictions.remove(agent);
             self.exposures.remove(agent);
             let mut gone: Vec<String> = Vec::new();
+            let mut searched = false;
             self.tools.retain(|t| {
                 let keep = t.origin.scope() != Some(agent.as_str());
                 if !keep {
                     gone.push(t.name.clone());
+                    searched |= t.search_text.is_some();
                 }
                 keep
             });
+            self.metadata_revision += u64::from(searched);
             if !gone.is_empty() {
                 self.names.rebuild(&self.tools);
             }

@@ -87,6 +87,10 @@ impl Host for WitHost {
         Some(wit_host::registry_revision())
     }
 
+    fn metadata_revision(&self) -> Option<u64> {
+        wit_host::metadata_revision()
+    }
+
     fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
         wit_host::registry_changes(since).map(|delta| RegistryDelta {
             revision: delta.revision,

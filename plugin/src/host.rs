@@ -68,6 +68,13 @@ pub trait Host {
     fn registry_changes(&self, _since: u64) -> Option<RegistryDelta> {
         None
     }
+    /// Changes whenever [`Host::tool_groups`], [`Host::lazy_groups`] or
+    /// [`Host::tool_enrichment`] can answer otherwise (WIT 0.3.0 `host.metadata-revision`);
+    /// `None` when the host keeps no such counter, and all three are fetched on every
+    /// registry change.
+    fn metadata_revision(&self) -> Option<u64> {
+        None
+    }
     /// What changed for `agent` since its generation `since` (one
     /// [`Host::agent_generation`] or an earlier delta gave), when only tools registered or
     /// removed reached it (WIT 0.3.0 `host.allowed-changes`); `None` when the host cannot

@@ -64,6 +64,9 @@ pub struct LazyTools<H: Host> {
     index: SearchIndex,
     /// The host's registry revision the copy is at, when the host tracks changes.
     revision: Option<u64>,
+    /// The host's metadata revision when the copy's groups, lazy groups and enrichment were
+    /// fetched, when the host tracks it.
+    metadata: Option<u64>,
     /// What each load changed in the copy, for views refreshed from a delta.
     copy_log: CopyLog,
     /// Schema token costs; counted only when a budget needs them.
@@ -94,6 +97,7 @@ impl<H: Host> LazyTools<H> {
             facts: FactsCache::default(),
             index: SearchIndex::default(),
             revision: None,
+            metadata: None,
             copy_log: CopyLog::default(),
             costs: TokenCosts::default(),
             agents: BTreeMap::new(),
@@ -506,6 +510,7 @@ impl<H: Host> LazyTools<H> {
         // The names whose definitions changed; `None`: all of them (a first fetch).
         // With the definitions they had before, for the copy log.
         let mut before = Vec::new();
+        let delta_applied = delta.is_some();
         let mut changed = match delta {
             Some(delta) => {
                 self.revision = Some(delta.revision);
@@ -525,15 +530,25 @@ impl<H: Host> LazyTools<H> {
                 changed
             }
         };
-        let regrouped = self.registry.set_groups(self.host.tool_groups());
-        let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
-        if let Some(changed) = &mut changed {
-            changed.extend(enriched);
-        }
-        let lazy = self.host.lazy_groups();
-        // Lazy groups are few; when they change, the groups are built whole.
-        let lazy_changed = lazy != self.lazy;
-        self.lazy = lazy;
+        // Groups, lazy groups and enrichment are fetched whole, unless the host says none of
+        // them changed since the copy's were fetched (a copy made anew has none).
+        let metadata = self.host.metadata_revision();
+        let kept = delta_applied && metadata.is_some() && metadata == self.metadata;
+        self.metadata = metadata;
+        let (regrouped, lazy_changed) = if kept {
+            (Vec::new(), false)
+        } else {
+            let regrouped = self.registry.set_groups(self.host.tool_groups());
+            let enriched = self.registry.set_enrichment(self.host.tool_enrichment());
+            if let Some(changed) = &mut changed {
+                changed.extend(enriched);
+            }
+            let lazy = self.host.lazy_groups();
+            // Lazy groups are few; when they change, the groups are built whole.
+            let lazy_changed = lazy != self.lazy;
+            self.lazy = lazy;
+            (regrouped, lazy_changed)
+        };
         self.compact_names();
         self.order_catalog();
         match &changed {

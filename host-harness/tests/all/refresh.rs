@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use host_harness::host_view::HostView;
 use host_harness::shell::{Origin, Shell, Tool};
 use host_harness::shell_core::ShellCore;
+use host_harness::tool::SearchText;
 use lazy_tools::LazyTools;
 use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
@@ -21,6 +22,8 @@ struct CountingHost {
     inner: HostView,
     allowed_calls: Cell<usize>,
     registry_calls: Cell<usize>,
+    /// Calls that fetch groups, lazy groups or search text whole.
+    metadata_calls: Cell<usize>,
     /// Whether the host says what changed in the registry and for each agent (WIT 0.3.0
     /// `registry-changes`, `allowed-changes`).
     deltas: bool,
@@ -36,6 +39,9 @@ impl Host for CountingHost {
     }
     fn registry_changes(&self, since: u64) -> Option<RegistryDelta> {
         self.inner.registry_changes(since).filter(|_| self.deltas)
+    }
+    fn metadata_revision(&self) -> Option<u64> {
+        self.inner.metadata_revision().filter(|_| self.deltas)
     }
     fn allowed_changes(&self, agent: &str, since: u64) -> Option<AllowedDelta> {
         self.inner
@@ -53,6 +59,7 @@ impl Host for CountingHost {
         self.inner.log(level, message)
     }
     fn tool_groups(&self) -> Vec<ToolGroup> {
+        self.metadata_calls.set(self.metadata_calls.get() + 1);
         self.inner.tool_groups()
     }
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
@@ -65,12 +72,14 @@ impl Host for CountingHost {
         self.inner.agent_generation(agent)
     }
     fn lazy_groups(&self) -> Vec<LazyGroup> {
+        self.metadata_calls.set(self.metadata_calls.get() + 1);
         self.inner.lazy_groups()
     }
     fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
         self.inner.load_group(name)
     }
     fn tool_enrichment(&self) -> Vec<Enrichment> {
+        self.metadata_calls.set(self.metadata_calls.get() + 1);
         self.inner.tool_enrichment()
     }
 }
@@ -123,6 +132,7 @@ fn plugin_over(
         inner: HostView::new(Arc::clone(core), "lazy-tools"),
         allowed_calls: Cell::new(0),
         registry_calls: Cell::new(0),
+        metadata_calls: Cell::new(0),
         deltas,
     });
     plugin.configure(config).unwrap();
@@ -178,6 +188,67 @@ fn a_registry_change_fetches_only_what_changed_and_sees_the_same() {
         assert!(found.text.contains("gh__close_issue"), "{}", found.text);
         assert!(!found.text.contains("gh__list_issues"), "{}", found.text);
         seen.push((views, found.text));
+    }
+    assert_eq!(seen[0], seen[1]);
+}
+
+/// The groups, lazy groups and search text are fetched again only when the shell's metadata
+/// revision moved (WIT 0.3.0 `metadata-revision`), and what changed there is searched.
+#[test]
+fn a_registry_change_fetches_groups_and_search_text_only_when_they_changed() {
+    let mut seen = Vec::new();
+    for deltas in [false, true] {
+        let (core, mut plugin) = setup_with(deltas);
+        let mut fetches = Vec::new();
+        let mut change = |plugin: &mut LazyTools<CountingHost>, step: &dyn Fn(&mut ShellCore)| {
+            step(&mut core.lock().unwrap());
+            plugin.host().metadata_calls.set(0);
+            plugin.registry_changed().unwrap();
+            fetches.push(plugin.host().metadata_calls.get());
+        };
+        // A tool without search text, then a group described anew, then a tool with some.
+        change(&mut plugin, &|core| {
+            core.register(Tool::new(
+                "gh__close_issue",
+                "Close an issue.",
+                Origin::Builtin,
+            ))
+            .unwrap();
+        });
+        change(&mut plugin, &|core| {
+            core.set_group("slack", "Personal notebook and memo pad.");
+            core.register(Tool::new(
+                "slack__write",
+                "Write.",
+                Origin::Mcp("slack".into()),
+            ))
+            .unwrap();
+        });
+        change(&mut plugin, &|core| {
+            let text = SearchText {
+                keywords: vec!["nudge".into()],
+                ..SearchText::default()
+            };
+            core.register(
+                Tool::new("slack__remind", "Set it.", Origin::Builtin).with_search_text(Some(text)),
+            )
+            .unwrap();
+        });
+        change(&mut plugin, &|core| {
+            core.set_group("slack", "Personal notebook and memo pad.")
+        });
+        // Each fetch asks for all three lists.
+        let expected = if deltas { [0, 3, 3, 0] } else { [3, 3, 3, 3] };
+        assert_eq!(fetches, expected, "deltas: {deltas}");
+        let mut found = Vec::new();
+        for query in ["memo pad", "nudge"] {
+            let arguments = json!({ "queries": [query], "top_k": 1 }).to_string();
+            let result = plugin.execute("side", "tool_search", &arguments).unwrap();
+            found.push(result.text);
+        }
+        assert!(found[0].contains("slack__write"), "{}", found[0]);
+        assert!(found[1].contains("slack__remind"), "{}", found[1]);
+        seen.push(found);
     }
     assert_eq!(seen[0], seen[1]);
 }

@@ -93,6 +93,9 @@ export function hostInterface(core, pluginId, logs) {
     // The revision only has to be a number; the generation is one.
     registryRevision: () => core.generation,
     registryChanges: (_since) => undefined,
+    // Nor a revision of the groups, lazy groups and search text (`none`):
+    // the plugin fetches them on every registry change.
+    metadataRevision: () => undefined,
     // WIT 0.3.0: nor what changed for one agent, so the plugin asks
     // `allowed-tools` whole whenever an agent's generation moved.
     allowedChanges: (_agent, _since) => undefined,

@@ -100,6 +100,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
         self.host().registry_revision().unwrap_or_default()
     }
 
+    fn metadata_revision(&mut self) -> Option<u64> {
+        self.host().metadata_revision()
+    }
+
     fn registry_changes(&mut self, since: u64) -> Option<wit::RegistryDelta> {
         self.host_call(|s| {
             s.host()
