@@ -3,6 +3,8 @@
 
 // Fx: the keys are tool and server names from the shell, and SipHash is the slow part of
 // filling these maps with ten thousand tools.
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Where a tool comes from (mirrors the WIT `tool-origin`).
@@ -100,6 +102,12 @@ pub struct Enrichment {
     pub descriptions: Vec<String>,
 }
 
+/// A new [`Registry::groups_revision`].
+fn next_groups_revision() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 /// What changed in the shell's registry since a revision (mirrors the WIT `registry-delta`,
 /// 0.3.0): every name whose definitions changed, and the definitions each has now (none for a
 /// name no longer registered).
@@ -118,6 +126,10 @@ pub struct Registry {
     /// (a name sent twice: the last).
     groups: Vec<ToolGroup>,
     group_at: HashMap<String, usize>,
+    /// Which groups these are: a value no other set of groups in this process had, taken
+    /// whenever they are set or change, so that an index can tell it indexed these same groups
+    /// without comparing a thousand descriptions (0: none were ever set).
+    groups_revision: u64,
     enrichment: HashMap<String, Enrichment>,
 }
 
@@ -138,6 +150,7 @@ impl Registry {
             by_name,
             groups,
             group_at,
+            groups_revision: next_groups_revision(),
             enrichment: HashMap::default(),
         }
     }
@@ -247,8 +260,16 @@ impl Registry {
             }
         }
         self.groups = groups;
+        if !changed.is_empty() {
+            self.groups_revision = next_groups_revision();
+        }
         changed.sort_unstable();
         changed
+    }
+
+    /// Which groups the registry describes (see the field): equal revisions, equal groups.
+    pub fn groups_revision(&self) -> u64 {
+        self.groups_revision
     }
 
     /// Replaces the enrichment (see [`Registry::with_enrichment`]); returns the names whose

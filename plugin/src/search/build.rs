@@ -159,6 +159,7 @@ impl SearchIndex {
                     .groups()
                     .map(|g| (g.name.as_str().into(), hash(&g.description)))
                     .collect(),
+                groups_revision: registry.groups_revision(),
             },
         }
     }

@@ -44,6 +44,9 @@ pub(super) struct Growth {
     pub churn: usize,
     /// The registry's group descriptions (hashed) as last indexed.
     pub registered: FxHashMap<Box<str>, u64>,
+    /// The [`Registry::groups_revision`](crate::registry::Registry::groups_revision) of the
+    /// groups `registered` holds.
+    pub groups_revision: u64,
 }
 
 /// How many live tools each MCP server (a tool's origin) has in the index: a group the shell

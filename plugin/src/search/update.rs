@@ -53,6 +53,9 @@ impl SearchIndex {
         changed.sort_unstable();
         changed.dedup();
         let groups = self.changed_groups(registry);
+        if groups.is_empty() {
+            self.growth.groups_revision = registry.groups_revision();
+        }
         if changed.is_empty() && groups.is_empty() {
             return Updated::Unchanged;
         }
@@ -92,6 +95,7 @@ impl SearchIndex {
                 }
             }
         }
+        self.growth.groups_revision = registry.groups_revision();
 
         let terms = self.growth.builder.texts.len();
         if self.group_count != self.growth.group_tf.len() {
@@ -166,8 +170,11 @@ impl SearchIndex {
     }
 
     /// Groups the registry describes otherwise than when they were indexed (new, changed or
-    /// gone).
+    /// gone); none when it holds the very groups indexed last.
     fn changed_groups(&self, registry: &Registry) -> Vec<Box<str>> {
+        if registry.groups_revision() == self.growth.groups_revision {
+            return Vec::new();
+        }
         let registered = &self.growth.registered;
         let mut changed: Vec<Box<str>> = registry
             .groups()
@@ -563,5 +570,25 @@ mod tests {
             spec.1 = true;
         }
         assert_eq!(index.update(&registry(&joined, 0), &all), Updated::Rebuilt);
+    }
+
+    /// The plugin keeps one registry and sets its groups on each change: a group described
+    /// anew there reaches the index, and the same groups again change nothing.
+    #[test]
+    fn groups_set_again_in_the_same_registry_reach_the_index_when_they_changed() {
+        let specs: Vec<(Spec, bool, u32)> = (0..12)
+            .map(|i| ((i as u8 % 3, (i, i + 1), vec![i + 2]), true, 0))
+            .collect();
+        let mut copy = registry(&specs, 0);
+        let mut index = SearchIndex::build(&copy);
+        let groups =
+            |edit: u32| -> Vec<ToolGroup> { registry(&specs, edit).groups().cloned().collect() };
+        assert!(copy.set_groups(groups(0)).is_empty());
+        assert_eq!(index.update(&copy, &[]), Updated::Unchanged);
+        assert!(!copy.set_groups(groups(1)).is_empty());
+        assert_ne!(index.update(&copy, &[]), Updated::Unchanged);
+        let fresh = SearchIndex::build_frozen(&copy, Some(index.frozen()));
+        assert_eq!(ranking(&index), ranking(&fresh));
+        assert_eq!(index.update(&copy, &[]), Updated::Unchanged);
     }
 }
