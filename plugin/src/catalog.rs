@@ -46,6 +46,73 @@ impl ByName {
                 .collect(),
         }
     }
+
+    /// The order of `registry` after [`Registry::apply`] of `changed` names, made from the
+    /// order before it, numbered in the same `names`: what [`ByName::new`] would give, with
+    /// no sort of every name. Apply removes every definition of a changed name, moves the
+    /// registry's last tools into the gaps and appends the new definitions: an entry at or
+    /// past where those start was moved, and its name is placed again with the changed ones.
+    pub fn update(&mut self, registry: &Registry, names: &mut NameTable, changed: &[String]) {
+        let tools = registry.tools();
+        let appended: usize = changed.iter().map(|n| registry.positions(n).len()).sum();
+        let moved_from = tools.len().saturating_sub(appended) as u32;
+        let mut gone = NameSet::default();
+        for id in changed.iter().filter_map(|name| names.get(name)) {
+            gone.insert(id);
+        }
+        let mut again: Vec<&str> = changed.iter().map(String::as_str).collect();
+        // A name with a definition moved is placed again whole: its definitions come in index
+        // order, as `new` sorts them.
+        for &(at, id) in &self.tools {
+            if at >= moved_from && !gone.contains(id) {
+                gone.insert(id);
+                again.push(registry_name(registry, names.name(id)));
+            }
+        }
+        self.tools.retain(|&(_, id)| !gone.contains(id));
+        again.sort_unstable();
+        again.dedup();
+        let mut placed: Vec<(&str, u32)> = Vec::new();
+        for &name in &again {
+            let mut at: Vec<usize> = registry.positions(name).to_vec();
+            at.sort_unstable();
+            placed.extend(
+                at.into_iter()
+                    .map(|at| (tools[at].name.as_str(), at as u32)),
+            );
+        }
+        let placed: Vec<(u32, NameId)> = names::sorted_by_name(&placed, |&(name, _)| name)
+            .into_iter()
+            .map(|(name, at)| (at, names.intern(name)))
+            .collect();
+        self.tools = insert_by_name(&self.tools, &placed, names);
+    }
+}
+
+/// `name` as `registry` spells it: a moved tool's name is found there, for the borrow of
+/// the names table to end before new names are numbered.
+fn registry_name<'r>(registry: &'r Registry, name: &str) -> &'r str {
+    registry.first(name).map_or("", |tool| tool.name.as_str())
+}
+
+/// `placed` (few, in name order) put into `kept` (in name order, no name of `placed` in it),
+/// each where a binary search finds its name's place.
+fn insert_by_name(
+    kept: &[(u32, NameId)],
+    placed: &[(u32, NameId)],
+    names: &NameTable,
+) -> Vec<(u32, NameId)> {
+    let mut merged = Vec::with_capacity(kept.len() + placed.len());
+    let mut rest = kept;
+    for &(at, id) in placed {
+        let name = names.name(id);
+        let before = rest.partition_point(|&(_, k)| names::compare(names.name(k), name).is_lt());
+        merged.extend_from_slice(&rest[..before]);
+        merged.push((at, id));
+        rest = &rest[before..];
+    }
+    merged.extend_from_slice(rest);
+    merged
 }
 
 /// The catalog entries of an agent's deferred tools (`deferred`: every tool
@@ -487,7 +554,57 @@ fn largest_fitting(
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+    use crate::registry::Origin;
+
+    /// A definition of name `name % 6` in scope `scope % 3` (global, or one of two agents').
+    fn scoped((name, scope, text): (usize, usize, u8)) -> ToolDef {
+        ToolDef {
+            name: format!("t{}", name % 6),
+            description: format!("v{text}"),
+            parameters: "{}".into(),
+            origin: match scope % 3 {
+                0 => Origin::Builtin,
+                agent => Origin::Agent(format!("a{agent}")),
+            },
+        }
+    }
+
+    fn unique(defs: Vec<ToolDef>) -> Vec<ToolDef> {
+        let mut seen = std::collections::HashSet::new();
+        defs.into_iter()
+            .filter(|d| seen.insert((d.name.clone(), d.origin.clone())))
+            .collect()
+    }
+
+    proptest! {
+        /// After any sequence of changes applied to the registry, the updated order is the
+        /// order made afresh, index for index.
+        #[test]
+        fn an_updated_order_is_the_order_made_afresh(
+            first in prop::collection::vec((0usize..6, 0usize..3, any::<u8>()), 0..14),
+            changes in prop::collection::vec(
+                (
+                    prop::collection::vec(0usize..6, 1..4),
+                    prop::collection::vec((0usize..6, 0usize..3, any::<u8>()), 0..6),
+                ),
+                1..8,
+            ),
+        ) {
+            let mut registry = Registry::new(unique(first.into_iter().map(scoped).collect()), vec![]);
+            let mut names = NameTable::default();
+            let mut order = ByName::new(&registry, &mut names);
+            for (touched, defs) in changes {
+                let changed: Vec<String> = touched.iter().map(|n| format!("t{n}")).collect();
+                let defs = unique(defs.into_iter().map(scoped).collect());
+                registry.apply(&changed, defs);
+                order.update(&registry, &mut names, &changed);
+                prop_assert_eq!(&order.tools, &ByName::new(&registry, &mut names).tools);
+            }
+        }
+    }
 
     fn entry(
         name: &'static str,

@@ -142,7 +142,7 @@ impl<H: Host> LazyTools<H> {
         if first {
             self.load_registry();
         } else {
-            self.order_catalog();
+            self.order_catalog(None);
             // Every class may have changed: no view is patched from a delta.
             self.copy_log.reset();
             self.classify_all();
@@ -418,7 +418,7 @@ impl<H: Host> LazyTools<H> {
         }
         if self.by_name.is_none() {
             // `configure` and every registry change make it; this only guards that.
-            self.order_catalog();
+            self.order_catalog(None);
         }
         let state = self.agent(agent)?;
         if let Some(cache) = &state.catalog
@@ -549,8 +549,11 @@ impl<H: Host> LazyTools<H> {
             self.lazy = lazy;
             (regrouped, lazy_changed)
         };
-        self.compact_names();
-        self.order_catalog();
+        // The catalog's order follows the copy's changes, unless the copy or the numbering of
+        // names was made anew.
+        let renumbered = self.compact_names();
+        let applied = changed.as_deref().filter(|_| delta_applied && !renumbered);
+        self.order_catalog(applied);
         match &changed {
             Some(changed) => {
                 self.index.update(&self.registry, changed);
@@ -611,10 +614,10 @@ impl<H: Host> LazyTools<H> {
 
     /// Starts a new name table when departed names dominate it: every view
     /// is dropped (loads and installed layers are kept) and refreshed by the
-    /// caller.
-    fn compact_names(&mut self) {
+    /// caller. True when it did (every name has a new number).
+    fn compact_names(&mut self) -> bool {
         if !self.names.needs_compaction(self.registry.tools().len()) {
-            return;
+            return false;
         }
         let old = std::mem::take(&mut self.names);
         self.facts.clear();
@@ -629,15 +632,25 @@ impl<H: Host> LazyTools<H> {
                 self.registry.tools().len()
             ),
         );
+        true
     }
 
     /// Puts the registry in name order for the system prompt's catalog when one is
     /// configured: here, in a long call (a config or registry change), rather than in the
     /// system prompt's short one, where sorting 100,000 names ran out of time.
-    fn order_catalog(&mut self) {
-        self.by_name = self
-            .catalog_configured()
-            .then(|| catalog::ByName::new(&self.registry, &mut self.names));
+    /// `applied`: the names a registry change applied to the copy the order was made of, to
+    /// update the order rather than sort every name again.
+    fn order_catalog(&mut self, applied: Option<&[String]>) {
+        if !self.catalog_configured() {
+            self.by_name = None;
+            return;
+        }
+        match (applied, &mut self.by_name) {
+            (Some(changed), Some(by_name)) => {
+                by_name.update(&self.registry, &mut self.names, changed)
+            }
+            _ => self.by_name = Some(catalog::ByName::new(&self.registry, &mut self.names)),
+        }
     }
 
     /// Whether the system prompt lists a catalog of tools (by name or by server).

@@ -385,6 +385,11 @@ impl Registry {
         self.defs(name)
     }
 
+    /// Where `name`'s definitions are in [`Registry::tools`], in registration order.
+    pub fn positions(&self, name: &str) -> &[usize] {
+        self.by_name.get(name).map_or(&[], Vec::as_slice)
+    }
+
     fn defs<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ToolDef> + 'a {
         self.by_name
             .get(name)
