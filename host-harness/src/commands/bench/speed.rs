@@ -299,6 +299,23 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     for agent in &alive {
         component.shell_mut().dispose_agent(agent)?;
     }
+    // The same join with a catalog of names in the system prompt: the registry's name order
+    // follows the change too.
+    let configure = |component: &mut ComponentSearch, config: &serde_json::Value| -> Result<()> {
+        let plugin = component.shell_mut().plugin_mut(PLUGIN)?;
+        if let Err(e) = plugin.configure(&config.to_string())? {
+            bail!("the component rejects {config}: {e:?}");
+        }
+        Ok(())
+    };
+    let mut names_catalog = defer_all();
+    names_catalog["catalog"] = "names".into();
+    configure(&mut component, &names_catalog)?;
+    let mut joins_with_catalog = Vec::with_capacity(runs);
+    for _ in 0..runs {
+        joins_with_catalog.push(timed_join(&mut component, &joining)?);
+    }
+    configure(&mut component, &defer_all())?;
     // A full build: a fresh plugin's first look at the whole registry (the tools registered
     // after it was installed, so registry-changed fetches and indexes them all). Also under
     // a token budget, where every schema is counted by the shell's tokenizer as well.
@@ -382,7 +399,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     let joins_alive_label = format!(
         "registry-changed in the component, the join with {ALIVE} agents alive (every view refreshed)"
     );
-    let rows: [(&str, String); 15] = [
+    let rows: [(&str, String); 16] = [
         (
             "index build, native (SearchIndex::build)",
             ms(median(builds)),
@@ -424,6 +441,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             ms(median(joins_with_agent)),
         ),
         (&joins_alive_label, ms(median(joins_with_agents))),
+        (
+            "registry-changed in the component, the join with a catalog of names configured",
+            ms(median(joins_with_catalog)),
+        ),
         (
             "search, native (SearchIndex::search, top 5)",
             ms(median(searches)),
