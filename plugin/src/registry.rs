@@ -128,7 +128,7 @@ pub struct Registry {
     group_at: HashMap<String, usize>,
     /// Which groups these are: a value no other set of groups in this process had, taken
     /// whenever they are set or change, so that an index can tell it indexed these same groups
-    /// without comparing a thousand descriptions (0: none were ever set).
+    /// without comparing a thousand descriptions (0: a registry made by `default`, with none).
     groups_revision: u64,
     enrichment: HashMap<String, Enrichment>,
 }
@@ -218,10 +218,9 @@ impl Registry {
     }
 
     /// Replaces the described groups; returns the names of those added, removed or described
-    /// anew, sorted. The shell sends every group on every registry change, most often the
-    /// same list as before: that is told by comparing the two lists in order, with no
-    /// hashing (at a thousand servers, hashing every name took a third of a registry change
-    /// that changed nothing). Otherwise the groups that stay keep their entries.
+    /// anew, sorted. A shell that keeps no metadata revision sends every group on every
+    /// registry change, most often the same list as before: that is told by comparing the two
+    /// lists in order, with no hashing. Otherwise the groups that stay keep their entries.
     pub fn set_groups(&mut self, groups: Vec<ToolGroup>) -> Vec<String> {
         let same = |a: &ToolGroup, b: &ToolGroup| {
             crate::names::same(&a.name, &b.name)
