@@ -60,16 +60,17 @@ impl ByName {
         for id in changed.iter().filter_map(|name| names.get(name)) {
             gone.insert(id);
         }
-        let mut again: Vec<&str> = changed.iter().map(String::as_str).collect();
         // A name with a definition moved is placed again whole: its definitions come in index
-        // order, as `new` sorts them.
+        // order, as `new` sorts them. Copied: new names are numbered below.
+        let mut moved: Vec<String> = Vec::new();
         for &(at, id) in &self.tools {
             if at >= moved_from && !gone.contains(id) {
                 gone.insert(id);
-                again.push(registry_name(registry, names.name(id)));
+                moved.push(names.name(id).to_owned());
             }
         }
         self.tools.retain(|&(_, id)| !gone.contains(id));
+        let mut again: Vec<&str> = changed.iter().chain(&moved).map(String::as_str).collect();
         again.sort_unstable();
         again.dedup();
         let mut placed: Vec<(&str, u32)> = Vec::new();
@@ -87,12 +88,6 @@ impl ByName {
             .collect();
         self.tools = insert_by_name(&self.tools, &placed, names);
     }
-}
-
-/// `name` as `registry` spells it: a moved tool's name is found there, for the borrow of
-/// the names table to end before new names are numbered.
-fn registry_name<'r>(registry: &'r Registry, name: &str) -> &'r str {
-    registry.first(name).map_or("", |tool| tool.name.as_str())
 }
 
 /// `placed` (few, in name order) put into `kept` (in name order, no name of `placed` in it),
