@@ -17,6 +17,7 @@ use crate::catalog::{Catalog, Server, shell_name};
 use crate::commands::args::repository_root;
 use crate::shell::{CallOutcome, Shell};
 use crate::shell_core::ShellCore;
+use crate::wasm_host::PluginInstance;
 use crate::wasm_host::{Limits, WasmHost};
 
 /// Queries per timed `tool_search` call: the most one call may carry.
@@ -301,21 +302,14 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     }
     // The same join with a catalog of names in the system prompt: the registry's name order
     // follows the change too.
-    let configure = |component: &mut ComponentSearch, config: &serde_json::Value| -> Result<()> {
-        let plugin = component.shell_mut().plugin_mut(PLUGIN)?;
-        if let Err(e) = plugin.configure(&config.to_string())? {
-            bail!("the component rejects {config}: {e:?}");
-        }
-        Ok(())
-    };
     let mut names_catalog = defer_all();
     names_catalog["catalog"] = "names".into();
-    configure(&mut component, &names_catalog)?;
+    configure(component.shell_mut().plugin_mut(PLUGIN)?, &names_catalog)?;
     let mut joins_with_catalog = Vec::with_capacity(runs);
     for _ in 0..runs {
         joins_with_catalog.push(timed_join(&mut component, &joining)?);
     }
-    configure(&mut component, &defer_all())?;
+    configure(component.shell_mut().plugin_mut(PLUGIN)?, &defer_all())?;
     // A full build: a fresh plugin's first look at the whole registry (the tools registered
     // after it was installed, so registry-changed fetches and indexes them all). Also under
     // a token budget, where every schema is counted by the shell's tokenizer as well.
@@ -345,9 +339,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             shell.shared_core(),
             Limits::default(),
         )?;
-        if let Err(e) = plugin.configure(&deferred.to_string())? {
-            bail!("the component rejects {deferred}: {e:?}");
-        }
+        configure(&mut plugin, &deferred)?;
         register_unannounced(&mut shell.core(), &catalog)?;
         let (result, took) = time(|| plugin.registry_changed());
         result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
@@ -625,6 +617,14 @@ fn timed_join(component: &mut ComponentSearch, server: &Catalog) -> Result<Durat
     set_joined(&mut component.shell_mut().core(), server, false)?;
     registry_changed(component)?;
     Ok(took)
+}
+
+/// Configures `plugin` with `config`, which it must accept.
+fn configure(plugin: &mut PluginInstance, config: &serde_json::Value) -> Result<()> {
+    if let Err(e) = plugin.configure(&config.to_string())? {
+        bail!("the component rejects {config}: {e:?}");
+    }
+    Ok(())
 }
 
 /// Registers `catalog`'s servers and tools in the shell without telling its plugins, so that
