@@ -23,6 +23,19 @@ pub enum Piece<'a> {
     Cjk { gram: &'a str, bigram: bool },
 }
 
+/// Receives the pieces of a text in order. Any `FnMut(Piece)` is one; an index build's own
+/// sink inlines its method into every place a piece is found: in the component, a call per
+/// piece also checks the epoch deadline at its entry.
+pub trait PieceSink {
+    fn piece(&mut self, piece: Piece<'_>);
+}
+
+impl<F: FnMut(Piece<'_>)> PieceSink for F {
+    fn piece(&mut self, piece: Piece<'_>) {
+        self(piece)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TokenKind {
     Word,
@@ -159,12 +172,7 @@ impl Analyzer {
     }
 
     /// [`Analyzer::for_each_piece`] with buffers the caller keeps from text to text.
-    pub fn for_each_piece_in(
-        &self,
-        scratch: &mut Scratch,
-        text: &str,
-        mut f: impl FnMut(Piece<'_>),
-    ) {
+    pub fn for_each_piece_in(&self, scratch: &mut Scratch, text: &str, mut f: impl PieceSink) {
         let Scratch {
             word,
             may_split,
@@ -225,14 +233,14 @@ fn flush_word(
     word: &mut Vec<char>,
     may_split: &mut bool,
     buf: &mut String,
-    f: &mut impl FnMut(Piece<'_>),
+    f: &mut impl PieceSink,
 ) {
     if word.is_empty() {
         return;
     }
     if !std::mem::take(may_split) {
         lowercase_into(word, buf);
-        f(Piece::Word {
+        f.piece(Piece::Word {
             lower: buf,
             whole: false,
         });
@@ -252,14 +260,14 @@ fn word_pieces(
     splits: impl Iterator<Item = usize>,
     lower: impl Fn(Range<usize>, &mut String),
     buf: &mut String,
-    f: &mut impl FnMut(Piece<'_>),
+    f: &mut impl PieceSink,
 ) {
     let mut start = 0;
     let mut split = false;
     for end in splits.chain([len]) {
         split |= end < len;
         lower(start..end, buf);
-        f(Piece::Word {
+        f.piece(Piece::Word {
             lower: buf,
             whole: false,
         });
@@ -267,7 +275,7 @@ fn word_pieces(
     }
     if split {
         lower(0..len, buf);
-        f(Piece::Word {
+        f.piece(Piece::Word {
             lower: buf,
             whole: true,
         });
@@ -278,7 +286,7 @@ fn word_pieces(
 /// [`split_points`] splits a word of chars. Stops at the first non-ASCII byte and returns
 /// where the rest begins: that byte, or the start of the word it is in (none of whose pieces
 /// were given), after which nothing carries over from the text before.
-fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) -> Option<usize> {
+fn ascii_words(text: &str, buf: &mut String, f: &mut impl PieceSink) -> Option<usize> {
     let bytes = text.as_bytes();
     let mut i = 0;
     while let Some(&b) = bytes.get(i) {
@@ -323,7 +331,7 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) -> O
         }
         let word = &text[start..i];
         if lower_only {
-            f(Piece::Word {
+            f.piece(Piece::Word {
                 lower: word,
                 whole: false,
             });
@@ -368,7 +376,7 @@ static ASCII_CLASS: [u8; 256] = {
 };
 
 /// The pieces of an ASCII word with a capital or a digit.
-fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl FnMut(Piece<'_>)) {
+fn ascii_word_pieces(word: &str, buf: &mut String, f: &mut impl PieceSink) {
     let bytes = word.as_bytes();
     let boundary = |i: usize| {
         let (prev, cur) = (bytes[i - 1], bytes[i]);
@@ -391,16 +399,16 @@ fn ascii_lowercase_into(bytes: &[u8], buf: &mut String) {
 }
 
 /// The unigrams and bigrams of a run of CJK characters, in order.
-fn cjk_grams(run: &str, f: &mut impl FnMut(Piece<'_>)) {
+fn cjk_grams(run: &str, f: &mut impl PieceSink) {
     let mut chars = run.char_indices().peekable();
     while let Some((i, c)) = chars.next() {
         let end = i + c.len_utf8();
-        f(Piece::Cjk {
+        f.piece(Piece::Cjk {
             gram: &run[i..end],
             bigram: false,
         });
         if let Some(&(_, next)) = chars.peek() {
-            f(Piece::Cjk {
+            f.piece(Piece::Cjk {
                 gram: &run[i..end + next.len_utf8()],
                 bigram: true,
             });

@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::analyze::{Piece, Scratch, analyzer};
+use super::analyze::{Analyzer, Piece, PieceSink, Scratch, analyzer};
 use super::bm25;
 use super::dictionary::Dictionary;
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of};
@@ -195,7 +195,33 @@ impl Builder {
         }
     }
 
+    /// The term of a piece met for the first time in this build (`None`: a stop word).
+    fn first_meeting(&mut self, analyzer: &Analyzer, piece: Piece<'_>) -> Option<u32> {
+        let (text, term) = match piece {
+            Piece::Word { lower, .. } => {
+                (lower, analyzer.word_term(lower).map(|t| self.intern(&t)))
+            }
+            Piece::Cjk { gram, .. } => (gram, analyzer.keeps_cjk(gram).then(|| self.intern(gram))),
+        };
+        self.words.insert(text, term);
+        term
+    }
+
+    /// Counts `term`, read from `piece`, in `field` of the document being analysed.
+    #[inline(always)]
+    fn count_in(&mut self, term: u32, field: Field, piece: Piece<'_>) {
+        if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
+            self.doc.name_words.push(term);
+        }
+        self.count(term, field);
+        // A CJK unigram repeats what its bigrams say; it is not counted as length.
+        if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
+            self.doc.lengths[field.index()] += 1;
+        }
+    }
+
     /// Counts one occurrence of `term` in `field` of the document being analysed.
+    #[inline(always)]
     fn count(&mut self, term: u32, field: Field) {
         let doc = &mut self.doc;
         let seen = &mut self.seen[term as usize];
@@ -218,41 +244,52 @@ impl Builder {
 
     /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
     fn add(&mut self, text: &str, fields: &[Field]) {
+        let Some((&first, more)) = fields.split_first() else {
+            return;
+        };
         let analyzer = analyzer();
         let mut scratch = std::mem::take(&mut self.scratch);
-        analyzer.for_each_piece_in(&mut scratch, text, |piece| {
-            let text = match piece {
-                Piece::Word { lower, .. } => lower,
-                Piece::Cjk { gram, .. } => gram,
-            };
-            let term = match self.words.get(text) {
-                Some(known) => known,
-                None => {
-                    let term = match piece {
-                        Piece::Word { lower, .. } => {
-                            analyzer.word_term(lower).map(|t| self.intern(&t))
-                        }
-                        Piece::Cjk { gram, .. } => {
-                            analyzer.keeps_cjk(gram).then(|| self.intern(gram))
-                        }
-                    };
-                    self.words.insert(text, term);
-                    term
-                }
-            };
-            let Some(term) = term else { return };
-            for &field in fields {
-                if field == Field::Name && matches!(piece, Piece::Word { whole: false, .. }) {
-                    self.doc.name_words.push(term);
-                }
-                self.count(term, field);
-                // A CJK unigram repeats what its bigrams say; it is not counted as length.
-                if !matches!(piece, Piece::Cjk { bigram: false, .. }) {
-                    self.doc.lengths[field.index()] += 1;
-                }
-            }
-        });
+        analyzer.for_each_piece_in(
+            &mut scratch,
+            text,
+            Counter {
+                builder: self,
+                analyzer,
+                first,
+                more,
+            },
+        );
         self.scratch = scratch;
+    }
+}
+
+/// Counts each piece of a text in the document being analysed.
+struct Counter<'b> {
+    builder: &'b mut Builder,
+    analyzer: &'static Analyzer,
+    /// The fields the text counts in: most text counts in one, handled before any loop (in the
+    /// component every loop entered checks the epoch deadline).
+    first: Field,
+    more: &'b [Field],
+}
+
+impl PieceSink for Counter<'_> {
+    #[inline(always)]
+    fn piece(&mut self, piece: Piece<'_>) {
+        let builder = &mut *self.builder;
+        let text = match piece {
+            Piece::Word { lower, .. } => lower,
+            Piece::Cjk { gram, .. } => gram,
+        };
+        let term = match builder.words.get(text) {
+            Some(known) => known,
+            None => builder.first_meeting(self.analyzer, piece),
+        };
+        let Some(term) = term else { return };
+        builder.count_in(term, self.first, piece);
+        for &field in self.more {
+            builder.count_in(term, field, piece);
+        }
     }
 }
 

@@ -40,16 +40,11 @@ impl WordTerms {
         }
         let mask = self.slots.len() - 1;
         let mut at = slot_of(key, mask);
-        loop {
-            let (found, term) = self.slots[at];
-            if found == key {
-                return Some((term != STOP).then_some(term));
-            }
-            if found == (0, 0) {
-                return None;
-            }
+        while self.slots[at].0 != key && self.slots[at].0 != (0, 0) {
             at = (at + 1) & mask;
         }
+        let (found, term) = self.slots[at];
+        (found == key).then_some((term != STOP).then_some(term))
     }
 
     /// Records what `piece` became; a piece is inserted once.
