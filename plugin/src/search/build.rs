@@ -22,8 +22,8 @@ impl SearchIndex {
     /// A full build; `frozen` sets the tool count and average field lengths instead of this
     /// registry's own (the ones an updated index keeps from its last full build).
     pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
-        let mut tools: Vec<&ToolDef> = registry.first_definitions().collect();
-        tools.sort_unstable_by(|a, b| crate::names::compare(&a.name, &b.name));
+        let tools: Vec<&ToolDef> = registry.first_definitions().collect();
+        let tools = crate::names::sorted_by_name(&tools, |t| &t.name);
 
         let mut builder = Builder::new();
         let mut table = GroupTable::default();
