@@ -38,7 +38,7 @@ pub trait Host {
     /// The groups (MCP servers) that tools' origins name.
     fn tool_groups(&self) -> Vec<ToolGroup>;
     /// Token counts of `texts` with the model's tokenizer; `None` when the
-    /// host has no counter.
+    /// host has no counter, which an empty `texts` also learns.
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>>;
     /// Changes whenever what some agent may call can have changed.
     fn tools_generation(&self) -> u64;

@@ -11,11 +11,7 @@ use crate::registry::{Origin, Registry, ToolDef};
 /// APIs send. The host hands parameters over as compact JSON already, so
 /// they are inserted as given.
 pub fn schema_text(tool: &ToolDef) -> String {
-    let parameters = if tool.parameters.trim().is_empty() {
-        "{}"
-    } else {
-        tool.parameters.as_str()
-    };
+    let parameters = parameters_text(tool);
     // Written in place, not with `format!`: a first fetch renders ten thousand schemas, and
     // in the component the formatting machinery was half of rendering them.
     let mut text =
@@ -32,6 +28,15 @@ pub fn schema_text(tool: &ToolDef) -> String {
     String::from_utf8(text).unwrap_or_default()
 }
 
+/// The tool's parameters as its schema text holds them: an empty schema for none.
+fn parameters_text(tool: &ToolDef) -> &str {
+    if tool.parameters.trim().is_empty() {
+        "{}"
+    } else {
+        tool.parameters.as_str()
+    }
+}
+
 /// A token estimate for hosts that cannot count: one token per 2 ASCII
 /// bytes plus 1.5 per other character, rounded up. On the 600 real MCP
 /// schemas of the bundled catalogs, o200k and cl100k spend at least 2.46
@@ -40,11 +45,69 @@ pub fn schema_text(tool: &ToolDef) -> String {
 /// below the exact count there and about 2x above it on average: without a
 /// counter, budgets trip early rather than late.
 pub fn estimate_tokens(text: &str) -> u32 {
-    let (ascii, other) = text.chars().fold((0u64, 0u64), |(a, o), c| {
-        if c.is_ascii() { (a + 1, o) } else { (a, o + 1) }
-    });
-    let tokens = ascii.div_ceil(2) + (other * 3).div_ceil(2);
+    estimate(TextSize::of(text))
+}
+
+/// [`estimate_tokens`] of [`schema_text`], from the tool's parts: a host without a counter
+/// is not handed the texts, so they are not written (a first fetch of ten thousand tools
+/// wrote 6 MB of text to estimate it).
+pub fn estimate_schema_tokens(tool: &ToolDef) -> u32 {
+    let mut size = TextSize {
+        // `{"name":`, `,"description":`, `,"input_schema":` and the closing `}`.
+        ascii: 40,
+        other: 0,
+    };
+    size.add(TextSize::of_json_string(&tool.name));
+    size.add(TextSize::of_json_string(&tool.description));
+    size.add(TextSize::of(parameters_text(tool)));
+    estimate(size)
+}
+
+fn estimate(size: TextSize) -> u32 {
+    let tokens = size.ascii.div_ceil(2) + (size.other * 3).div_ceil(2);
     u32::try_from(tokens).unwrap_or(u32::MAX)
+}
+
+/// A text's ASCII characters and its other characters.
+#[derive(Debug, Clone, Copy)]
+struct TextSize {
+    ascii: u64,
+    other: u64,
+}
+
+impl TextSize {
+    /// Counted by bytes: in UTF-8 each character that is not ASCII has one lead byte, 0xC0
+    /// or above, and continuation bytes below it.
+    fn of(text: &str) -> Self {
+        let mut size = Self { ascii: 0, other: 0 };
+        for &b in text.as_bytes() {
+            size.ascii += u64::from(b < 0x80);
+            size.other += u64::from(b >= 0xC0);
+        }
+        size
+    }
+
+    /// The size of `text` written as a JSON string the way `serde_json` writes it: quoted,
+    /// `"` and `\` escaped, control characters as `\n`-style or `\u00XX` escapes, and
+    /// everything else as it is.
+    fn of_json_string(text: &str) -> Self {
+        let mut size = Self { ascii: 2, other: 0 };
+        for &b in text.as_bytes() {
+            size.ascii += match b {
+                b'"' | b'\\' | 0x08 | b'\t' | b'\n' | 0x0C | b'\r' => 2,
+                0x00..=0x1F => 6,
+                0x20..=0x7F => 1,
+                _ => 0,
+            };
+            size.other += u64::from(b >= 0xC0);
+        }
+        size
+    }
+
+    fn add(&mut self, other: Self) {
+        self.ascii += other.ascii;
+        self.other += other.other;
+    }
 }
 
 /// Token costs of tool schemas, keyed by the tool's [`schema_key`](ToolDef::schema_key)
@@ -102,19 +165,29 @@ impl TokenCosts {
         // A set, not a scan of the list: a first fetch of ten thousand tools is ten thousand
         // new keys.
         let mut pending: FxHashSet<u64> = FxHashSet::default();
-        let (new, texts): (Vec<u64>, Vec<String>) = tools
+        let (new, tools): (Vec<u64>, Vec<&ToolDef>) = tools
             .iter()
             .zip(keys)
             .filter(|&(_, &key)| !self.by_schema.contains_key(&key) && pending.insert(key))
-            .map(|(tool, &key)| (key, schema_text(tool)))
+            .map(|(&tool, &key)| (key, tool))
             .unzip();
         if new.is_empty() {
             return;
         }
-        let counts = host
-            .count_tokens(&texts)
-            .filter(|counts| counts.len() == texts.len());
-        let counts = counts.unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect());
+        // A host without a counter says so for an empty list as well (WIT `count-tokens`):
+        // then the texts are estimated from each tool's parts, never written.
+        let counts = match host.count_tokens(&[]) {
+            Some(_) => {
+                let texts: Vec<String> = tools.iter().map(|tool| schema_text(tool)).collect();
+                host.count_tokens(&texts)
+                    .filter(|counts| counts.len() == texts.len())
+                    .unwrap_or_else(|| texts.iter().map(|t| estimate_tokens(t)).collect())
+            }
+            None => tools
+                .iter()
+                .map(|tool| estimate_schema_tokens(tool))
+                .collect(),
+        };
         self.by_schema.extend(new.into_iter().zip(counts));
     }
 
@@ -130,7 +203,7 @@ impl TokenCosts {
             self.by_schema
                 .get(&tool.schema_key())
                 .copied()
-                .unwrap_or_else(|| estimate_tokens(&schema_text(tool)))
+                .unwrap_or_else(|| estimate_schema_tokens(tool))
         })
     }
 }
@@ -143,16 +216,30 @@ mod tests {
     use crate::host::LogLevel;
     use crate::registry::{LazyGroup, Origin, ToolGroup};
 
-    /// A shell whose tokenizer counts a text's bytes and remembers what it was asked.
-    #[derive(Default)]
+    /// A shell whose tokenizer counts a text's bytes and remembers the texts it was asked to
+    /// count; with `counts` false, a shell without a tokenizer.
     struct CountingHost {
+        counts: bool,
         asked: RefCell<Vec<Vec<String>>>,
+    }
+
+    impl Default for CountingHost {
+        fn default() -> Self {
+            Self {
+                counts: true,
+                asked: RefCell::default(),
+            }
+        }
     }
 
     impl Host for CountingHost {
         fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
-            self.asked.borrow_mut().push(texts.to_vec());
-            Some(texts.iter().map(|t| t.len() as u32).collect())
+            // Asking with no texts only learns whether the host counts.
+            if !texts.is_empty() {
+                self.asked.borrow_mut().push(texts.to_vec());
+            }
+            self.counts
+                .then(|| texts.iter().map(|t| t.len() as u32).collect())
         }
         fn registry(&self) -> Vec<ToolDef> {
             unreachable!("costs never fetch the registry")
@@ -254,6 +341,44 @@ mod tests {
             costs.cost(&unknown),
             estimate_tokens(&schema_text(&unknown))
         );
+    }
+
+    #[test]
+    fn a_host_without_a_counter_is_not_handed_the_texts_and_each_schema_is_estimated() {
+        let host = CountingHost {
+            counts: false,
+            asked: RefCell::default(),
+        };
+        let mut costs = TokenCosts::default();
+        let tools = [
+            def("a", "first \"quoted\"\n", Origin::Builtin),
+            def("b", "股票价格", Origin::Mcp("s".into())),
+        ];
+        costs.update(&Registry::new(tools.to_vec(), vec![]), None, &host);
+        assert!(host.asked.borrow().is_empty());
+        for tool in &tools {
+            assert_eq!(costs.cost(tool), estimate_tokens(&schema_text(tool)));
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn a_schema_estimated_from_its_parts_is_the_estimate_of_its_text(
+            name in "[a-z_\"\\\\\x00-\x1f\x7fé股]{0,12}",
+            description in "[a \"\\\\\x00-\x1f\x7fé股€😀\u{2028}]{0,40}",
+            parameters in "(\\{\"type\":\"object\"\\}|[ \t\n\u{3000}]{0,3}|[ a\"é股]{0,10})",
+        ) {
+            let tool = ToolDef {
+                name,
+                description,
+                parameters,
+                origin: Origin::Builtin,
+            };
+            proptest::prop_assert_eq!(
+                estimate_schema_tokens(&tool),
+                estimate_tokens(&schema_text(&tool))
+            );
+        }
     }
 
     #[test]
