@@ -464,6 +464,8 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         };
         let compared = alternate(runs, |which| full_build_of(path_of(which), &deferred))?;
         print_compared("registry-changed in the component, full", &compared);
+        let compared = alternate(runs, |which| full_build_of(path_of(which), &budgeted))?;
+        print_compared("registry-changed, full under a token budget", &compared);
         // The join of one server, on a plugin of each build holding the whole catalog.
         let mut holding = Vec::with_capacity(2);
         for which in [Build::Baseline, Build::Measured] {
