@@ -136,9 +136,9 @@ impl TextSize {
 const HIGH: u64 = 0x8080_8080_8080_8080;
 const ONES: u64 = 0x0101_0101_0101_0101;
 
-/// Whether eight bytes hold one that a JSON string escapes: below 0x20, `"` or `\`. (A
-/// byte below `n` makes `x - n` borrow into its high bit where `x`'s is clear; `x ^ b`
-/// is zero, so below 1, where `x` holds `b`.)
+/// Whether eight bytes hold one that a JSON string escapes: below 0x20, `"` or `\`. (`x - n`
+/// sets the high bit of the first byte of `x` below `n`, which `!x` keeps; a byte of `x ^ b`
+/// is below 1 where `x` holds `b`.)
 fn needs_escape(chunk: u64) -> bool {
     let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
     let holds = |b: u8| below(chunk ^ (ONES * u64::from(b)), 1);
@@ -190,6 +190,9 @@ impl TokenCosts {
                 registry.tools().iter().collect()
             }
         };
+        if tools.is_empty() {
+            return;
+        }
         // A host without a counter says so for an empty list as well (WIT `count-tokens`).
         // Then each schema is estimated from its tool's parts, never written, and not keyed:
         // an estimate reads the tool's text once, as its key would.
