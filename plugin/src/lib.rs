@@ -26,6 +26,7 @@ pub mod registry;
 pub mod search;
 mod state;
 pub mod suggest;
+mod swar;
 pub mod tokens;
 
 #[cfg(target_arch = "wasm32")]

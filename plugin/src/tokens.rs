@@ -5,6 +5,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use crate::host::Host;
 use crate::registry::{Origin, Registry, ToolDef};
+use crate::swar::{self, HIGH};
 
 /// The text a tool adds to a request: compact JSON
 /// `{"name","description","input_schema"}`, the form the Anthropic and MCP
@@ -14,19 +15,26 @@ pub fn schema_text(tool: &ToolDef) -> String {
     let parameters = parameters_text(tool);
     // Written in place, not with `format!`: a first fetch renders ten thousand schemas, and
     // in the component the formatting machinery was half of rendering them.
-    let mut text =
-        Vec::with_capacity(tool.name.len() + tool.description.len() + parameters.len() + 48);
-    text.extend_from_slice(b"{\"name\":");
+    let mut text = Vec::with_capacity(
+        tool.name.len() + tool.description.len() + parameters.len() + FRAME_LEN + 8,
+    );
+    let [open, description, schema, close] = FRAME;
+    text.extend_from_slice(open.as_bytes());
     // Writing to a vector cannot fail.
     let _ = serde_json::to_writer(&mut text, &tool.name);
-    text.extend_from_slice(b",\"description\":");
+    text.extend_from_slice(description.as_bytes());
     let _ = serde_json::to_writer(&mut text, &tool.description);
-    text.extend_from_slice(b",\"input_schema\":");
+    text.extend_from_slice(schema.as_bytes());
     text.extend_from_slice(parameters.as_bytes());
-    text.push(b'}');
+    text.extend_from_slice(close.as_bytes());
     // Only UTF-8 was written.
     String::from_utf8(text).unwrap_or_default()
 }
+
+/// What [`schema_text`] writes around the tool's name, description and parameters; the
+/// estimate from a tool's parts counts the same bytes.
+const FRAME: [&str; 4] = ["{\"name\":", ",\"description\":", ",\"input_schema\":", "}"];
+const FRAME_LEN: usize = FRAME[0].len() + FRAME[1].len() + FRAME[2].len() + FRAME[3].len();
 
 /// The tool's parameters as its schema text holds them: an empty schema for none.
 fn parameters_text(tool: &ToolDef) -> &str {
@@ -53,8 +61,7 @@ pub fn estimate_tokens(text: &str) -> u32 {
 /// wrote 6 MB of text to estimate it).
 pub fn estimate_schema_tokens(tool: &ToolDef) -> u32 {
     let mut size = TextSize {
-        // `{"name":`, `,"description":`, `,"input_schema":` and the closing `}`.
-        ascii: 40,
+        ascii: FRAME_LEN as u64,
         other: 0,
     };
     size.add(TextSize::of_json_string(&tool.name));
@@ -132,17 +139,10 @@ impl TextSize {
     }
 }
 
-/// The high bit of each of eight bytes, and one in each.
-const HIGH: u64 = 0x8080_8080_8080_8080;
-const ONES: u64 = 0x0101_0101_0101_0101;
-
-/// Whether eight bytes hold one that a JSON string escapes: below 0x20, `"` or `\`. (`x - n`
-/// sets the high bit of the first byte of `x` below `n`, which `!x` keeps; a byte of `x ^ b`
-/// is below 1 where `x` holds `b`.)
+/// Whether eight bytes hold one that a JSON string escapes: below 0x20, `"` or `\`. (Tested
+/// all three without branching: most chunks hold none.)
 fn needs_escape(chunk: u64) -> bool {
-    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x & HIGH;
-    let holds = |b: u8| below(chunk ^ (ONES * u64::from(b)), 1);
-    below(chunk, 0x20) | holds(b'"') | holds(b'\\') != 0
+    (swar::any_below(chunk, 0x20) != 0) | swar::holds(chunk, b'"') | swar::holds(chunk, b'\\')
 }
 
 /// How many ASCII bytes `b` is written as inside a JSON string (0: part of a character that
@@ -187,6 +187,7 @@ impl TokenCosts {
             }
             None => {
                 self.by_tool.clear();
+                self.by_tool.reserve(registry.tools().len());
                 registry.tools().iter().collect()
             }
         };
@@ -249,9 +250,10 @@ impl TokenCosts {
                 .map(|&(_, cost)| cost)
         });
         recorded.unwrap_or_else(|| {
-            self.by_schema
-                .get(&tool.schema_key())
-                .copied()
+            // Without a counter nothing is keyed: no key to hash the tool's text for.
+            (!self.by_schema.is_empty())
+                .then(|| self.by_schema.get(&tool.schema_key()).copied())
+                .flatten()
                 .unwrap_or_else(|| estimate_schema_tokens(tool))
         })
     }

@@ -14,6 +14,8 @@ use std::sync::LazyLock;
 use rust_stemmers::{Algorithm, Stemmer};
 use rustc_hash::FxHashSet;
 
+use crate::swar::{HIGH, in_range};
+
 /// One piece of text before stop words and stemming.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Piece<'a> {
@@ -340,18 +342,6 @@ fn ascii_words(text: &str, buf: &mut String, f: &mut impl PieceSink) -> Option<u
         }
     }
     None
-}
-
-/// The high bit of each of eight bytes.
-const HIGH: u64 = 0x8080_8080_8080_8080;
-
-/// The high bit of each byte of `chunk` that is in `lo..=hi`, for a chunk of ASCII bytes: no
-/// subtraction borrows from the next byte.
-fn in_range(chunk: u64, lo: u8, hi: u8) -> u64 {
-    let each = |b: u8| u64::from_le_bytes([b; 8]);
-    let at_least_lo = (chunk | HIGH) - each(lo);
-    let at_most_hi = (each(hi) | HIGH) - chunk;
-    at_least_lo & at_most_hi & HIGH
 }
 
 const LOWER: u8 = 1;
