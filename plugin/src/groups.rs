@@ -116,7 +116,10 @@ impl Groups {
             }
             group.lazy = Some(decl.clone());
         }
-        let mut grouped: FxHashMap<String, Vec<Rc<str>>> = FxHashMap::default();
+        // Almost every registered name is in a group: room for all of them, not a table that
+        // grows (and rehashes every name) as it fills.
+        let mut grouped: FxHashMap<String, Vec<Rc<str>>> =
+            FxHashMap::with_capacity_and_hasher(registry.tools().len(), Default::default());
         // `by_id` is in id order, so each name's ids are pushed sorted.
         for (id, group) in &by_id {
             let id: Rc<str> = Rc::from(id.as_str());
