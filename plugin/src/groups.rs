@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 use crate::config::GroupDecl;
 use crate::names::{self, NamesIn};
@@ -15,6 +16,10 @@ use crate::registry::{LazyGroup, Origin, Registry};
 /// The group of deferred tools that belong to no other group.
 pub const OTHER: &str = "other";
 const OTHER_DESCRIPTION: &str = "Tools outside any server or declared group.";
+
+/// The ids of a name's groups, sorted. Most names are in one group (their server's), kept
+/// inline rather than in a vector of their own.
+type GroupIds = SmallVec<[Rc<str>; 1]>;
 
 /// What became of a lazy group this run: the names it registered, or why
 /// it failed. A group is asked for at most once per run.
@@ -46,7 +51,7 @@ pub struct Groups {
     by_id: BTreeMap<String, Group>,
     /// Names that belong to some group, with the ids of their groups (sorted): a changed
     /// name leaves those groups without a walk through every group's members.
-    grouped: FxHashMap<String, Vec<Rc<str>>>,
+    grouped: FxHashMap<String, GroupIds>,
     /// Groups that are MCP servers of registered tools (described as the registry describes
     /// the server, unless declared otherwise).
     servers: HashSet<String>,
@@ -118,7 +123,7 @@ impl Groups {
         }
         // Almost every registered name is in a group: room for all of them, not a table that
         // grows (and rehashes every name) as it fills.
-        let mut grouped: FxHashMap<String, Vec<Rc<str>>> =
+        let mut grouped: FxHashMap<String, GroupIds> =
             FxHashMap::with_capacity_and_hasher(registry.tools().len(), Default::default());
         // `by_id` is in id order, so each name's ids are pushed sorted.
         for (id, group) in &by_id {

@@ -6,6 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use smallvec::SmallVec;
 
 /// Where a tool comes from (mirrors the WIT `tool-origin`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -102,6 +103,10 @@ pub struct Enrichment {
     pub descriptions: Vec<String>,
 }
 
+/// Where a name's definitions are in a registry's tools. Almost every name has one, kept
+/// inline: a full load of ten thousand names allocated ten thousand one-place vectors.
+type Positions = SmallVec<[usize; 1]>;
+
 /// A new [`Registry::groups_revision`].
 fn next_groups_revision() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -121,7 +126,8 @@ pub struct RegistryDelta {
 #[derive(Debug, Default)]
 pub struct Registry {
     tools: Vec<ToolDef>,
-    by_name: HashMap<String, Vec<usize>>,
+    /// Where each name's definitions are in `tools`.
+    by_name: HashMap<String, Positions>,
     /// The described groups as the shell last sent them, and each name's place in that list
     /// (a name sent twice: the last).
     groups: Vec<ToolGroup>,
@@ -135,7 +141,7 @@ pub struct Registry {
 
 impl Registry {
     pub fn new(tools: Vec<ToolDef>, groups: Vec<ToolGroup>) -> Self {
-        let mut by_name: HashMap<String, Vec<usize>> =
+        let mut by_name: HashMap<String, Positions> =
             HashMap::with_capacity_and_hasher(tools.len(), Default::default());
         for (i, tool) in tools.iter().enumerate() {
             by_name.entry(tool.name.clone()).or_default().push(i);
@@ -192,7 +198,7 @@ impl Registry {
     /// The names whose definitions differ in `other` (registered in one only, or otherwise
     /// defined).
     pub fn changed_names(&self, other: &Registry) -> Vec<String> {
-        let defs = |registry: &'_ Registry, name: &str| -> Vec<usize> {
+        let defs = |registry: &'_ Registry, name: &str| -> Positions {
             registry.by_name.get(name).cloned().unwrap_or_default()
         };
         let mut changed: Vec<String> = Vec::new();
@@ -386,7 +392,7 @@ impl Registry {
 
     /// Where `name`'s definitions are in [`Registry::tools`], in registration order.
     pub fn positions(&self, name: &str) -> &[usize] {
-        self.by_name.get(name).map_or(&[], Vec::as_slice)
+        self.by_name.get(name).map_or(&[], |at| at.as_slice())
     }
 
     fn defs<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a ToolDef> + 'a {

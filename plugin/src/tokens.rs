@@ -2,6 +2,7 @@
 //! or, when the host has none, estimated on the safe side.
 
 use rustc_hash::{FxHashMap, FxHashSet};
+use smallvec::SmallVec;
 
 use crate::host::Host;
 use crate::registry::{Origin, Registry, ToolDef};
@@ -165,7 +166,7 @@ pub struct TokenCosts {
     /// The cost of each registered definition, by name and origin. Every agent refresh under
     /// a budget reads the cost of every tool the agent may call: a schema key hashes the
     /// tool's whole text, so it is taken once per registry change, not once per agent.
-    by_tool: FxHashMap<String, Vec<(Origin, u32)>>,
+    by_tool: FxHashMap<String, SmallVec<[(Origin, u32); 1]>>,
 }
 
 impl TokenCosts {
