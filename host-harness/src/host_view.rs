@@ -11,6 +11,8 @@ use lazy_tools::registry::{
     Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
 };
 
+use lazy_tools::tool_table::{Origins, ToolTable};
+
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
 
@@ -55,6 +57,11 @@ impl HostView {
         lock(&self.core)
             .expose(agent, &self.plugin_id, visible)
             .map_err(|e| e.to_string())
+    }
+
+    /// The registry as one table (WIT 0.3.0 `registry-table`), written under the lock.
+    pub fn registry_table(&self) -> Option<ToolTable> {
+        registry_table(self.core().tools())
     }
 
     fn core(&self) -> MutexGuard<'_, ShellCore> {
@@ -186,16 +193,43 @@ impl Host for HostView {
 }
 
 /// A shell tool as the plugin receives it.
+/// `tools` as one table (WIT 0.3.0 `registry-table`), written from the shell's own tools:
+/// each text is copied once, into the table's. `None` when the texts pass 4 GiB, which a
+/// table cannot address.
+pub fn registry_table(tools: &[Tool]) -> Option<ToolTable> {
+    let bytes = tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters_json().len())
+        .sum();
+    let mut table = ToolTable::with_capacity(tools.len(), bytes);
+    let mut origins = Origins::default();
+    for tool in tools {
+        let origin = origins.place(&tool.origin, || plugin_origin(&tool.origin));
+        let texts = [
+            tool.name.as_str(),
+            tool.description.as_str(),
+            tool.parameters_json(),
+        ];
+        table.push(texts, origin).ok()?;
+    }
+    table.origins = origins.list;
+    Some(table)
+}
+
 pub fn tool_def(tool: &Tool) -> ToolDef {
     ToolDef {
         name: tool.name.clone(),
         description: tool.description.clone(),
         parameters: tool.parameters_json().to_string(),
-        origin: match &tool.origin {
-            Origin::Builtin => PluginOrigin::Builtin,
-            Origin::Mcp(server) => PluginOrigin::Mcp(server.clone()),
-            Origin::Agent(agent) => PluginOrigin::Agent(agent.clone()),
-        },
+        origin: plugin_origin(&tool.origin),
+    }
+}
+
+fn plugin_origin(origin: &Origin) -> PluginOrigin {
+    match origin {
+        Origin::Builtin => PluginOrigin::Builtin,
+        Origin::Mcp(server) => PluginOrigin::Mcp(server.clone()),
+        Origin::Agent(agent) => PluginOrigin::Agent(agent.clone()),
     }
 }
 
@@ -239,6 +273,40 @@ impl LogRing {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_registry_table_reads_back_as_the_registry_list() {
+        let mut core = ShellCore::default();
+        core.create_agent("main", None).unwrap();
+        let tools = [
+            Tool::new("read_file", "Reads a file.", Origin::Builtin),
+            Tool::new(
+                "github__create_issue",
+                "Opens an issue.",
+                Origin::Mcp("github".into()),
+            ),
+            Tool::new("github__list_issues", "", Origin::Mcp("github".into())),
+            Tool::new(
+                "股票__行情",
+                "查询股票行情。\"quoted\"",
+                Origin::Mcp("股票".into()),
+            )
+            .with_parameters(serde_json::json!({"properties": {"代码": {"type": "string"}}})),
+            Tool::new(
+                "scratch",
+                "An agent's own tool.",
+                Origin::Agent("main".into()),
+            ),
+        ];
+        for tool in tools {
+            core.register(tool).unwrap();
+        }
+        let view = HostView::new(Arc::new(Mutex::new(core)), "p");
+        let table = view.registry_table().unwrap();
+        // One origin per distinct origin: built-in, two servers, one agent's scope.
+        assert_eq!(table.origins.len(), 4);
+        assert_eq!(table.into_tools().unwrap(), view.registry());
+    }
 
     #[test]
     fn the_log_keeps_only_the_last_lines_in_order() {

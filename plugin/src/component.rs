@@ -6,6 +6,7 @@ use std::cell::RefCell;
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
 use crate::registry::{Enrichment, LazyGroup, Origin, RegistryDelta, ToolDef, ToolGroup};
+use crate::tool_table::ToolTable;
 use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 
 wit_bindgen::generate!({
@@ -20,11 +21,28 @@ use exports::dsh::tool_restriction::restriction::Guest;
 struct WitHost;
 
 impl Host for WitHost {
+    /// Read as one table when the shell builds tables (a few strings lowered instead of four
+    /// per tool); as a list otherwise, or when the table does not hold together.
     fn registry(&self) -> Vec<ToolDef> {
-        wit_host::registry()
-            .into_iter()
-            .map(tool_from_wit)
-            .collect()
+        let listed = || {
+            wit_host::registry()
+                .into_iter()
+                .map(tool_from_wit)
+                .collect()
+        };
+        let Some(table) = wit_host::registry_table() else {
+            return listed();
+        };
+        match table_from_wit(table).into_tools() {
+            Ok(tools) => tools,
+            Err(e) => {
+                self.log(
+                    LogLevel::Warn,
+                    &format!("lazy-tools: the shell's registry-table is broken ({e}); reading its registry list"),
+                );
+                listed()
+            }
+        }
     }
 
     fn allowed_tools(&self, agent: &str) -> Result<Vec<String>, String> {
@@ -256,16 +274,29 @@ impl Guest for Component {
 
 export!(Component);
 
+fn table_from_wit(t: wit::ToolTable) -> ToolTable {
+    ToolTable {
+        texts: t.texts,
+        ends: t.ends,
+        origins: t.origins.into_iter().map(origin_from_wit).collect(),
+        origin_of: t.origin_of,
+    }
+}
+
+fn origin_from_wit(origin: wit::ToolOrigin) -> Origin {
+    match origin {
+        wit::ToolOrigin::Builtin => Origin::Builtin,
+        wit::ToolOrigin::Mcp(server) => Origin::Mcp(server),
+        wit::ToolOrigin::Agent(agent) => Origin::Agent(agent),
+    }
+}
+
 fn tool_from_wit(t: wit::ToolDef) -> ToolDef {
     ToolDef {
         name: t.name,
         description: t.description,
         parameters: t.parameters,
-        origin: match t.origin {
-            wit::ToolOrigin::Builtin => Origin::Builtin,
-            wit::ToolOrigin::Mcp(server) => Origin::Mcp(server),
-            wit::ToolOrigin::Agent(agent) => Origin::Agent(agent),
-        },
+        origin: origin_from_wit(t.origin),
     }
 }
 

@@ -28,6 +28,7 @@ mod state;
 pub mod suggest;
 mod swar;
 pub mod tokens;
+pub mod tool_table;
 
 #[cfg(target_arch = "wasm32")]
 mod component;

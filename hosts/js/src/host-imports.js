@@ -30,6 +30,10 @@ const err = (val) => ({ tag: 'err', val });
 export function hostInterface(core, pluginId, logs) {
   return {
     registry: () => core.tools.map(toolToWit),
+    // WIT 0.3.0: this shell does not build the registry as one table
+    // (`none`), so the plugin reads the list above: the path of any shell
+    // that hands a plugin few tools and keeps its host code small.
+    registryTable: () => undefined,
 
     allowedTools(agent) {
       try {

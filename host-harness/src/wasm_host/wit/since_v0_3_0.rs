@@ -8,7 +8,6 @@ use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGrou
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
-use crate::host_view::tool_def;
 use crate::tool::{Origin, Tool};
 
 wasmtime::component::bindgen!({
@@ -31,6 +30,17 @@ impl wit::Host for PluginState {}
 impl dsh::tool_restriction::host::Host for PluginState {
     fn registry(&mut self) -> Vec<wit::ToolDef> {
         self.host_call(|s| s.host().registry().into_iter().map(def_to_wit).collect())
+    }
+
+    fn registry_table(&mut self) -> Option<wit::ToolTable> {
+        self.host_call(|s| {
+            s.host().registry_table().map(|table| wit::ToolTable {
+                texts: table.texts,
+                ends: table.ends,
+                origins: table.origins.into_iter().map(origin_to_wit).collect(),
+                origin_of: table.origin_of,
+            })
+        })
     }
 
     fn allowed_tools(&mut self, agent: String) -> Result<Vec<String>, String> {
@@ -151,22 +161,21 @@ impl dsh::tool_restriction::host::Host for PluginState {
     }
 }
 
-/// A shell tool as a WIT record: what the `registry` import sends for it.
-pub fn tool_to_wit(tool: &Tool) -> wit::ToolDef {
-    def_to_wit(tool_def(tool))
-}
-
 /// The plugin's view of a tool as a WIT record (a move, no copy).
 fn def_to_wit(tool: ToolDef) -> wit::ToolDef {
     wit::ToolDef {
         name: tool.name,
         description: tool.description,
         parameters: tool.parameters,
-        origin: match tool.origin {
-            PluginOrigin::Builtin => wit::ToolOrigin::Builtin,
-            PluginOrigin::Mcp(server) => wit::ToolOrigin::Mcp(server),
-            PluginOrigin::Agent(agent) => wit::ToolOrigin::Agent(agent),
-        },
+        origin: origin_to_wit(tool.origin),
+    }
+}
+
+fn origin_to_wit(origin: PluginOrigin) -> wit::ToolOrigin {
+    match origin {
+        PluginOrigin::Builtin => wit::ToolOrigin::Builtin,
+        PluginOrigin::Mcp(server) => wit::ToolOrigin::Mcp(server),
+        PluginOrigin::Agent(agent) => wit::ToolOrigin::Agent(agent),
     }
 }
 

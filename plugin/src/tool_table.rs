@@ -1,0 +1,282 @@
+//! The registry in columns (WIT 0.3.0 `tool-table`): every tool's texts joined in one string
+//! with where each ends, and each distinct origin once. A list of `tool-def` records crosses
+//! the component boundary as four strings per tool, and the host lowers each string through
+//! a call into the plugin's allocator: at 10,000 tools that was about 13 ms of a first look
+//! of about 78 ms. A table is a few strings and lists in all.
+//!
+//! The plugin reads a table from the shell, which it does not trust to be well formed: a
+//! table that does not hold together is an error, never a trap.
+
+use std::hash::Hash;
+
+use rustc_hash::FxHashMap;
+
+use crate::registry::{Origin, ToolDef};
+
+/// The texts each tool has in a table: name, description, parameters.
+const TEXTS_PER_TOOL: usize = 3;
+
+/// The registry's tools in columns; see the module's documentation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolTable {
+    pub texts: String,
+    pub ends: Vec<u32>,
+    pub origins: Vec<Origin>,
+    pub origin_of: Vec<u32>,
+}
+
+/// Why a table is not one, or cannot be made.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TableError {
+    #[error("the table has {ends} text ends for {tools} tools; it needs three per tool")]
+    EndCount { ends: usize, tools: usize },
+    #[error(
+        "tool {tool}: a text ends at byte {end}, before the text before it ends ({start}) or \
+         past the texts' {len} bytes"
+    )]
+    OutOfOrder {
+        tool: usize,
+        start: usize,
+        end: usize,
+        len: usize,
+    },
+    #[error("tool {tool}: a text ends at byte {end}, inside a character")]
+    InsideCharacter { tool: usize, end: usize },
+    #[error("tool {tool}: its origin is number {origin} of {origins}")]
+    NoSuchOrigin {
+        tool: usize,
+        origin: u32,
+        origins: usize,
+    },
+    #[error("the texts pass 4 GiB: a table cannot say where they end")]
+    TooLarge,
+}
+
+impl ToolTable {
+    /// An empty table with room for `tools` tools of `text_bytes` bytes of text in all.
+    pub fn with_capacity(tools: usize, text_bytes: usize) -> Self {
+        Self {
+            texts: String::with_capacity(text_bytes),
+            ends: Vec::with_capacity(TEXTS_PER_TOOL * tools),
+            origins: Vec::new(),
+            origin_of: Vec::with_capacity(tools),
+        }
+    }
+
+    /// The table of `tools`, in order.
+    pub fn of(tools: &[ToolDef]) -> Result<Self, TableError> {
+        let bytes = tools
+            .iter()
+            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+            .sum();
+        let mut table = Self::with_capacity(tools.len(), bytes);
+        let mut origins = Origins::default();
+        for tool in tools {
+            let origin = origins.place(&tool.origin, || tool.origin.clone());
+            table.push([&tool.name, &tool.description, &tool.parameters], origin)?;
+        }
+        table.origins = origins.list;
+        Ok(table)
+    }
+
+    /// Appends a tool's `texts` (name, description, parameters) with its origin's place in
+    /// [`ToolTable::origins`] (which the caller fills).
+    pub fn push(&mut self, texts: [&str; TEXTS_PER_TOOL], origin: u32) -> Result<(), TableError> {
+        for text in texts {
+            self.texts.push_str(text);
+            let end = u32::try_from(self.texts.len()).map_err(|_| TableError::TooLarge)?;
+            self.ends.push(end);
+        }
+        self.origin_of.push(origin);
+        Ok(())
+    }
+
+    /// The tools the table holds, in order; an error says the first thing wrong with it.
+    pub fn into_tools(self) -> Result<Vec<ToolDef>, TableError> {
+        let tools = self.origin_of.len();
+        if self.ends.len() != TEXTS_PER_TOOL * tools {
+            return Err(TableError::EndCount {
+                ends: self.ends.len(),
+                tools,
+            });
+        }
+        let mut start = 0;
+        let mut text = |tool: usize, end: u32| -> Result<String, TableError> {
+            let end = end as usize;
+            let Some(piece) = self.texts.get(start..end) else {
+                let len = self.texts.len();
+                return Err(if start <= end && end <= len {
+                    TableError::InsideCharacter { tool, end }
+                } else {
+                    TableError::OutOfOrder {
+                        tool,
+                        start,
+                        end,
+                        len,
+                    }
+                });
+            };
+            start = end;
+            Ok(piece.to_owned())
+        };
+        let mut out = Vec::with_capacity(tools);
+        for (tool, (ends, &origin)) in self
+            .ends
+            .chunks_exact(TEXTS_PER_TOOL)
+            .zip(&self.origin_of)
+            .enumerate()
+        {
+            let origin = self
+                .origins
+                .get(origin as usize)
+                .ok_or(TableError::NoSuchOrigin {
+                    tool,
+                    origin,
+                    origins: self.origins.len(),
+                })?;
+            out.push(ToolDef {
+                name: text(tool, ends[0])?,
+                description: text(tool, ends[1])?,
+                parameters: text(tool, ends[2])?,
+                origin: origin.clone(),
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Distinct origins, each numbered once as a table lists them, found by a key of the
+/// builder's own (a reference to its origin type: nothing is copied for an origin met before).
+#[derive(Debug)]
+pub struct Origins<K> {
+    places: FxHashMap<K, u32>,
+    pub list: Vec<Origin>,
+}
+
+impl<K> Default for Origins<K> {
+    fn default() -> Self {
+        Self {
+            places: FxHashMap::default(),
+            list: Vec::new(),
+        }
+    }
+}
+
+impl<K: Hash + Eq> Origins<K> {
+    /// The place of the origin `key` stands for, adding `origin()` if it is new.
+    pub fn place(&mut self, key: K, origin: impl FnOnce() -> Origin) -> u32 {
+        let next = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
+        *self.places.entry(key).or_insert_with(|| {
+            self.list.push(origin());
+            next
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    fn origin() -> impl Strategy<Value = Origin> {
+        prop_oneof![
+            Just(Origin::Builtin),
+            "[a-c]{0,2}".prop_map(Origin::Mcp),
+            "[a-c]{0,2}".prop_map(Origin::Agent),
+        ]
+    }
+
+    fn tool() -> impl Strategy<Value = ToolDef> {
+        // Empty texts, multi-byte characters and texts that spell another's field.
+        let text = "[a é股\"{}]{0,6}";
+        (text, text, text, origin()).prop_map(|(name, description, parameters, origin)| ToolDef {
+            name,
+            description,
+            parameters,
+            origin,
+        })
+    }
+
+    proptest! {
+        #[test]
+        fn a_table_holds_the_tools_it_was_made_of(tools in prop::collection::vec(tool(), 0..12)) {
+            let table = ToolTable::of(&tools).unwrap();
+            let distinct: std::collections::HashSet<&Origin> = tools.iter().map(|t| &t.origin).collect();
+            prop_assert_eq!(table.origins.len(), distinct.len());
+            prop_assert_eq!(table.into_tools(), Ok(tools));
+        }
+
+        #[test]
+        fn any_table_reads_as_tools_or_as_an_error(
+            texts in "[aé]{0,6}",
+            ends in prop::collection::vec(0u32..12, 0..10),
+            origins in prop::collection::vec(origin(), 0..3),
+            origin_of in prop::collection::vec(0u32..4, 0..4),
+        ) {
+            let table = ToolTable { texts, ends, origins, origin_of };
+            if let Ok(tools) = table.clone().into_tools() {
+                prop_assert_eq!(tools.len(), table.origin_of.len());
+                let joined: String = tools
+                    .iter()
+                    .flat_map(|t| [t.name.as_str(), t.description.as_str(), t.parameters.as_str()])
+                    .collect();
+                prop_assert!(table.texts.starts_with(&joined));
+            }
+        }
+    }
+
+    fn table(texts: &str, ends: &[u32], origin_of: &[u32]) -> ToolTable {
+        ToolTable {
+            texts: texts.into(),
+            ends: ends.to_vec(),
+            origins: vec![Origin::Mcp("github".into())],
+            origin_of: origin_of.to_vec(),
+        }
+    }
+
+    #[test]
+    fn a_broken_table_says_what_is_wrong_and_where() {
+        assert_eq!(
+            table("abc", &[1, 2], &[0]).into_tools(),
+            Err(TableError::EndCount { ends: 2, tools: 1 })
+        );
+        assert_eq!(
+            table("abcdef", &[1, 2, 3, 5, 4, 6], &[0, 0]).into_tools(),
+            Err(TableError::OutOfOrder {
+                tool: 1,
+                start: 5,
+                end: 4,
+                len: 6
+            })
+        );
+        assert_eq!(
+            table("abc", &[1, 2, 9], &[0]).into_tools(),
+            Err(TableError::OutOfOrder {
+                tool: 0,
+                start: 2,
+                end: 9,
+                len: 3
+            })
+        );
+        // `é` is two bytes: byte 2 is inside it.
+        assert_eq!(
+            table("aé", &[1, 2, 3], &[0]).into_tools(),
+            Err(TableError::InsideCharacter { tool: 0, end: 2 })
+        );
+        assert_eq!(
+            table("abc", &[1, 2, 3], &[1]).into_tools(),
+            Err(TableError::NoSuchOrigin {
+                tool: 0,
+                origin: 1,
+                origins: 1
+            })
+        );
+        let tools = table("create_issueOpens an issue.{}", &[12, 27, 29], &[0])
+            .into_tools()
+            .unwrap();
+        assert_eq!(tools[0].name, "create_issue");
+        assert_eq!(tools[0].description, "Opens an issue.");
+        assert_eq!(tools[0].parameters, "{}");
+    }
+}
