@@ -36,10 +36,11 @@ impl Host for WitHost {
         match table_from_wit(table).into_tools() {
             Ok(tools) => tools,
             Err(e) => {
-                self.log(
-                    LogLevel::Warn,
-                    &format!("lazy-tools: the shell's registry-table is broken ({e}); reading its registry list"),
+                let message = format!(
+                    "lazy-tools: the shell's registry-table does not hold together ({e}); \
+                     reading its registry list instead"
                 );
+                self.log(LogLevel::Warn, &message);
                 listed()
             }
         }
