@@ -10,7 +10,6 @@ use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{
     Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
 };
-
 use lazy_tools::tool_table::{Origins, ToolTable};
 
 use crate::shell_core::ShellCore;
@@ -192,7 +191,6 @@ impl Host for HostView {
     }
 }
 
-/// A shell tool as the plugin receives it.
 /// `tools` as one table (WIT 0.3.0 `registry-table`), written from the shell's own tools:
 /// each text is copied once, into the table's. `None` when the texts pass 4 GiB, which a
 /// table cannot address.
@@ -216,6 +214,7 @@ pub fn registry_table(tools: &[Tool]) -> Option<ToolTable> {
     Some(table)
 }
 
+/// A shell tool as the plugin receives it.
 pub fn tool_def(tool: &Tool) -> ToolDef {
     ToolDef {
         name: tool.name.clone(),

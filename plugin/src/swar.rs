@@ -6,7 +6,7 @@
 pub const HIGH: u64 = 0x8080_8080_8080_8080;
 
 /// `b` in each of eight bytes.
-pub const fn each(b: u8) -> u64 {
+const fn each(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
 }
 
@@ -39,14 +39,22 @@ mod tests {
 
     proptest! {
         #[test]
-        fn any_below_and_holds_read_bytes_as_their_values(bytes in any::<[u8; 8]>(), n in 0u8..=0x80, b in any::<u8>()) {
+        fn any_below_and_holds_read_bytes_as_their_values(
+            bytes in any::<[u8; 8]>(),
+            n in 0u8..=0x80,
+            b in any::<u8>(),
+        ) {
             let chunk = u64::from_le_bytes(bytes);
             prop_assert_eq!(any_below(chunk, n) != 0, bytes.iter().any(|&x| x < n));
             prop_assert_eq!(holds(chunk, b), bytes.contains(&b));
         }
 
         #[test]
-        fn in_range_marks_each_ascii_byte_in_the_range(bytes in any::<[u8; 8]>(), lo in 0u8..0x80, hi in 0u8..0x80) {
+        fn in_range_marks_each_ascii_byte_in_the_range(
+            bytes in any::<[u8; 8]>(),
+            lo in 0u8..0x80,
+            hi in 0u8..0x80,
+        ) {
             let bytes = bytes.map(|x| x & 0x7F);
             let marked = in_range(u64::from_le_bytes(bytes), lo, hi).to_le_bytes();
             for (x, mark) in bytes.iter().zip(marked) {

@@ -42,6 +42,8 @@ pub enum TableError {
     },
     #[error("tool {tool}: a text ends at byte {end}, inside a character")]
     InsideCharacter { tool: usize, end: usize },
+    #[error("the texts run {bytes} bytes past the last tool's end")]
+    Trailing { bytes: usize },
     #[error("tool {tool}: its origin is number {origin} of {origins}")]
     NoSuchOrigin {
         tool: usize,
@@ -80,7 +82,8 @@ impl ToolTable {
     }
 
     /// Appends a tool's `texts` (name, description, parameters) with its origin's place in
-    /// [`ToolTable::origins`] (which the caller fills).
+    /// [`ToolTable::origins`] (which the caller fills). An error (the texts pass 4 GiB) leaves
+    /// the table part-written: it is to be dropped.
     pub fn push(&mut self, texts: [&str; TEXTS_PER_TOOL], origin: u32) -> Result<(), TableError> {
         for text in texts {
             self.texts.push_str(text);
@@ -91,7 +94,8 @@ impl ToolTable {
         Ok(())
     }
 
-    /// The tools the table holds, in order; an error says the first thing wrong with it.
+    /// The tools the table holds, in order; an error says the first thing wrong with it (texts
+    /// past the last end are wrong too: a shell that wrote them meant something else).
     pub fn into_tools(self) -> Result<Vec<ToolDef>, TableError> {
         let tools = self.origin_of.len();
         if self.ends.len() != TEXTS_PER_TOOL * tools {
@@ -139,6 +143,11 @@ impl ToolTable {
                 description: text(tool, ends[1])?,
                 parameters: text(tool, ends[2])?,
                 origin: origin.clone(),
+            });
+        }
+        if start < self.texts.len() {
+            return Err(TableError::Trailing {
+                bytes: self.texts.len() - start,
             });
         }
         Ok(out)
@@ -221,7 +230,7 @@ mod tests {
                     .iter()
                     .flat_map(|t| [t.name.as_str(), t.description.as_str(), t.parameters.as_str()])
                     .collect();
-                prop_assert!(table.texts.starts_with(&joined));
+                prop_assert_eq!(joined, table.texts);
             }
         }
     }
@@ -263,6 +272,10 @@ mod tests {
         assert_eq!(
             table("aé", &[1, 2, 3], &[0]).into_tools(),
             Err(TableError::InsideCharacter { tool: 0, end: 2 })
+        );
+        assert_eq!(
+            table("abcde", &[1, 2, 3], &[0]).into_tools(),
+            Err(TableError::Trailing { bytes: 2 })
         );
         assert_eq!(
             table("abc", &[1, 2, 3], &[1]).into_tools(),
