@@ -140,6 +140,29 @@ console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${a
   row('  shell.call, denied (whole shell call: resolve, waterfall)', ns(call.wall), ns(call.cpu));
 }
 
+// A plugin's first look at the registry: installing it on a shell that holds
+// every tool (configure, guard tools, the first registry-changed), with the
+// registry as one table and as a list, alternating run by run.
+{
+  const installs = { table: { wall: [], cpu: [] }, list: { wall: [], cpu: [] } };
+  for (let run = 0; run < Math.min(RUNS, 10); run++) {
+    for (const tables of run % 2 === 0 ? [true, false] : [false, true]) {
+      const shell = new Shell();
+      shell.core.registryTables = tables;
+      shell.registerCatalog(catalog);
+      const [, wall, cpu] = timeMs(() => shell.installPlugin('lazy-tools', component, { defer: ['Defer(*)'] }));
+      const samples = installs[tables ? 'table' : 'list'];
+      samples.wall.push(wall);
+      samples.cpu.push(cpu);
+    }
+  }
+  console.log(`
+a plugin's first look, medians of ${installs.table.wall.length} installs each way:`);
+  row('', 'wall', 'cpu');
+  row('  install on 10,000 tools, the registry as one table (registry-table)', ms(installs.table.wall), ms(installs.table.cpu));
+  row('  install on 10,000 tools, the registry as a list (this shell\'s default)', ms(installs.list.wall), ms(installs.list.cpu));
+}
+
 // tool_search: every tool deferred, so all of them compete.
 {
   const shell = new Shell();
@@ -155,12 +178,24 @@ console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${a
     }
     return [outcome.json.matches.map((m) => m.name), { wall, cpu }];
   };
+  // Alternating, run by run: the registry as one table (WIT 0.3.0
+  // `registry-table`) and as the list a shell that builds no table sends.
   const reloads = { wall: [], cpu: [] };
+  const listed = { wall: [], cpu: [] };
   for (let run = 0; run < RUNS; run++) {
-    const [, wall, cpu] = timeMs(() => plugin.registryChanged());
-    reloads.wall.push(wall);
-    reloads.cpu.push(cpu);
+    for (const [tables, samples] of [
+      [true, reloads],
+      [false, listed],
+    ]) {
+      shell.core.registryTables = tables;
+      const [, wall, cpu] = timeMs(() => plugin.registryChanged());
+      samples.wall.push(wall);
+      samples.cpu.push(cpu);
+    }
   }
+  shell.core.registryTables = false;
+  const refused = plugin.logs.filter((l) => l.message.includes('registry-table'));
+  if (refused.length > 0) throw new Error(`the plugin turned down the registry table: ${refused[0].message}`);
   // The search's share of a call is small next to the call's refresh of ten
   // thousand names, so each run searches ten queries in one call and
   // compares it with a call that loads the same tools by name.
@@ -181,7 +216,8 @@ console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${a
   console.log(`\n${catalog.servers.reduce((n, s) => n + s.tools.length, 0)} tools generated, ${queries.length} queries, medians of ${RUNS} runs:`);
   row('', 'wall', 'cpu');
   const rows = [
-    ['  index build in the component (registry-changed: the tools over jco, index, classify)', reloads],
+    ['  registry-changed, nothing changed (the whole registry over jco as one table, compared)', reloads],
+    ['  the same, the registry as a list of records (this shell\'s default: it builds no table)', listed],
     ['  tool_search call, 10 queries (shell, jco, refresh, 10 searches, load)', withSearch],
     ['  tool_search call, the same tools by exact name (no search)', byName],
     ['  one search inside the component (median per-run difference / 10)', perQuery],

@@ -30,6 +30,14 @@ export class ShellCore {
   loadedOutside = false;
   /** A function from text to a token count, when the shell counts tokens. */
   tokenCounter = undefined;
+  /**
+   * Whether plugins get the registry as one table (WIT 0.3.0 `registry-table`)
+   * rather than `none` (they then read the `registry` list). Off: through jco
+   * a call into the plugin per string is cheap, so a table saves nothing, and
+   * joining the texts and counting their UTF-8 bytes makes a whole fetch of
+   * 10,000 tools about 10 ms slower (`bench/speed.js` prints both ways).
+   */
+  registryTables = false;
   /** Bumped on every change to what some agent may call (`host.tools-generation`). */
   generation = 0n;
   /** The generation at which a global tool was last registered or removed. */

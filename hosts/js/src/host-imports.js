@@ -20,6 +20,40 @@ export function toolToWit(tool) {
   };
 }
 
+/**
+ * The registry as one WIT 0.3.0 `tool-table`: every tool's name, description
+ * and parameters joined, where each ends in UTF-8 bytes, and each distinct
+ * origin once. A list of `tool-def` is lowered string by string, each through
+ * a call into the plugin's allocator; a table is a few values in all.
+ * `undefined` when the texts pass 4 GiB, which a table cannot address.
+ */
+export function registryTable(tools) {
+  const texts = [];
+  const ends = new Uint32Array(3 * tools.length);
+  const originOf = new Uint32Array(tools.length);
+  const origins = [];
+  const originAt = new Map();
+  let bytes = 0;
+  tools.forEach((tool, i) => {
+    [tool.name, tool.description, tool.parametersJson].forEach((text, j) => {
+      texts.push(text);
+      bytes += Buffer.byteLength(text, 'utf8');
+      ends[3 * i + j] = bytes;
+    });
+    // A tag never holds a colon: `mcp:a` and `agent:a` stay apart.
+    const key = `${tool.origin.tag}:${tool.origin.val ?? ''}`;
+    let at = originAt.get(key);
+    if (at === undefined) {
+      at = origins.length;
+      originAt.set(key, at);
+      origins.push(tool.origin);
+    }
+    originOf[i] = at;
+  });
+  if (bytes > 0xffffffff) return undefined;
+  return { texts: texts.join(''), ends, origins, originOf };
+}
+
 const ok = (val) => ({ tag: 'ok', val });
 const err = (val) => ({ tag: 'err', val });
 
@@ -30,10 +64,10 @@ const err = (val) => ({ tag: 'err', val });
 export function hostInterface(core, pluginId, logs) {
   return {
     registry: () => core.tools.map(toolToWit),
-    // WIT 0.3.0: this shell does not build the registry as one table
-    // (`none`), so the plugin reads the list above: the path of any shell
-    // that hands a plugin few tools and keeps its host code small.
-    registryTable: () => undefined,
+    // WIT 0.3.0: the same tools as one table when the shell is set to build
+    // them (`ShellCore.registryTables`, off by default); otherwise `none`, and
+    // the plugin reads the list above.
+    registryTable: () => (core.registryTables ? registryTable(core.tools) : undefined),
 
     allowedTools(agent) {
       try {
