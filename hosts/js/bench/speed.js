@@ -156,8 +156,7 @@ console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${a
       samples.cpu.push(cpu);
     }
   }
-  console.log(`
-a plugin's first look, medians of ${installs.table.wall.length} installs each way:`);
+  console.log(`\na plugin's first look, medians of ${installs.table.wall.length} installs each way:`);
   row('', 'wall', 'cpu');
   row('  install on 10,000 tools, the registry as one table (registry-table)', ms(installs.table.wall), ms(installs.table.cpu));
   row('  install on 10,000 tools, the registry as a list (this shell\'s default)', ms(installs.list.wall), ms(installs.list.cpu));
