@@ -27,7 +27,7 @@ fuzz_target!(|data: &[u8]| {
         origin_of: numbers[split..].iter().map(|n| n % 3).collect(),
     };
     if let Ok(tools) = table.into_tools() {
-        let again = ToolTable::of(&tools).expect("tools read from a table fit one");
+        let again = ToolTable::of_defs(&tools).expect("tools read from a table fit one");
         assert_eq!(again.into_tools().as_ref(), Ok(&tools));
     }
 });

@@ -10,7 +10,7 @@ use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{
     Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
 };
-use lazy_tools::tool_table::{Origins, ToolTable};
+use lazy_tools::tool_table::ToolTable;
 
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -195,23 +195,15 @@ impl Host for HostView {
 /// each text is copied once, into the table's. `None` when the texts pass 4 GiB, which a
 /// table cannot address.
 pub fn registry_table(tools: &[Tool]) -> Option<ToolTable> {
-    let bytes = tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters_json().len())
-        .sum();
-    let mut table = ToolTable::with_capacity(tools.len(), bytes);
-    let mut origins = Origins::default();
-    for tool in tools {
-        let origin = origins.place(&tool.origin, || plugin_origin(&tool.origin));
-        let texts = [
-            tool.name.as_str(),
-            tool.description.as_str(),
-            tool.parameters_json(),
-        ];
-        table.push(texts, origin).ok()?;
-    }
-    table.origins = origins.list;
-    Some(table)
+    ToolTable::of(
+        tools,
+        |t| {
+            let texts = [t.name.as_str(), t.description.as_str(), t.parameters_json()];
+            (texts, &t.origin)
+        },
+        plugin_origin,
+    )
+    .ok()
 }
 
 /// A shell tool as the plugin receives it.

@@ -55,43 +55,50 @@ pub enum TableError {
 }
 
 impl ToolTable {
-    /// An empty table with room for `tools` tools of `text_bytes` bytes of text in all.
-    pub fn with_capacity(tools: usize, text_bytes: usize) -> Self {
-        Self {
-            texts: String::with_capacity(text_bytes),
-            ends: Vec::with_capacity(TEXTS_PER_TOOL * tools),
-            origins: Vec::new(),
-            origin_of: Vec::with_capacity(tools),
-        }
-    }
-
-    /// The table of `tools`, in order.
-    pub fn of(tools: &[ToolDef]) -> Result<Self, TableError> {
+    /// The table of `tools`, in order, whatever a host's tool type: `row` gives a tool's name,
+    /// description and parameters and a key for its origin (a reference to it), and `origin`
+    /// makes the plugin's origin once per distinct key. A host builds it from its own tools
+    /// without copying them first; an error (the texts pass 4 GiB) means no table.
+    pub fn of<'a, T, K: Copy + Hash + Eq>(
+        tools: &'a [T],
+        row: impl Fn(&'a T) -> ([&'a str; TEXTS_PER_TOOL], K),
+        origin: impl Fn(K) -> Origin,
+    ) -> Result<Self, TableError> {
         let bytes = tools
             .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
+            .map(|t| row(t).0.iter().map(|text| text.len()).sum::<usize>())
             .sum();
-        let mut table = Self::with_capacity(tools.len(), bytes);
-        let mut origins = Origins::default();
+        let mut table = Self {
+            texts: String::with_capacity(bytes),
+            ends: Vec::with_capacity(TEXTS_PER_TOOL * tools.len()),
+            origins: Vec::new(),
+            origin_of: Vec::with_capacity(tools.len()),
+        };
+        let mut places: FxHashMap<K, u32> = FxHashMap::default();
         for tool in tools {
-            let origin = origins.place(&tool.origin, || tool.origin.clone());
-            table.push([&tool.name, &tool.description, &tool.parameters], origin)?;
+            let (texts, key) = row(tool);
+            for text in texts {
+                table.texts.push_str(text);
+                let end = u32::try_from(table.texts.len()).map_err(|_| TableError::TooLarge)?;
+                table.ends.push(end);
+            }
+            let next = u32::try_from(table.origins.len()).unwrap_or(u32::MAX);
+            let place = *places.entry(key).or_insert_with(|| {
+                table.origins.push(origin(key));
+                next
+            });
+            table.origin_of.push(place);
         }
-        table.origins = origins.list;
         Ok(table)
     }
 
-    /// Appends a tool's `texts` (name, description, parameters) with its origin's place in
-    /// [`ToolTable::origins`] (which the caller fills). An error (the texts pass 4 GiB) leaves
-    /// the table part-written: it is to be dropped.
-    pub fn push(&mut self, texts: [&str; TEXTS_PER_TOOL], origin: u32) -> Result<(), TableError> {
-        for text in texts {
-            self.texts.push_str(text);
-            let end = u32::try_from(self.texts.len()).map_err(|_| TableError::TooLarge)?;
-            self.ends.push(end);
-        }
-        self.origin_of.push(origin);
-        Ok(())
+    /// The table of the plugin's own tool definitions.
+    pub fn of_defs(tools: &[ToolDef]) -> Result<Self, TableError> {
+        Self::of(
+            tools,
+            |t| ([&t.name, &t.description, &t.parameters], &t.origin),
+            Origin::clone,
+        )
     }
 
     /// The tools the table holds, in order; an error says the first thing wrong with it (texts
@@ -154,34 +161,6 @@ impl ToolTable {
     }
 }
 
-/// Distinct origins, each numbered once as a table lists them, found by a key of the
-/// builder's own (a reference to its origin type: nothing is copied for an origin met before).
-#[derive(Debug)]
-pub struct Origins<K> {
-    places: FxHashMap<K, u32>,
-    pub list: Vec<Origin>,
-}
-
-impl<K> Default for Origins<K> {
-    fn default() -> Self {
-        Self {
-            places: FxHashMap::default(),
-            list: Vec::new(),
-        }
-    }
-}
-
-impl<K: Hash + Eq> Origins<K> {
-    /// The place of the origin `key` stands for, adding `origin()` if it is new.
-    pub fn place(&mut self, key: K, origin: impl FnOnce() -> Origin) -> u32 {
-        let next = u32::try_from(self.list.len()).unwrap_or(u32::MAX);
-        *self.places.entry(key).or_insert_with(|| {
-            self.list.push(origin());
-            next
-        })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use proptest::prelude::*;
@@ -210,7 +189,7 @@ mod tests {
     proptest! {
         #[test]
         fn a_table_holds_the_tools_it_was_made_of(tools in prop::collection::vec(tool(), 0..12)) {
-            let table = ToolTable::of(&tools).unwrap();
+            let table = ToolTable::of_defs(&tools).unwrap();
             let distinct: std::collections::HashSet<&Origin> = tools.iter().map(|t| &t.origin).collect();
             prop_assert_eq!(table.origins.len(), distinct.len());
             prop_assert_eq!(table.into_tools(), Ok(tools));
