@@ -10,17 +10,15 @@ const fn each(b: u8) -> u64 {
     u64::from_le_bytes([b; 8])
 }
 
-/// The high bit of each byte of `chunk` below `n`, for `n` at most 0x80; where a byte is
-/// below `n`, the bytes after it may be marked too (a subtraction borrows from the next byte).
-/// Enough to tell whether any byte is: `x - n` sets the high bit of the first byte of `x`
-/// below `n`, which `!x` keeps.
-pub fn any_below(chunk: u64, n: u8) -> u64 {
-    chunk.wrapping_sub(each(n)) & !chunk & HIGH
+/// Whether any of eight bytes is below `n`, for `n` at most 0x80: `x - n` sets the high bit of
+/// the first byte of `x` below `n`, which `!x` keeps.
+pub fn any_below(chunk: u64, n: u8) -> bool {
+    chunk.wrapping_sub(each(n)) & !chunk & HIGH != 0
 }
 
 /// Whether any of eight bytes is `b`.
 pub fn holds(chunk: u64, b: u8) -> bool {
-    any_below(chunk ^ each(b), 1) != 0
+    any_below(chunk ^ each(b), 1)
 }
 
 /// The high bit of each byte of `chunk` that is in `lo..=hi`, for a chunk of ASCII bytes (no
@@ -45,7 +43,7 @@ mod tests {
             b in any::<u8>(),
         ) {
             let chunk = u64::from_le_bytes(bytes);
-            prop_assert_eq!(any_below(chunk, n) != 0, bytes.iter().any(|&x| x < n));
+            prop_assert_eq!(any_below(chunk, n), bytes.iter().any(|&x| x < n));
             prop_assert_eq!(holds(chunk, b), bytes.contains(&b));
         }
 

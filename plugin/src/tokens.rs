@@ -143,7 +143,7 @@ impl TextSize {
 /// Whether eight bytes hold one that a JSON string escapes: below 0x20, `"` or `\`. (Tested
 /// all three without branching: most chunks hold none.)
 fn needs_escape(chunk: u64) -> bool {
-    (swar::any_below(chunk, 0x20) != 0) | swar::holds(chunk, b'"') | swar::holds(chunk, b'\\')
+    swar::any_below(chunk, 0x20) | swar::holds(chunk, b'"') | swar::holds(chunk, b'\\')
 }
 
 /// How many ASCII bytes `b` is written as inside a JSON string (0: part of a character that
