@@ -139,6 +139,8 @@ pub(crate) struct MemoryWatch {
     /// The bytes of linear memory the instance holds now.
     pub(crate) bytes: usize,
     pub(crate) limit: usize,
+    /// How many times the instance's linear memory has grown.
+    pub(crate) grows: usize,
 }
 
 impl wasmtime::ResourceLimiter for MemoryWatch {
@@ -156,6 +158,7 @@ impl wasmtime::ResourceLimiter for MemoryWatch {
             }));
         }
         self.bytes = total;
+        self.grows += usize::from(desired > current);
         Ok(true)
     }
 

@@ -319,6 +319,7 @@ impl WasmHost {
             memory: MemoryWatch {
                 bytes: 0,
                 limit: limits.memory_bytes,
+                grows: 0,
             },
             clock: CallClock::default(),
         };
@@ -408,6 +409,12 @@ impl PluginInstance {
     /// memory never shrinks.
     pub fn memory_bytes(&self) -> usize {
         self.store.data().memory.bytes
+    }
+
+    /// How many times the plugin's linear memory has grown (each `memory.grow` that added
+    /// memory): a heap grown in many small steps is faulted in page by page.
+    pub fn memory_grows(&self) -> usize {
+        self.store.data().memory.grows
     }
 
     pub fn limits(&self) -> Limits {

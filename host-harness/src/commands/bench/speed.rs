@@ -240,6 +240,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     };
     let empty_memory = plugin_memory(&mut empty)?;
     let loaded_memory = plugin_memory(&mut component)?;
+    let loaded_grows = component.shell_mut().plugin_mut(PLUGIN)?.memory_grows();
     // What the shell does for a whole fetch (the tools as one WIT table, their schemas as the
     // JSON text it keeps), timed natively: part of registry-changed, not of lazy-tools.
     let host_side: Vec<Duration> = (0..runs)
@@ -494,6 +495,10 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
             catalog.tool_count()
         ),
         mb(loaded_memory)
+    );
+    println!(
+        "{:<96} {:>12}",
+        "  the times it grew, from instantiation to the loaded registry", loaded_grows
     );
     println!(
         "{:<96} {:>12}",
