@@ -2,6 +2,7 @@
 //! conversions and one plugin instance per component instance.
 
 use std::cell::RefCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
@@ -33,6 +34,7 @@ impl Host for WitHost {
         let Some(table) = wit_host::registry_table() else {
             return listed();
         };
+        reserve_heap(table.texts.len());
         match table_from_wit(table).into_tools() {
             Ok(tools) => tools,
             Err(e) => {
@@ -274,6 +276,34 @@ impl Guest for Component {
 }
 
 export!(Component);
+
+/// The largest heap reserve made so far, in bytes (see [`reserve_heap`]).
+static RESERVED: AtomicUsize = AtomicUsize::new(0);
+
+/// Before a table's texts are copied out of it, grows the heap once by what the copies take.
+/// The block is freed at once and stays with the allocator (linear memory never shrinks), so
+/// the copies come from memory grown whole, which a kernel with transparent huge pages backs
+/// 2 MiB at a time, where growth in small steps costs a page fault per 4 KiB (the index build
+/// after them reuses the table's space).
+///
+/// The block is no larger than the copies, which are made while the table is still held: it
+/// grows the memory by no more than the load would, so a memory limit the load fits in is
+/// never reached. Only for a table at least twice the largest reserved for before (the first
+/// large load, a registry that has doubled since): a shell without deltas sends the whole
+/// table on every change, and a heap that already held a load needs no new block.
+fn reserve_heap(text_bytes: usize) {
+    if text_bytes < RESERVED.load(Ordering::Relaxed).saturating_mul(2) || text_bytes < MIN_RESERVE {
+        return;
+    }
+    let mut block = Vec::<u8>::new();
+    if block.try_reserve_exact(text_bytes).is_ok() {
+        RESERVED.store(text_bytes, Ordering::Relaxed);
+        drop(std::hint::black_box(block));
+    }
+}
+
+/// Below this (about 3,000 tools) a load's growth is a few steps anyway.
+const MIN_RESERVE: usize = 2 << 20;
 
 fn table_from_wit(t: wit::ToolTable) -> ToolTable {
     ToolTable {

@@ -17,6 +17,7 @@ mod hostile;
 mod install;
 mod js_host;
 mod mcp;
+mod plugin_memory;
 mod properties;
 mod refresh;
 mod tokens;
