@@ -286,10 +286,11 @@ static RESERVED: AtomicUsize = AtomicUsize::new(0);
 /// 2 MiB at a time, where growth in small steps costs a page fault per 4 KiB (the index build
 /// after them reuses the table's space).
 ///
-/// The block is no larger than the copies, which are made while the table is still held: it
-/// grows the memory by no more than the load would, so a memory limit the load fits in is
-/// never reached. Only for a table at least twice the largest reserved for before (the first
-/// large load, a registry that has doubled since): a shell without deltas sends the whole
+/// The block is no larger than the copies, which are made while the table is still held, so
+/// the memory grows by no more than the load grows it itself, but for free pieces of the heap
+/// too small for the block (few at a first load): a memory limit the load fits in is not
+/// reached because of it. Only for a table at least twice the largest reserved for before (the
+/// first large load, a registry that has doubled since): a shell without deltas sends the whole
 /// table on every change, and a heap that already held a load needs no new block.
 fn reserve_heap(text_bytes: usize) {
     if text_bytes < RESERVED.load(Ordering::Relaxed).saturating_mul(2) || text_bytes < MIN_RESERVE {
