@@ -4,7 +4,7 @@
 
 use host_harness::catalog::Catalog;
 use host_harness::commands::args::repository_root;
-use host_harness::commands::bench::speed::generate;
+use host_harness::commands::bench::speed::{generate, register_unannounced};
 use host_harness::shell::Shell;
 use host_harness::shell_core::MAX_REGISTRY_LOG;
 use host_harness::wasm_host::WasmHost;
@@ -27,18 +27,8 @@ fn shell_with_unannounced(tools: usize) -> (Shell, Catalog) {
     shell
         .install_plugin(PLUGIN, &component, &json!({"defer": ["Defer(*)"]}))
         .unwrap();
-    register(&shell, &catalog);
+    register_unannounced(&mut shell.core(), &catalog).unwrap();
     (shell, catalog)
-}
-
-fn register(shell: &Shell, catalog: &Catalog) {
-    let mut core = shell.core();
-    for server in &catalog.servers {
-        core.set_group(&server.name, &server.description);
-    }
-    for (_, tool) in catalog.tools() {
-        core.register(tool).unwrap();
-    }
 }
 
 fn registry_changed(shell: &mut Shell) {
@@ -76,7 +66,7 @@ fn whole_fetches_of_the_same_registry_do_not_keep_growing_the_plugins_memory() {
             }
         }
         assert!(2 * catalog.tool_count() > MAX_REGISTRY_LOG);
-        register(&shell, &catalog);
+        register_unannounced(&mut shell.core(), &catalog).unwrap();
         registry_changed(&mut shell);
         after.push(shell.plugin_mut(PLUGIN).unwrap().memory_bytes());
     }

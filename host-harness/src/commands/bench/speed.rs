@@ -629,7 +629,7 @@ fn configure(plugin: &mut PluginInstance, config: &serde_json::Value) -> Result<
 
 /// Registers `catalog`'s servers and tools in the shell without telling its plugins, so that
 /// the `registry-changed` timed next is their first look at them.
-fn register_unannounced(core: &mut ShellCore, catalog: &Catalog) -> Result<()> {
+pub fn register_unannounced(core: &mut ShellCore, catalog: &Catalog) -> Result<()> {
     for server in &catalog.servers {
         core.set_group(&server.name, &server.description);
     }
