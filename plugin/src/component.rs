@@ -303,7 +303,7 @@ fn reserve_heap(text_bytes: usize) {
     }
 }
 
-/// Below this (about 3,000 tools) a load's growth is a few steps anyway.
+/// Below this (about 3,000 tools) the copies fill about one huge page: a block buys nothing.
 const MIN_RESERVE: usize = 2 << 20;
 
 fn table_from_wit(t: wit::ToolTable) -> ToolTable {
