@@ -42,8 +42,23 @@ impl CatalogArg {
 
 /// The catalog used when none is given: 70 real MCP servers, 527 tools.
 pub fn bundled_catalog() -> PathBuf {
-    repository_root().join("catalogs/livemcpbench.json")
+    repository_root().join(BUNDLED_CATALOGS[0])
 }
+
+/// Every bundled catalog: the one above, and the `tools/list` of six npm reference servers.
+/// The benchmarks that generate a large registry draw on both.
+pub fn bundled_catalogs() -> Vec<PathBuf> {
+    let root = repository_root();
+    BUNDLED_CATALOGS
+        .iter()
+        .map(|path| root.join(path))
+        .collect()
+}
+
+const BUNDLED_CATALOGS: [&str; 2] = [
+    "catalogs/livemcpbench.json",
+    "catalogs/reference-servers.json",
+];
 
 /// The checkout this binary was built from (bundled catalogs and query sets live there).
 pub fn repository_root() -> &'static Path {

@@ -3,7 +3,7 @@
 //! time), and whole fetches of the same registry afterwards do not grow it again and again.
 
 use host_harness::catalog::Catalog;
-use host_harness::commands::args::repository_root;
+use host_harness::commands::args::bundled_catalogs;
 use host_harness::commands::bench::speed::{generate, register_unannounced};
 use host_harness::shell::Shell;
 use host_harness::shell_core::MAX_REGISTRY_LOG;
@@ -15,12 +15,10 @@ const PLUGIN: &str = "lazy-tools";
 /// A shell with lazy-tools deferring everything, installed before any catalog tool, and the
 /// `tools` tools generated from the bundled catalogs (registered unannounced).
 fn shell_with_unannounced(tools: usize) -> (Shell, Catalog) {
-    let root = repository_root();
-    let catalogs = [
-        "catalogs/livemcpbench.json",
-        "catalogs/reference-servers.json",
-    ]
-    .map(|path| Catalog::load(&root.join(path)).unwrap());
+    let catalogs: Vec<Catalog> = bundled_catalogs()
+        .iter()
+        .map(|path| Catalog::load(path).unwrap())
+        .collect();
     let catalog = generate(&catalogs, tools).unwrap();
     let mut shell = Shell::new();
     let component = WasmHost::global().lazy_tools().unwrap();

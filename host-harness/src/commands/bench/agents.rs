@@ -7,7 +7,7 @@
 
 use std::alloc::System;
 use std::hint::black_box;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
@@ -16,6 +16,7 @@ use stats_alloc::{Region, StatsAlloc};
 
 use super::speed::{JOINING, generate, joining_server, set_joined};
 use crate::catalog::Catalog;
+use crate::commands::args::bundled_catalogs;
 use crate::native_plugin::native_lazy_tools;
 use crate::plugin_api::Verdict;
 use crate::shell::{CallOutcome, Shell, core_builtins};
@@ -151,12 +152,8 @@ impl Args {
         if self.agents == 0 || self.loads == 0 || self.requests == 0 || self.children == 0 {
             bail!("--agents, --children, --loads and --requests must be at least 1");
         }
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
         let catalogs = if self.catalogs.is_empty() {
-            vec![
-                root.join("catalogs/livemcpbench.json"),
-                root.join("catalogs/reference-servers.json"),
-            ]
+            bundled_catalogs()
         } else {
             self.catalogs.clone()
         };

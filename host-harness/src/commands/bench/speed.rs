@@ -14,7 +14,7 @@ use stats_alloc::{Region, StatsAlloc};
 use super::component::{ComponentSearch, Found, PLUGIN, defer_all};
 use super::queries;
 use crate::catalog::{Catalog, Server, shell_name};
-use crate::commands::args::repository_root;
+use crate::commands::args::{bundled_catalogs, repository_root};
 use crate::shell::{CallOutcome, Shell};
 use crate::shell_core::ShellCore;
 use crate::wasm_host::PluginInstance;
@@ -142,23 +142,14 @@ pub struct Args {
 
 impl Args {
     pub fn run(self, heap: Option<&'static StatsAlloc<System>>) -> Result<()> {
-        let root = repository_root();
-        let or_default = |given: Vec<PathBuf>, default: &[&str]| {
-            if given.is_empty() {
-                default.iter().map(|p| root.join(p)).collect()
-            } else {
-                given
-            }
+        let or_default = |given: Vec<PathBuf>, default: fn() -> Vec<PathBuf>| {
+            if given.is_empty() { default() } else { given }
         };
         let options = Options {
-            catalogs: or_default(
-                self.catalogs,
-                &[
-                    "catalogs/livemcpbench.json",
-                    "catalogs/reference-servers.json",
-                ],
-            ),
-            queries: or_default(self.queries, &["bench/zh.jsonl"]),
+            catalogs: or_default(self.catalogs, bundled_catalogs),
+            queries: or_default(self.queries, || {
+                vec![repository_root().join("bench/zh.jsonl")]
+            }),
             tools: self.tools,
             runs: self.runs,
             component: self.component,
