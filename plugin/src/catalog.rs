@@ -216,11 +216,11 @@ fn dispatch_text(
     let mut text = String::from(DISPATCH_HEADER);
     for line in &lines[..k] {
         text.push_str("\n- ");
-        text.push_str(&line.id);
+        text.push_str(line.id);
         if let Some(display) = &line.display_name {
             text.push_str(&format!(" ({display})"));
         }
-        let description = first_sentence(&line.description, description_chars);
+        let description = first_sentence(line.description, description_chars);
         if !description.is_empty() {
             text.push_str(": ");
             text.push_str(&description);

@@ -35,13 +35,14 @@ pub struct Group {
     pub lazy: Option<LazyGroup>,
 }
 
-/// One catalog line: a group as an agent sees it.
+/// One catalog line: a group as an agent sees it, borrowed from the groups (a catalog is
+/// rendered from the lines and they are dropped).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GroupLine {
-    pub id: String,
-    pub display_name: Option<String>,
-    pub description: String,
-    pub tools: Vec<String>,
+pub struct GroupLine<'g> {
+    pub id: &'g str,
+    pub display_name: Option<&'g str>,
+    pub description: &'g str,
+    pub tools: Vec<&'g str>,
 }
 
 /// Every group, by id; built on a config change, updated for the names a registry change
@@ -292,27 +293,22 @@ impl Groups {
 
     /// The members of group `id` among `deferred` (an agent's deferred
     /// tools), sorted; `None` for an unknown group.
-    pub fn members_for(&self, id: &str, deferred: NamesIn) -> Option<Vec<String>> {
+    pub fn members_for<'g>(&'g self, id: &str, deferred: NamesIn<'g>) -> Option<Vec<&'g str>> {
         if id == OTHER && !self.by_id.contains_key(OTHER) {
             // The few names of no group, sorted: not all 100,000 deferred names first.
             let ungrouped: Vec<&str> = deferred
                 .names()
                 .filter(|n| !self.grouped.contains_key(*n))
                 .collect();
-            return Some(
-                names::sorted_by_name(&ungrouped, |n| n)
-                    .into_iter()
-                    .map(str::to_string)
-                    .collect(),
-            );
+            return Some(names::sorted_by_name(&ungrouped, |n| n));
         }
         let group = self.by_id.get(id)?;
         Some(
             group
                 .members
                 .iter()
-                .filter(|n| deferred.contains(n.as_str()))
-                .cloned()
+                .map(String::as_str)
+                .filter(|&n| deferred.contains(n))
                 .collect(),
         )
     }
@@ -322,18 +318,18 @@ impl Groups {
     /// declared it (loaded or not, so loading never changes its line). A
     /// declared name that is registered shows only when the agent may load
     /// it, so a line never names a tool the agent's chain denies.
-    pub fn lines(&self, deferred: NamesIn, registry: &Registry) -> Vec<GroupLine> {
+    pub fn lines<'g>(&'g self, deferred: NamesIn<'g>, registry: &Registry) -> Vec<GroupLine<'g>> {
         let mut lines = Vec::new();
         for (id, group) in &self.by_id {
             let tools = match &group.lazy {
                 Some(decl) => {
-                    let mut names: Vec<String> = decl
+                    let mut names: Vec<&str> = decl
                         .tool_names
                         .iter()
-                        .filter(|n| !registry.contains(n) || deferred.contains(n.as_str()))
-                        .cloned()
+                        .map(String::as_str)
+                        .filter(|&n| !registry.contains(n) || deferred.contains(n))
                         .collect();
-                    names.sort();
+                    names.sort_unstable();
                     names.dedup();
                     names
                 }
@@ -343,11 +339,11 @@ impl Groups {
                 continue;
             }
             lines.push(GroupLine {
-                id: id.clone(),
-                display_name: group.display_name.clone(),
+                id,
+                display_name: group.display_name.as_deref(),
                 description: match &group.lazy {
-                    Some(decl) => decl.description.clone(),
-                    None => group.description.clone(),
+                    Some(decl) => &decl.description,
+                    None => &group.description,
                 },
                 tools,
             });
@@ -356,9 +352,9 @@ impl Groups {
             let other = self.members_for(OTHER, deferred).unwrap_or_default();
             if !other.is_empty() {
                 lines.push(GroupLine {
-                    id: OTHER.to_string(),
+                    id: OTHER,
                     display_name: None,
-                    description: OTHER_DESCRIPTION.to_string(),
+                    description: OTHER_DESCRIPTION,
                     tools: other,
                 });
             }
@@ -418,7 +414,7 @@ mod tests {
             set.insert(table.intern(name));
         }
         let deferred = NamesIn::new(&table, &set);
-        let ids: Vec<String> = groups
+        let ids: Vec<&str> = groups
             .lines(deferred, &registry)
             .into_iter()
             .map(|l| l.id)

@@ -1151,7 +1151,9 @@ impl<H: Host> Loads for LazyTools<H> {
                 .groups
                 .members_for(id, NamesIn::new(&self.names, state.deferred()))
             {
-                Some(members) => GroupLookup::Members(members),
+                Some(members) => {
+                    GroupLookup::Members(members.into_iter().map(str::to_owned).collect())
+                }
                 None => GroupLookup::Unknown(format!(
                     "no group of that id{}",
                     suggest::did_you_mean(id, self.groups.ids())
