@@ -53,9 +53,15 @@ impl ByName {
     /// registry's last tools into the gaps and appends the new definitions: an entry at or
     /// past where those start was moved, and its name is placed again with the changed ones.
     pub fn update(&mut self, registry: &Registry, names: &mut NameTable, changed: &[String]) {
-        let tools = registry.tools();
-        let appended: usize = changed.iter().map(|n| registry.positions(n).len()).sum();
-        let moved_from = tools.len().saturating_sub(appended) as u32;
+        let mut changed: Vec<&str> = changed.iter().map(String::as_str).collect();
+        changed.sort_unstable();
+        changed.dedup();
+        // The changed names' definitions, each looked up once: apply appended all of them.
+        let mut placed: Vec<(&str, u32)> = Vec::new();
+        for name in &changed {
+            push_definitions(registry, name, &mut placed);
+        }
+        let moved_from = registry.tools().len().saturating_sub(placed.len()) as u32;
         let mut gone = NameSet::default();
         for id in changed.iter().filter_map(|name| names.get(name)) {
             gone.insert(id);
@@ -70,24 +76,27 @@ impl ByName {
             }
         }
         self.tools.retain(|&(_, id)| !gone.contains(id));
-        let mut again: Vec<&str> = changed.iter().chain(&moved).map(String::as_str).collect();
-        again.sort_unstable();
-        again.dedup();
-        let mut placed: Vec<(&str, u32)> = Vec::new();
-        for &name in &again {
-            let mut at: Vec<usize> = registry.positions(name).to_vec();
-            at.sort_unstable();
-            placed.extend(
-                at.into_iter()
-                    .map(|at| (tools[at].name.as_str(), at as u32)),
-            );
+        for name in &moved {
+            push_definitions(registry, name, &mut placed);
         }
+        // A stable sort: each name's definitions stay in index order.
         let placed: Vec<(u32, NameId)> = names::sorted_by_name(&placed, |&(name, _)| name)
             .into_iter()
             .map(|(name, at)| (at, names.intern(name)))
             .collect();
         self.tools = insert_by_name(&self.tools, &placed, names);
     }
+}
+
+/// Appends the definitions of `name` in `registry` to `out`, in index order.
+fn push_definitions<'r>(registry: &'r Registry, name: &str, out: &mut Vec<(&'r str, u32)>) {
+    let tools = registry.tools();
+    let mut at: Vec<usize> = registry.positions(name).to_vec();
+    at.sort_unstable();
+    out.extend(
+        at.into_iter()
+            .map(|at| (tools[at].name.as_str(), at as u32)),
+    );
 }
 
 /// `placed` (few, in name order) put into `kept` (in name order, no name of `placed` in it),
