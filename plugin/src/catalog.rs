@@ -88,15 +88,18 @@ impl ByName {
     }
 }
 
-/// Appends the definitions of `name` in `registry` to `out`, in index order.
+/// Appends the definitions of `name` in `registry` to `out`, in index order (the registry
+/// keeps them in registration order).
 fn push_definitions<'r>(registry: &'r Registry, name: &str, out: &mut Vec<(&'r str, u32)>) {
     let tools = registry.tools();
-    let mut at: Vec<usize> = registry.positions(name).to_vec();
-    at.sort_unstable();
+    let start = out.len();
     out.extend(
-        at.into_iter()
-            .map(|at| (tools[at].name.as_str(), at as u32)),
+        registry
+            .positions(name)
+            .iter()
+            .map(|&at| (tools[at].name.as_str(), at as u32)),
     );
+    out[start..].sort_unstable_by_key(|&(_, at)| at);
 }
 
 /// `placed` (few, in name order) put into `kept` (in name order, no name of `placed` in it),
