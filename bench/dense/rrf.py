@@ -9,19 +9,24 @@ alone and the fusion, per query kind.
     target/release/host-harness bench search --queries Q.jsonl --depth 20 --rankings /tmp/r.jsonl
     python3 bench/dense/rrf.py --catalog catalogs/livemcpbench.json --rankings /tmp/r.jsonl
 
-wordllama 0.4.0 looks for its bundled tokenizer under `wordllama/tokenizer/` while the wheel
+`pip install wordllama==0.4.0.post1` (the release on PyPI). It looks for its bundled tokenizer under `wordllama/tokenizer/` while the wheel
 ships `wordllama/tokenizers/`: link one to the other first (`ln -s tokenizers tokenizer` in the
 package folder), or it tries to download from a hub.
 """
 
 import argparse
 import json
+import re
 from collections import defaultdict
 
 import numpy as np
 from wordllama import WordLlama
 
 CUTOFF = 5
+
+# A query with a CJK character: the model is English-only, so `--english-only` leaves such
+# queries to lazy-tools' ranking alone.
+CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 def tool_texts(catalog):
@@ -59,6 +64,11 @@ def main():
     parser.add_argument("--depth", type=int, default=20)
     parser.add_argument("--k", type=float, default=60.0)
     parser.add_argument("--dense-weight", type=float, nargs="+", default=[0.5, 1.0])
+    parser.add_argument(
+        "--english-only",
+        action="store_true",
+        help="fuse only queries without CJK characters; the others keep the lexical ranking",
+    )
     args = parser.parse_args()
 
     with open(args.catalog, encoding="utf-8") as f:
@@ -77,8 +87,11 @@ def main():
         lexical = line["rankings"]["lazy-tools"][: args.depth]
         dense = [ids[j] for j in np.argsort(-similarity[i])[: args.depth]]
         scored = {"lazy-tools": lexical, "dense": dense}
+        fused = not (args.english_only and CJK.search(line["query"]))
         for w in args.dense_weight:
-            scored[f"rrf dense x{w}"] = fuse([lexical, dense], [1.0, w], args.k)
+            scored[f"rrf dense x{w}"] = (
+                fuse([lexical, dense], [1.0, w], args.k) if fused else lexical
+            )
         kinds = ["all"] + ([line["kind"]] if line.get("kind") else [])
         for kind in kinds:
             for name, ranked in scored.items():
