@@ -11,17 +11,30 @@ pub const MAX_QUERY_FILE_BYTES: u64 = 64 << 20;
 /// The most a component file may hold: lazy-tools' is about 3 MB.
 pub const MAX_COMPONENT_BYTES: u64 = 256 << 20;
 
-/// The bytes of the regular file at `path`, refused when it is not a regular file or holds
-/// more than `limit` bytes (without reading more than that). `what` names the file in the
-/// error (`a catalog`).
-pub fn read(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
-    let file = std::fs::File::open(path)?;
+/// The regular file at `path`, opened for reading; anything else (a FIFO, a device, a folder)
+/// is refused. `what` names the file in the error (`a catalog`).
+pub fn open_regular(path: &Path, what: &str) -> std::io::Result<std::fs::File> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    // Opening a FIFO for reading waits for a writer: without O_NONBLOCK the open itself
+    // would hang before the file's type could be checked. A regular file ignores the flag.
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::custom_flags(&mut options, libc::O_NONBLOCK);
+    let file = options.open(path)?;
     if !file.metadata()?.is_file() {
         return Err(std::io::Error::new(
             std::io::ErrorKind::InvalidInput,
             format!("not a regular file; {what} must be one"),
         ));
     }
+    Ok(file)
+}
+
+/// The bytes of the regular file at `path`, refused when it is not a regular file or holds
+/// more than `limit` bytes (without reading more than that). `what` names the file in the
+/// error (`a catalog`).
+pub fn read(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    let file = open_regular(path, what)?;
     let mut bytes = Vec::new();
     file.take(limit + 1).read_to_end(&mut bytes)?;
     if bytes.len() as u64 > limit {
@@ -65,6 +78,15 @@ mod tests {
         let err = read(Path::new("/dev/zero"), 1 << 20, "a catalog").unwrap_err();
         assert_eq!(err.to_string(), "not a regular file; a catalog must be one");
         assert!(read(dir.path(), 1 << 20, "a catalog").is_err());
+        // A FIFO with no writer: refused at once, where a plain open would wait for one.
+        let fifo = dir.path().join("fifo");
+        let status = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let err = read(&fifo, 1 << 20, "a catalog").unwrap_err();
+        assert_eq!(err.to_string(), "not a regular file; a catalog must be one");
         std::fs::write(&path, b"ok \xff").unwrap();
         assert_eq!(
             read_text(&path, 1 << 20, "a test file")
