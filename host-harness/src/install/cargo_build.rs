@@ -5,13 +5,14 @@
 
 use std::io::{BufRead as _, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use super::cargo_env;
+use super::program::{CARGO, Program, RUSTC, RUSTUP};
 
 /// The target plugins are built for.
 pub const TARGET: &str = "wasm32-wasip2";
@@ -28,7 +29,7 @@ pub struct Build<'a> {
 /// Makes sure the toolchain that builds in `source_dir` has the wasm
 /// target: installs it with rustup, or says exactly what to run.
 pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> {
-    let sysroot = tool(source_dir, "rustc", &["--print", "sysroot"])
+    let sysroot = tool(source_dir, &RUSTC, &["--print", "sysroot"])
         .with_context(|| format!("asking rustc for its sysroot in {}", source_dir.display()))?;
     let installed = |sysroot: &str| {
         Path::new(sysroot)
@@ -40,7 +41,7 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
     if installed(&sysroot) {
         return Ok(());
     }
-    let Ok(toolchain) = tool(source_dir, "rustup", &["show", "active-toolchain"]) else {
+    let Ok(toolchain) = tool(source_dir, &RUSTUP, &["show", "active-toolchain"]) else {
         bail!(
             "the Rust toolchain at {sysroot} has no {TARGET} target, and rustup is not \
              available to install it: install the {TARGET} standard library for that toolchain"
@@ -55,7 +56,7 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
     writeln!(progress, "installing the {TARGET} target: {command}")?;
     if let Err(e) = tool(
         source_dir,
-        "rustup",
+        &RUSTUP,
         &["target", "add", TARGET, "--toolchain", &toolchain],
     ) {
         bail!("could not install the {TARGET} target; run: {command}\n{e:#}");
@@ -80,9 +81,8 @@ pub fn build_component(build: &Build, progress: &mut dyn Write) -> Result<PathBu
         build.target_dir.display()
     )?;
     let started = Instant::now();
-    let mut command = Command::new("cargo");
+    let mut command = CARGO.command(build.source_dir)?;
     command
-        .current_dir(build.source_dir)
         .args([
             "build",
             "--release",
@@ -155,14 +155,12 @@ pub fn build_component(build: &Build, progress: &mut dyn Write) -> Result<PathBu
 
 /// Runs a Rust tool in `dir` with the cleaned environment and returns its
 /// trimmed stdout.
-fn tool(dir: &Path, program: &str, args: &[&str]) -> Result<String> {
-    let mut command = Command::new(program);
+fn tool(dir: &Path, program: &Program, args: &[&str]) -> Result<String> {
+    let mut command = program.command(dir)?;
     // A backtrace of rustup's would bury its one-line reason.
-    command
-        .current_dir(dir)
-        .args(args)
-        .env("RUST_BACKTRACE", "0");
+    command.args(args).env("RUST_BACKTRACE", "0");
     cargo_env::clean(&mut command);
+    let program = program.name();
     let output = command
         .output()
         .with_context(|| format!("running {program}"))?;

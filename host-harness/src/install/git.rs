@@ -27,19 +27,19 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
                 .with_context(|| format!("removing the old checkout {}", dir.display()))?;
         }
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        run(git(dir).args(["init", "-q"]), "git init")?;
+        run(git(dir)?.args(["init", "-q"]), "git init")?;
         run(
-            git(dir).args(["remote", "add", "--", "origin", url]),
+            git(dir)?.args(["remote", "add", "--", "origin", url]),
             "git remote add",
         )?;
     }
     let wanted = rev.unwrap_or("HEAD");
     run(
-        git(dir).args(["fetch", "--depth", "1", "--no-tags", "--", "origin", wanted]),
+        git(dir)?.args(["fetch", "--depth", "1", "--no-tags", "--", "origin", wanted]),
         &format!("fetching `{wanted}` from {url}"),
     )?;
     run(
-        git(dir).args([
+        git(dir)?.args([
             "-c",
             "advice.detachedHead=false",
             "checkout",
@@ -51,8 +51,8 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
         "git checkout",
     )?;
     // Leftovers of an earlier revision must not reach the build.
-    run(git(dir).args(["clean", "-q", "-ffdx"]), "git clean")?;
-    let commit = run(git(dir).args(["rev-parse", "HEAD"]), "git rev-parse")?;
+    run(git(dir)?.args(["clean", "-q", "-ffdx"]), "git clean")?;
+    let commit = run(git(dir)?.args(["rev-parse", "HEAD"]), "git rev-parse")?;
     Ok(commit.trim().to_string())
 }
 
@@ -61,21 +61,23 @@ pub fn origin(dir: &Path) -> Option<String> {
     if !dir.join(".git").is_dir() {
         return None;
     }
-    run(git(dir).args(["remote", "get-url", "origin"]), "git remote")
-        .ok()
-        .map(|url| url.trim().to_string())
+    run(
+        git(dir).ok()?.args(["remote", "get-url", "origin"]),
+        "git remote",
+    )
+    .ok()
+    .map(|url| url.trim().to_string())
 }
 
 /// The commit checked out in `dir`, when it is a git work tree.
 pub fn head_commit(dir: &Path) -> Option<String> {
-    run(git(dir).args(["rev-parse", "HEAD"]), "git rev-parse")
+    run(git(dir).ok()?.args(["rev-parse", "HEAD"]), "git rev-parse")
         .ok()
         .map(|c| c.trim().to_string())
 }
 
-fn git(dir: &Path) -> Command {
-    let mut command = Command::new("git");
-    command.current_dir(dir);
+fn git(dir: &Path) -> Result<Command> {
+    let mut command = super::program::GIT.command(dir)?;
     // A hook or an outer repository's variables must not redirect git, and
     // a URL that wants credentials must fail, not wait for a password.
     for var in [
@@ -91,7 +93,7 @@ fn git(dir: &Path) -> Command {
     // Only the transports a source may name (no `ext::`, which runs
     // commands), whatever the user's git config allows.
     command.env("GIT_ALLOW_PROTOCOL", super::source::SCHEMES.join(":"));
-    command
+    Ok(command)
 }
 
 /// Runs git and returns its stdout; on failure, says what failed with git's

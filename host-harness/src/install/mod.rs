@@ -7,6 +7,7 @@
 pub mod cargo_build;
 pub mod cargo_env;
 pub mod git;
+pub mod program;
 pub use crate::source;
 
 use std::io::Write;

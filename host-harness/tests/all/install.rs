@@ -188,10 +188,21 @@ fn harness(args: &[&str], stdin: &str) -> (bool, String, String) {
 }
 
 fn harness_in(home: &Path, args: &[&str], stdin: &str) -> (bool, String, String) {
+    harness_env(home, args, &[], stdin)
+}
+
+/// [`harness_in`] with variables set in its environment.
+fn harness_env(
+    home: &Path,
+    args: &[&str],
+    vars: &[(&str, &str)],
+    stdin: &str,
+) -> (bool, String, String) {
     use std::io::Write as _;
     let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
         .args(args)
         .env("DSH_HOME", home)
+        .envs(vars.iter().copied())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -832,4 +843,71 @@ fn control_characters_in_a_source_are_shown_escaped() {
         "{stderr:?}"
     );
     assert!(stderr.contains("\\u{1b}]0;owned\\u{7}"), "{stderr}");
+}
+
+/// A git repository of one commit in `dir` holding `files` (path, text, executable).
+fn repo_of(dir: &Path, files: &[(&str, &str, bool)]) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    for (path, text, executable) in files {
+        let path = dir.join(path);
+        std::fs::write(&path, text).unwrap();
+        if *executable {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+    }
+    git(dir, &["init", "-q", "-b", "main"]);
+    git(dir, &["add", "-A"]);
+    git(dir, &["commit", "-q", "-m", "bundle"]);
+    format!("git:file://{}", dir.display())
+}
+
+/// The project's toolchain file: a test bundle selecting it needs nothing installed.
+fn toolchain_file() -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../rust-toolchain.toml"))
+        .unwrap()
+}
+
+#[test]
+fn programs_a_repository_ships_are_never_run_for_it() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let marker = work.path().join("ran");
+    let script = format!("#!/bin/sh\necho \"$0\" >> '{}'\nexit 1\n", marker.display());
+    let toolchain = toolchain_file();
+    // A bundle with no Cargo.toml: the real cargo fails; only which programs ran matters.
+    let source = repo_of(
+        &work.path().join("bundle"),
+        &[
+            (
+                "cordis.patch.yml",
+                "- insert:\n    - {id: shadow, name: shadow}\n",
+                false,
+            ),
+            ("rust-toolchain.toml", &toolchain, false),
+            ("git", &script, true),
+            ("cargo", &script, true),
+            ("rustc", &script, true),
+            ("rustup", &script, true),
+        ],
+    );
+    // An empty PATH entry means the current folder: the checkout's, when git and cargo run.
+    let path = format!(":.:{}", std::env::var("PATH").unwrap());
+    let (ok, _, stderr) = harness_env(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        &[("PATH", &path)],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        !marker.exists(),
+        "the repository's programs ran: {}",
+        std::fs::read_to_string(&marker).unwrap_or_default()
+    );
+    // It went as far as the real cargo.
+    assert!(
+        stderr.contains("cargo could not build package `shadow`"),
+        "{stderr}"
+    );
 }
