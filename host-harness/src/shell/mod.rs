@@ -227,19 +227,22 @@ impl Shell {
         };
         self.core().create_agent(&id, parent)?;
         for index in 0..self.plugins.len() {
+            // A quarantined plugin is never called again, as `attach` says.
+            if self.plugins[index].quarantined.is_some() {
+                continue;
+            }
             self.register_guards(index, &id)?;
             let plugin = &mut self.plugins[index];
-            plugin
-                .instance
-                .agent_forked(&id, parent, source)
-                .with_context(|| format!("plugin `{}` trapped in agent-forked", plugin.id))?
-                .map_err(|e| {
+            match plugin.instance.agent_forked(&id, parent, source) {
+                Ok(forked) => forked.map_err(|e| {
                     anyhow!(
                         "plugin `{}` refused fork `{id}`: {}",
                         plugin.id,
                         describe_plugin_error(&e)
                     )
-                })?;
+                })?,
+                Err(failure) => self.quarantine(index, "agent-forked", &failure),
+            }
         }
         Ok(id)
     }

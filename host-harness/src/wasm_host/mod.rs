@@ -4,6 +4,7 @@
 
 pub mod cache;
 pub mod limits;
+mod no_wait;
 pub mod wit;
 
 use std::collections::HashMap;
@@ -125,6 +126,10 @@ impl WasmHost {
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
             .into_anyhow()
             .context("linking WASI p2")?;
+        // ... but a plugin may not wait in the host, where its deadline cannot stop it.
+        no_wait::add_to_linker(&mut linker)
+            .into_anyhow()
+            .context("linking wasi:io/poll without waiting")?;
         wit::add_to_linker(&mut linker)?;
         Ok(Self {
             engine_key: EngineKey::of(&engine),

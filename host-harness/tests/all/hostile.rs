@@ -60,6 +60,7 @@ fn names(shell: &mut Shell, agent: &str) -> Vec<String> {
 const EXPORTS: &[&str] = &[
     "configure",
     "agent-created",
+    "agent-forked",
     "visible-tools",
     "pre-execute",
     "execute",
@@ -103,6 +104,12 @@ fn trigger(shell: &mut Shell, export: &str, how: &str) -> Option<Shell> {
                 )
                 .unwrap();
             return Some(fresh);
+        }
+        // The fork is made; the plugin that failed in it is quarantined.
+        "agent-forked" => {
+            shell
+                .fork_agent("fork", Some("main"), "main/child")
+                .unwrap();
         }
         "visible-tools" => {
             shell.next_request("main/child").unwrap();
@@ -149,6 +156,8 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
             ("loop", "ran out of time"),
             ("trap", "trap"),
             ("grow", "ran out of memory"),
+            // Sleeping is waiting in the host, where no deadline check runs.
+            ("sleep", "may not wait"),
         ] {
             let config = match *export {
                 "configure" | "agent-created" => "hide=secret guards=hostile_guard".to_string(),
@@ -185,6 +194,16 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
             }
             if let Err(e) = shell.register_tools([Tool::new("later", "", Origin::Builtin)]) {
                 problems.push(format!("{case}: registering after: {e:#}"));
+            }
+            // A fork after the quarantine neither calls the plugin nor gets its guard tools.
+            match shell.fork_agent("after", Some("main"), "main/child") {
+                Ok(_) => {
+                    let forked = names(&mut shell, "main/after");
+                    if forked.iter().any(|n| n == "hostile_guard") {
+                        problems.push(format!("{case}: the fork sees {forked:?}"));
+                    }
+                }
+                Err(e) => problems.push(format!("{case}: forking after: {e:#}")),
             }
             if shell.quarantined().count() != 1 {
                 problems.push(format!("{case}: quarantined again"));

@@ -1,9 +1,10 @@
 //! A hostile plugin on the newest contract. Its config is a JSON string of
 //! space-separated `key=value` words (no JSON parser, to stay tiny):
 //!
-//! - `fail=<export>` with `how=loop|trap|grow`: misbehave in that export
-//!   (`configure`, `agent-created`, `visible-tools`, `pre-execute`,
-//!   `execute`, `registry-changed`, `system-prompt`);
+//! - `fail=<export>` with `how=loop|trap|grow|sleep`: misbehave in that export
+//!   (`configure`, `agent-created`, `agent-forked`, `visible-tools`,
+//!   `pre-execute`, `execute`, `registry-changed`, `system-prompt`);
+//!   `sleep` waits on a WASI clock, where no deadline check runs;
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
 //!   test can see the set lifted when the plugin is quarantined.
@@ -76,6 +77,8 @@ fn maybe_fail(export: &str) {
             }
         }
         Some("trap") => panic!("hostile plugin traps in {export}"),
+        // `wasi:io/poll` blocking on a monotonic-clock pollable.
+        Some("sleep") => std::thread::sleep(std::time::Duration::from_secs(10)),
         Some("grow") => HOARD.with(|h| {
             // 16 MiB at a time, touched so that nothing is optimised away.
             loop {
@@ -174,6 +177,7 @@ impl Guest for Plugin {
         parent: Option<String>,
         _source: String,
     ) -> Result<(), PluginError> {
+        maybe_fail("agent-forked");
         Self::agent_created(agent, parent)
     }
 
