@@ -56,14 +56,18 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
     Ok(commit.trim().to_string())
 }
 
-/// The URL `dir`'s checkout was fetched from, when it is one.
+/// The URL `dir`'s checkout was fetched from, when it is one: as recorded,
+/// not as `url.*.insteadOf` rewrites it (`git remote get-url` would), or a
+/// user with such a rule would never find a checkout to reuse.
 pub fn origin(dir: &Path) -> Option<String> {
     if !dir.join(".git").is_dir() {
         return None;
     }
     run(
-        git(dir).ok()?.args(["remote", "get-url", "origin"]),
-        "git remote",
+        git(dir)
+            .ok()?
+            .args(["config", "--get", "remote.origin.url"]),
+        "git config",
     )
     .ok()
     .map(|url| url.trim().to_string())

@@ -911,3 +911,54 @@ fn programs_a_repository_ships_are_never_run_for_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn a_checkout_is_reused_when_git_rewrites_its_url() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let repo = work.path().join("bundle");
+    let source = repo_of(
+        &repo,
+        &[
+            (
+                "cordis.patch.yml",
+                "- insert:\n    - {id: kept, name: kept}\n",
+                false,
+            ),
+            ("rust-toolchain.toml", &toolchain_file(), false),
+        ],
+    );
+    // The user's git fetches the URL through another name for the same repository.
+    let alias = work.path().join("alias");
+    std::os::unix::fs::symlink(&repo, &alias).unwrap();
+    let config = work.path().join("gitconfig");
+    std::fs::write(
+        &config,
+        format!(
+            "[url \"file://{}\"]\n\tinsteadOf = file://{}\n",
+            alias.display(),
+            repo.display()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap();
+    let add = || {
+        // The bundle does not build; its checkout is in place by then.
+        let (ok, _, stderr) = harness_env(
+            home.path(),
+            &["plugin", "--profile", "p", "add", &source],
+            &[("GIT_CONFIG_GLOBAL", config)],
+            "",
+        );
+        assert!(!ok);
+        assert!(
+            stderr.contains("cargo could not build package `kept`"),
+            "{stderr}"
+        );
+    };
+    add();
+    let mark = home.path().join("plugins/kept/src/.git/mark");
+    std::fs::write(&mark, "").unwrap();
+    add();
+    assert!(mark.exists(), "the checkout was cloned again");
+}
