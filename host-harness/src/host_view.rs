@@ -89,14 +89,18 @@ impl Host for HostView {
 
     fn log(&self, level: LogLevel, message: &str) {
         let plugin = &self.plugin_id;
+        let line = log_line(message);
+        // One line, shown as text: a plugin's message cannot forge log lines or move the
+        // terminal's cursor.
+        let shown = crate::terminal::escape(&line);
         match level {
-            LogLevel::Error => tracing::error!(plugin = %plugin, "{message}"),
-            LogLevel::Warn => tracing::warn!(plugin = %plugin, "{message}"),
-            LogLevel::Info => tracing::info!(plugin = %plugin, "{message}"),
-            LogLevel::Debug => tracing::debug!(plugin = %plugin, "{message}"),
-            LogLevel::Trace => tracing::trace!(plugin = %plugin, "{message}"),
+            LogLevel::Error => tracing::error!(plugin = %plugin, "{shown}"),
+            LogLevel::Warn => tracing::warn!(plugin = %plugin, "{shown}"),
+            LogLevel::Info => tracing::info!(plugin = %plugin, "{shown}"),
+            LogLevel::Debug => tracing::debug!(plugin = %plugin, "{shown}"),
+            LogLevel::Trace => tracing::trace!(plugin = %plugin, "{shown}"),
         }
-        lock(&self.logs).push(level, message.to_string());
+        lock(&self.logs).push(level, line.into_owned());
     }
 
     fn tool_groups(&self) -> Vec<ToolGroup> {
@@ -230,6 +234,24 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The most of one log message that is kept or shown: the ring holds a fixed number of lines,
+/// and a plugin's message may be as large as its memory.
+pub const MAX_LOG_LINE_BYTES: usize = 4096;
+
+/// `message` within [`MAX_LOG_LINE_BYTES`], saying how much was cut.
+fn log_line(message: &str) -> std::borrow::Cow<'_, str> {
+    if message.len() <= MAX_LOG_LINE_BYTES {
+        return message.into();
+    }
+    let end = message.floor_char_boundary(MAX_LOG_LINE_BYTES);
+    format!(
+        "{}... ({} more bytes cut)",
+        &message[..end],
+        message.len() - end
+    )
+    .into()
+}
+
 /// The last `capacity` log lines: a plugin that logs on every call must not
 /// grow the shell's memory for ever.
 #[derive(Debug)]
@@ -310,5 +332,23 @@ mod tests {
         let expected: Vec<String> = (10..total).map(|i| format!("line {i}")).collect();
         let messages: Vec<String> = kept.into_iter().map(|(_, m)| m).collect();
         assert_eq!(messages, expected);
+    }
+
+    #[test]
+    fn a_huge_log_message_is_kept_cut_on_a_character_boundary() {
+        let view = HostView::new(Arc::default(), "p");
+        // Three-byte characters, so the limit falls inside one.
+        let huge = "語".repeat(1 << 20);
+        for _ in 0..KEPT_LOG_LINES {
+            view.log(LogLevel::Trace, &huge);
+        }
+        let kept = view.recent_logs();
+        assert_eq!(kept.len(), KEPT_LOG_LINES);
+        let (_, line) = &kept[0];
+        let head = "語".repeat(MAX_LOG_LINE_BYTES / 3);
+        assert_eq!(
+            *line,
+            format!("{head}... ({} more bytes cut)", huge.len() - head.len())
+        );
     }
 }

@@ -47,9 +47,10 @@ fn main() -> ExitCode {
             tracing_subscriber::EnvFilter::try_from_env("HOST_HARNESS_LOG")
                 .unwrap_or_else(|_| "warn".into()),
         )
-        .with_writer(std::io::stderr)
-        // Colour codes only for a terminal: a log file or a pipe gets plain text.
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        // Log lines quote what servers and plugins send (an MCP server's request id, a
+        // plugin's message): every control character is shown escaped, so no colour codes.
+        .with_writer(|| host_harness::terminal::Escaping::new(std::io::stderr()))
+        .with_ansi(false)
         .init();
     match run(Cli::parse().command) {
         Ok(()) => ExitCode::SUCCESS,
