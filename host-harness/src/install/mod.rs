@@ -70,10 +70,16 @@ pub fn add(
 
     let fetched = fetch(home, &source, progress)?;
     let manifest_path = fetched.dir.join(PATCH_FILE);
-    if !manifest_path.is_file() {
-        bail!(
+    // Not followed: a link could point out of the bundle, at any file of the user's.
+    match std::fs::symlink_metadata(&manifest_path) {
+        Ok(meta) if meta.is_symlink() => bail!(
+            "{source}'s {PATCH_FILE} is a symbolic link; a bundle's manifest must be a file in \
+             the bundle"
+        ),
+        Ok(meta) if meta.is_file() => {}
+        _ => bail!(
             "{source} is not a plugin bundle: it has no {PATCH_FILE} (expected `- insert: [{{id, name}}]`)"
-        );
+        ),
     }
     let shown = match &source {
         Source::Git { url, .. } => PathBuf::from(format!("{url}/{PATCH_FILE}")),
@@ -362,7 +368,8 @@ fn build_row(
         },
         progress,
     )?;
-    let bytes = std::fs::read(&built).with_context(|| format!("reading {}", built.display()))?;
+    let bytes = crate::bounded::read(&built, crate::bounded::MAX_COMPONENT_BYTES, "a component")
+        .with_context(|| format!("reading {}", built.display()))?;
     let sha256 = hex(&Sha256::digest(&bytes));
     // Components are kept by content: another profile pinned to another
     // revision keeps its own.

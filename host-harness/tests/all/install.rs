@@ -962,3 +962,29 @@ fn a_checkout_is_reused_when_git_rewrites_its_url() {
     add();
     assert!(mark.exists(), "the checkout was cloned again");
 }
+
+#[test]
+fn a_manifest_that_is_a_symbolic_link_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // A manifest outside the repository, valid: only where it is matters.
+    let outside = work.path().join("outside.yml");
+    std::fs::write(&outside, "- insert:\n    - {id: linked, name: linked}\n").unwrap();
+    let repo = work.path().join("bundle");
+    std::fs::create_dir_all(&repo).unwrap();
+    std::os::unix::fs::symlink(&outside, repo.join("cordis.patch.yml")).unwrap();
+    let source = repo_of(&repo, &[("rust-toolchain.toml", &toolchain_file(), false)]);
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(
+            "cordis.patch.yml is a symbolic link; a bundle's manifest must be a file in the bundle"
+        ),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("building"), "{stderr}");
+}
