@@ -55,8 +55,8 @@ pub enum SourceError {
     EmptyPath(String),
     #[error("the source is {0} bytes long; at most {MAX_SOURCE_LEN} are accepted")]
     TooLong(usize),
-    #[error("`{}` contains a control character", escape(.0))]
-    Unprintable(String),
+    #[error("`{}` contains a control or formatting character (U+{:04X})", shown(.text), u32::from(*.found))]
+    Unprintable { text: String, found: char },
     #[error("`{}`: the revision `{}` {reason}; name a branch, tag or commit id", escape(.text), escape(.rev))]
     BadRev {
         text: String,
@@ -72,8 +72,11 @@ impl Source {
         if text.len() > MAX_SOURCE_LEN {
             return Err(SourceError::TooLong(text.len()));
         }
-        if text.chars().any(char::is_control) {
-            return Err(SourceError::Unprintable(text.into()));
+        if let Some(found) = text.chars().find(|&c| c.is_control() || is_formatting(c)) {
+            return Err(SourceError::Unprintable {
+                text: text.into(),
+                found,
+            });
         }
         if let Some(rest) = text.strip_prefix("git:") {
             let (url, rev) = match rest.rsplit_once('#') {
@@ -112,6 +115,41 @@ impl Source {
     }
 }
 
+/// Unicode's bidirectional controls and the formatting characters that print
+/// as nothing (zero-width spaces and joiners, soft hyphen, BOM, tags): a
+/// source holding one is not what it reads as.
+fn is_formatting(c: char) -> bool {
+    crate::terminal::is_bidi_control(c)
+        || matches!(
+            c,
+            '\u{ad}'
+                | '\u{600}'..='\u{605}'
+                | '\u{6dd}'
+                | '\u{70f}'
+                | '\u{180e}'
+                | '\u{200b}'..='\u{200f}'
+                | '\u{2028}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}'
+                | '\u{feff}'
+                | '\u{fff9}'..='\u{fffb}'
+                | '\u{e0000}'..='\u{e007f}'
+        )
+}
+
+/// `text` with its control and formatting characters escaped (the
+/// terminal's escape leaves the invisible ones as they are).
+fn shown(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() || is_formatting(c) {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
+}
+
 /// Checks that `rev` is a ref name (git's rules, via gix-validate) or a
 /// commit id, and cannot be read as an option or a refspec.
 pub fn check_rev(rev: &str) -> Result<(), String> {
@@ -148,8 +186,18 @@ fn git_url(url: &str) -> Result<String, String> {
             ));
         }
         if scheme != "file" {
-            let host = rest.split(['/', '?']).next().unwrap_or_default();
-            let host = host.rsplit_once('@').map_or(host, |(_, h)| h);
+            let authority = rest.split(['/', '?']).next().unwrap_or_default();
+            let host = match authority.rsplit_once('@') {
+                // ssh is given `user@host` as one argument.
+                Some((user, _)) if user.starts_with('-') => {
+                    return Err(format!(
+                        "the user name `{}` starts with `-`, so ssh would read it as an option",
+                        escape(user)
+                    ));
+                }
+                Some((_, host)) => host,
+                None => authority,
+            };
             check_host(host)?;
         } else if !rest.starts_with('/') {
             return Err("a file:// URL needs an absolute path (file:///path)".into());
@@ -172,6 +220,9 @@ fn git_url(url: &str) -> Result<String, String> {
         if path.is_empty() {
             return Err("the ssh form has no path after `:`".into());
         }
+        if path.starts_with('-') {
+            return Err("the ssh form's path starts with `-`".into());
+        }
         return Ok(url.to_string());
     }
     // `host/owner/repo`: https, when the first segment is a host name.
@@ -187,15 +238,30 @@ fn git_url(url: &str) -> Result<String, String> {
     ))
 }
 
-/// A host name (with an optional port) that ssh cannot read as an option.
+/// A host name, or an IPv6 literal in brackets, with an optional port, that
+/// ssh cannot read as an option.
 fn check_host(host: &str) -> Result<(), String> {
-    let name = host.split(':').next().unwrap_or(host);
-    let valid = !name.is_empty()
-        && !name.starts_with('-')
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_' | '[' | ']'));
-    if valid {
+    let (valid_name, port) = match host.strip_prefix('[') {
+        // Brackets only around an IPv6 address: `[-oProxyCommand]` is an option.
+        Some(rest) => match rest.split_once(']') {
+            Some((literal, port)) => (literal.parse::<std::net::Ipv6Addr>().is_ok(), port),
+            None => (false, ""),
+        },
+        None => {
+            let (name, port) = host.split_at(host.find(':').unwrap_or(host.len()));
+            let valid = !name.is_empty()
+                && !name.starts_with('-')
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'));
+            (valid, port)
+        }
+    };
+    let valid_port = port.is_empty()
+        || port
+            .strip_prefix(':')
+            .is_some_and(|p| p.bytes().all(|b| b.is_ascii_digit()));
+    if valid_name && valid_port {
         Ok(())
     } else {
         Err(format!("`{}` is not a host name", escape(host)))
@@ -267,6 +333,8 @@ mod tests {
             ),
             ("git:http://example.com:8080/r", "http://example.com:8080/r"),
             ("git:ssh://git@example.com/o/r", "ssh://git@example.com/o/r"),
+            ("git:ssh://git@[::1]:22/o/r", "ssh://git@[::1]:22/o/r"),
+            ("git:ssh://[2001:db8::1]/r", "ssh://[2001:db8::1]/r"),
             ("git:git@github.com:o/r.git", "git@github.com:o/r.git"),
             ("git:file:///srv/repo", "file:///srv/repo"),
             ("git:/srv/repo", "file:///srv/repo"),
@@ -289,16 +357,39 @@ mod tests {
             ("git:fd::17", "`<transport>::` forms"),
             ("git:ftp://example.com/r", "`ftp://` is not a scheme"),
             ("git:ssh://-oProxyCommand=x/r", "is not a host name"),
+            (
+                "git:ssh://-oProxyCommand=x@h.example/r",
+                "the user name `-oProxyCommand=x` starts with `-`",
+            ),
+            ("git:ssh://[-oProxyCommand]/r", "is not a host name"),
+            ("git:ssh://[h.example]/r", "is not a host name"),
+            ("git:ssh://h.example:-p/r", "is not a host name"),
+            ("git:git@h.example:-r", "path starts with `-`"),
             ("git:-oProxyCommand=x:r", "starts with `-`"),
             ("git:--upload-pack=x", "starts with `-`"),
             ("git:foo/bar", "neither a URL nor host/owner/repo"),
             ("git:./repo", "neither a URL nor host/owner/repo"),
             ("git:file://relative/r", "absolute path"),
-            ("git:https://exa\u{1b}[31mmple.com/r", "control character"),
+            (
+                "git:https://exa\u{1b}[31mmple.com/r",
+                "control or formatting character (U+001B)",
+            ),
+            // Reads as `.../r.exe` in a terminal: the text after U+202E is shown reversed.
+            (
+                "git:https://h.example/\u{202e}exe.r",
+                "control or formatting character (U+202E)",
+            ),
+            (
+                "git:https://h.example/r\u{200b}",
+                "control or formatting character (U+200B)",
+            ),
         ] {
             let err = Source::parse(bad).unwrap_err().to_string();
             assert!(err.contains(message), "{bad}: {err}");
-            assert!(!err.contains('\u{1b}'), "{bad}: {err}");
+            assert!(
+                !err.chars().any(|c| c.is_control() || is_formatting(c)),
+                "{bad}: {err:?}"
+            );
         }
         let long = format!("git:https://h.example/{}", "a".repeat(MAX_SOURCE_LEN));
         assert!(matches!(Source::parse(&long), Err(SourceError::TooLong(_))));
