@@ -214,7 +214,7 @@ impl CompiledCache {
         sha256: &str,
         component: &Path,
     ) -> Result<Cached, Rejection> {
-        let check_bytes = match std::fs::read(self.check_path(sha256, key)) {
+        let check_bytes = match read_check(&self.check_path(sha256, key)) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(Rejection::Missing),
             Err(e) => return Err(Rejection::Unreadable(e)),
@@ -276,17 +276,21 @@ impl CompiledCache {
         let mac_key = self.key()?;
         // Taken before the files are read: a write after this gets a later ctime.
         let now = SystemTime::now();
-        let (code, code_identity) = read_with_identity(path).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Rejection::Corrupt,
-            _ => Rejection::Unreadable(e),
-        })?;
+        let (code, code_identity) =
+            read_with_identity(path, check.code_len, "a precompiled component").map_err(
+                |e| match e.kind() {
+                    std::io::ErrorKind::NotFound => Rejection::Corrupt,
+                    _ => Rejection::Unreadable(e),
+                },
+            )?;
         if code.len() as u64 != check.code_len || keyed_hash(mac_key, &code) != check.code_mac {
             return Err(Rejection::Corrupt);
         }
         drop(code);
         // The check is genuine: now the component must be what it hashed.
         let (component_bytes, component_identity) =
-            read_with_identity(component).map_err(Rejection::Unreadable)?;
+            read_with_identity(component, check.component_size, "a plugin component")
+                .map_err(Rejection::Unreadable)?;
         if component_bytes.len() as u64 != check.component_size
             || blake3::hash(&component_bytes).as_bytes() != check.component_hash
         {
@@ -500,13 +504,26 @@ fn identity_of(path: &Path) -> std::io::Result<Identity> {
     Ok(Identity::of(&std::fs::metadata(path)?))
 }
 
-/// The file's bytes and the identity of the file they were read from,
-/// unchanged while they were read.
-fn read_with_identity(path: &Path) -> std::io::Result<(Vec<u8>, Identity)> {
-    let mut file = std::fs::File::open(path)?;
+/// A check file's bytes, at most one more than a check holds (a longer one is not a check).
+/// Anyone who can write the cache could put a FIFO or a huge file there.
+fn read_check(path: &Path) -> std::io::Result<Vec<u8>> {
+    let file = crate::bounded::open_regular(path, "a cache check file")?;
+    let mut bytes = Vec::with_capacity(CHECK_LEN + 1);
+    file.take(CHECK_LEN as u64 + 1).read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// The regular file's bytes (at most one more than `expected`, the length the check says it
+/// has) and the identity of the file they were read from, unchanged while they were read.
+fn read_with_identity(
+    path: &Path,
+    expected: u64,
+    what: &str,
+) -> std::io::Result<(Vec<u8>, Identity)> {
+    let mut file = crate::bounded::open_regular(path, what)?;
     let identity = Identity::of(&file.metadata()?);
-    let mut bytes = Vec::with_capacity(identity.len as usize);
-    file.read_to_end(&mut bytes)?;
+    let mut bytes = Vec::with_capacity(identity.len.min(expected + 1) as usize);
+    (&mut file).take(expected + 1).read_to_end(&mut bytes)?;
     if Identity::of(&file.metadata()?) != identity {
         return Err(std::io::Error::other("it changed while it was being read"));
     }

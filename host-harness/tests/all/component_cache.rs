@@ -424,3 +424,43 @@ fn the_key_is_owner_only_and_a_shared_one_is_refused() {
     assert_eq!(from, LoadedFrom::Compiled);
     runs(&component);
 }
+
+#[test]
+fn a_fifo_in_the_cache_is_refused_without_waiting_for_a_writer() {
+    let f = fixture();
+    let host = WasmHost::global();
+    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
+        .unwrap();
+    let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
+    let check_path = f.cache.check_path(&f.sha256, host.engine_key());
+    let check = std::fs::read(&check_path).unwrap();
+    let mkfifo = |path: &std::path::Path| {
+        std::fs::remove_file(path).unwrap();
+        let made = std::process::Command::new("mkfifo")
+            .arg(path)
+            .status()
+            .unwrap();
+        assert!(made.success());
+    };
+    // Loads the entry on another thread: opening a FIFO for reading waits for a writer, so a
+    // load that opens one would never return.
+    let load = |f: &Fixture| {
+        let (cache, sha256, component) = (f.cache.clone(), f.sha256.clone(), f.component.clone());
+        let (sent, received) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let host = WasmHost::global();
+            let loaded = cache.load(host.engine(), host.engine_key(), &sha256, &component);
+            sent.send(loaded.map(|_| ())).unwrap();
+        });
+        received
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .expect("the load returned")
+    };
+    mkfifo(&check_path);
+    assert!(matches!(load(&f), Err(Rejection::Unreadable(_))));
+    // A good check, and the code it signs replaced by a FIFO.
+    std::fs::remove_file(&check_path).unwrap();
+    std::fs::write(&check_path, &check).unwrap();
+    mkfifo(&code_path);
+    assert!(matches!(load(&f), Err(Rejection::Unreadable(_))));
+}
