@@ -1,12 +1,15 @@
 //! An MCP server for the harness's tests, on the official SDK's server side,
 //! over stdio. Its tools have real schemas; `misbehave` can be told to crash,
-//! hang, write garbage on stdout or return an error result, and `grow` adds a
-//! tool and sends `notifications/tools/list_changed`.
+//! hang, write garbage on stdout, write a byte that is not UTF-8 on stderr,
+//! or return an error result, and `grow` adds a tool and sends
+//! `notifications/tools/list_changed`.
 //!
 //! ```text
 //! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
+//!                    [--flood-stderr MIB]
 //! ```
 //! `--exit-at-start` exits with status 7 before reading anything;
+//! `--flood-stderr 256` first writes 256 MiB on stderr without a newline;
 //! `--variant 2` offers one more tool (`echo_twice`), as a server does after
 //! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
 //! client must follow `nextCursor`; `--alike-names` offers `echo.loud` and
@@ -68,7 +71,7 @@ impl Fixture {
                 "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "bad-utf8", "error"]}},
                     "required": ["mode"]
                 }
             }),
@@ -217,6 +220,17 @@ impl ServerHandler for Fixture {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(text("unreachable".into()))
                 }
+                "bad-utf8" => {
+                    use std::io::Write as _;
+                    let _ = std::io::stderr().write_all(b"fixture: \xff is not UTF-8\n");
+                    // Time for a client that stops reading at such a byte to close the pipe:
+                    // this server's next write then fails, and it says so by its status.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    if writeln!(std::io::stderr(), "fixture: still writing").is_err() {
+                        std::process::exit(4);
+                    }
+                    Ok(text("wrote a byte that is not UTF-8 on stderr".into()))
+                }
                 "error" => Ok(CallToolResponse::Complete(CallToolResult::error(vec![
                     ContentBlock::text("the tool failed, as asked"),
                 ]))),
@@ -257,6 +271,16 @@ fn main() {
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,
             "--bad-entries" => fixture.bad_entries = true,
+            "--flood-stderr" => {
+                use std::io::Write as _;
+                let mib = value("--flood-stderr");
+                let chunk = vec![b'x'; 1 << 20];
+                let mut err = std::io::stderr().lock();
+                for _ in 0..mib {
+                    err.write_all(&chunk).expect("stderr is read");
+                }
+                writeln!(err, "\nfixture: flooded stderr").expect("stderr is read");
+            }
             other => panic!("unknown argument {other}"),
         }
     }

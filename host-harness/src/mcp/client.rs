@@ -21,7 +21,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::Value;
-use tokio::io::{AsyncBufReadExt as _, AsyncRead, BufReader, ReadBuf};
+use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::watch;
 
@@ -31,6 +31,9 @@ use super::config::{Launch, ServerConfig};
 /// How much of the server's stderr is kept for error messages.
 const STDERR_LINES: usize = 5;
 const STDERR_LINE_CHARS: usize = 300;
+/// The bytes of a stderr line read for it: a character takes at most 4, and one more
+/// character than is shown makes `printable` mark the cut.
+const STDERR_LINE_BYTES: usize = 4 * (STDERR_LINE_CHARS + 1);
 /// How much of a malformed line is quoted.
 const QUOTE_CHARS: usize = 80;
 /// Bounds on what a server may send in a listing.
@@ -465,18 +468,7 @@ impl Process {
         else {
             unreachable!("all three were piped");
         };
-        let tail = watch.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                let mut kept = tail.stderr.lock().unwrap_or_else(|e| e.into_inner());
-                if kept.len() == STDERR_LINES {
-                    kept.pop_front();
-                }
-                kept.push_back(printable(&line, STDERR_LINE_CHARS));
-            }
-            tail.stderr_closed.send_replace(true);
-        });
+        tokio::spawn(drain_stderr(stderr, watch.clone()));
         let exit = watch.clone();
         let waiter = tokio::spawn(async move {
             let reason = match child.wait().await {
@@ -522,6 +514,53 @@ impl Drop for Process {
             signal_group(self.pid, libc::SIGKILL);
         }
     }
+}
+
+/// Reads a server's stderr to its end, keeping the start of its last lines.
+///
+/// Read in chunks, not lines: a line is kept only up to [`STDERR_LINE_BYTES`] and the rest
+/// of it is skipped, so a server that writes gigabytes without a newline costs no memory;
+/// and bytes that are not UTF-8 are replaced, not an error, so the pipe is drained until the
+/// server closes it (a reader that stopped would make the server's next write fail).
+async fn drain_stderr(mut stderr: impl AsyncRead + Unpin, watch: Arc<Watch>) {
+    let keep = |line: &[u8]| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let mut kept = watch.stderr.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.len() == STDERR_LINES {
+            kept.pop_front();
+        }
+        kept.push_back(printable(&String::from_utf8_lossy(line), STDERR_LINE_CHARS));
+    };
+    let mut chunk = vec![0; 8192];
+    let mut line = Vec::with_capacity(STDERR_LINE_BYTES);
+    // Whether the current line has bytes (kept or not): a last line without `\n` counts.
+    let mut open = false;
+    loop {
+        let read = match stderr.read(&mut chunk).await {
+            Ok(0) => break,
+            Ok(read) => read,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        for piece in chunk[..read].split_inclusive(|b| *b == b'\n') {
+            let (body, ends) = match piece.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (piece, false),
+            };
+            let room = STDERR_LINE_BYTES - line.len();
+            line.extend_from_slice(&body[..body.len().min(room)]);
+            open = true;
+            if ends {
+                keep(&line);
+                line.clear();
+                open = false;
+            }
+        }
+    }
+    if open {
+        keep(&line);
+    }
+    watch.stderr_closed.send_replace(true);
 }
 
 /// A server's text made safe for a terminal: control characters replaced,

@@ -135,46 +135,104 @@ fn session_command(
     mcp_yml: &str,
     args: &[&std::ffi::OsStr],
 ) -> std::process::Output {
-    let dir = home.join("profiles").join(profile);
-    std::fs::create_dir_all(&dir).unwrap();
-    let fixture = format!("{:?}", fixture());
-    std::fs::write(dir.join("mcp.yml"), mcp_yml.replace("{fixture}", &fixture)).unwrap();
-    std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .args(["session", "--profile", profile])
-        .args(args)
-        .env("DSH_HOME", home)
-        .stdin(std::process::Stdio::null())
+    session_process(home, profile, mcp_yml, args)
         .output()
         .unwrap()
 }
 
+/// [`session_command`], not yet run.
+fn session_process(
+    home: &Path,
+    profile: &str,
+    mcp_yml: &str,
+    args: &[&std::ffi::OsStr],
+) -> std::process::Command {
+    let dir = home.join("profiles").join(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    let fixture = format!("{:?}", fixture());
+    std::fs::write(dir.join("mcp.yml"), mcp_yml.replace("{fixture}", &fixture)).unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"));
+    command
+        .args(["session", "--profile", profile])
+        .args(args)
+        .env("DSH_HOME", home)
+        .stdin(std::process::Stdio::null());
+    command
+}
+
+/// Runs `command` to its end: whether it succeeded, its stderr, and the most memory its
+/// process held at once (resident, in bytes; its own, not its children's).
+#[expect(
+    clippy::zombie_processes,
+    reason = "wait4 reaps the child: it alone says how much memory the child held"
+)]
+fn run_measured(mut command: std::process::Command) -> (bool, String, u64) {
+    let mut child = command
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = child.stderr.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        std::io::Read::read_to_string(&mut stderr, &mut text).unwrap();
+        text
+    });
+    let pid = child.id() as libc::pid_t;
+    let mut status = 0;
+    // SAFETY: an all-zero rusage is a valid value to be overwritten.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: waits for this test's own child, which `child` never waits for itself
+    // (`wait4` reaps it); status and usage are valid for writes.
+    let waited = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(waited, pid, "{}", std::io::Error::last_os_error());
+    let succeeded = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    // Linux gives ru_maxrss in KiB.
+    (
+        succeeded,
+        reader.join().unwrap(),
+        usage.ru_maxrss as u64 * 1024,
+    )
+}
+
+/// A server that writes hundreds of megabytes on stderr without a newline costs the
+/// harness no memory for it: only the start of a line is kept.
 #[test]
-fn a_session_says_why_a_server_has_no_tools() {
+fn a_flood_on_stderr_without_a_newline_keeps_only_the_start_of_the_line() {
     let home = tempfile::tempdir().unwrap();
     let steps = home.path().join("steps.yml");
+    let tail = format!(
+        "its stderr ends: {}… | fixture: flooded stderr | fixture: crashing as told",
+        "x".repeat(300)
+    );
     std::fs::write(
         &steps,
-        "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
+        format!(
+            "steps:\n  - call: {{agent: main, tool: fx__misbehave, args: {{mode: crash}}, \
+             expect: {{outcome: error, text_contains: ['{tail}']}}}}\n"
+        ),
     )
     .unwrap();
-    let output = session_command(
+    const FLOOD_MIB: u64 = 256;
+    let command = session_process(
         home.path(),
-        "fx-fails",
-        "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-at-start]\n    lazyStart: false\n",
+        "fx-floods",
+        &format!(
+            "mcpServers:\n  fx:\n    command: {{fixture}}\n    args: [--flood-stderr, '{FLOOD_MIB}']\n    \
+             lazyStart: false\n"
+        ),
         &[
             "--no-catalog".as_ref(),
             "--steps".as_ref(),
             steps.as_os_str(),
         ],
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    let (succeeded, stderr, peak) = run_measured(command);
+    assert!(succeeded, "{stderr}");
     assert!(
-        stderr.contains(
-            "warning: MCP server `fx` did not start: exited with status 7; its stderr ends: \
-             fixture: exiting at start as told; its tools are not in the session"
-        ),
-        "{stderr}"
+        peak < (FLOOD_MIB << 20) / 2,
+        "the harness held {} MiB at once, for a {FLOOD_MIB} MiB line of stderr",
+        peak >> 20
     );
 }
 
@@ -560,6 +618,24 @@ fn malformed_json_rpc_breaks_the_connection_at_once() {
         ),
         "{}",
         broken.text
+    );
+}
+
+#[test]
+fn a_byte_that_is_not_utf8_on_stderr_is_replaced_and_stderr_is_still_read() {
+    let cache = tempfile::tempdir().unwrap();
+    let (mut shell, _handle) = session(cache.path(), vec![fixture_server("fx", &[])], false);
+    // A harness that stopped reading stderr at the byte makes the server's next write fail.
+    let wrote = call(&mut shell, "fx__misbehave", json!({"mode": "bad-utf8"}));
+    assert!(!wrote.is_error, "{}", wrote.text);
+    let crashed = call(&mut shell, "fx__misbehave", json!({"mode": "crash"}));
+    assert!(
+        crashed.text.ends_with(
+            "its stderr ends: fixture: \u{FFFD} is not UTF-8 | fixture: still writing | \
+             fixture: crashing as told"
+        ),
+        "{}",
+        crashed.text
     );
 }
 
