@@ -1,8 +1,8 @@
 //! An MCP server for the harness's tests, on the official SDK's server side,
 //! over stdio. Its tools have real schemas; `misbehave` can be told to crash,
-//! hang, write garbage on stdout, write a byte that is not UTF-8 on stderr,
-//! or return an error result, and `grow` adds a tool and sends
-//! `notifications/tools/list_changed`.
+//! hang, write garbage on stdout, send a message longer than a client reads,
+//! write a byte that is not UTF-8 on stderr, or return an error result, and
+//! `grow` adds a tool and sends `notifications/tools/list_changed`.
 //!
 //! ```text
 //! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
@@ -71,7 +71,7 @@ impl Fixture {
                 "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "bad-utf8", "error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "huge", "bad-utf8", "error"]}},
                     "required": ["mode"]
                 }
             }),
@@ -215,6 +215,23 @@ impl ServerHandler for Fixture {
                         use std::io::Write as _;
                         let mut out = std::io::stdout().lock();
                         let _ = out.write_all(b"this is not JSON-RPC {{{\n");
+                        let _ = out.flush();
+                    }
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(text("unreachable".into()))
+                }
+                "huge" => {
+                    // A well-formed notification one byte longer than rmcp's 16 MiB line
+                    // limit (which counts the `\n`).
+                    let head = br#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":""#;
+                    let tail = b"\"}}\n";
+                    let data = (16 << 20) + 1 - head.len() - tail.len();
+                    {
+                        use std::io::Write as _;
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(head);
+                        let _ = out.write_all(&vec![b'x'; data]);
+                        let _ = out.write_all(tail);
                         let _ = out.flush();
                     }
                     tokio::time::sleep(Duration::from_secs(3600)).await;

@@ -19,6 +19,7 @@ use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
 };
 use rmcp::service::{NotificationContext, RunningService};
+use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
@@ -174,7 +175,11 @@ impl Connection {
                 cwd,
             } => {
                 let (process, stdout, stdin) = Process::spawn(command, args, env, cwd, &watch)?;
-                let serving = handler.serve((Inspect::new(stdout, watch.clone()), stdin));
+                // The limit set here is the one `Inspect` enforces.
+                let transport =
+                    AsyncRwTransport::new_client(Inspect::new(stdout, watch.clone()), stdin)
+                        .with_max_line_length(MAX_MESSAGE_BYTES);
+                let serving = handler.serve(transport);
                 (
                     Some(process),
                     Box::pin(async move { serving.await.map_err(|e| e.to_string()) }) as Starting,
@@ -590,17 +595,25 @@ fn signal_group(pid: u32, signal: i32) {
 }
 
 /// The server's stdout on its way to the SDK, read line by line on the side:
-/// a line that is not JSON breaks the connection at once.
+/// a line that is not JSON, or longer than the SDK takes, breaks the
+/// connection at once.
 struct Inspect {
     inner: ChildStdout,
     watch: Arc<Watch>,
     line: Vec<u8>,
+    /// The current line's bytes so far, `\n` included.
+    length: usize,
     /// The current line is longer than is worth checking.
     long: bool,
 }
 
 /// Lines longer than this are left to the SDK's own checks.
 const CHECKED_LINE_BYTES: usize = 1 << 20;
+/// The longest line (one JSON-RPC message, `\n` included) the SDK reads from a
+/// stdio server. It drops a longer one and reads on, so the request it
+/// answered would wait out its whole timeout: `Inspect` breaks the
+/// connection instead.
+const MAX_MESSAGE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
 
 impl Inspect {
     fn new(inner: ChildStdout, watch: Arc<Watch>) -> Self {
@@ -608,6 +621,7 @@ impl Inspect {
             inner,
             watch,
             line: Vec::new(),
+            length: 0,
             long: false,
         }
     }
@@ -618,6 +632,14 @@ impl Inspect {
                 Some(body) => (body, true),
                 None => (chunk, false),
             };
+            let before = self.length;
+            self.length = self.length.saturating_add(chunk.len());
+            if before <= MAX_MESSAGE_BYTES && self.length > MAX_MESSAGE_BYTES {
+                self.watch.break_with(format!(
+                    "sent a message of more than {} MiB on stdout, the most the client reads",
+                    MAX_MESSAGE_BYTES >> 20
+                ));
+            }
             if !self.long {
                 if self.line.len() + body.len() > CHECKED_LINE_BYTES {
                     self.long = true;
@@ -631,6 +653,7 @@ impl Inspect {
                     self.check_line();
                 }
                 self.line.clear();
+                self.length = 0;
                 self.long = false;
             }
         }

@@ -622,6 +622,28 @@ fn malformed_json_rpc_breaks_the_connection_at_once() {
 }
 
 #[test]
+fn a_message_longer_than_the_client_reads_breaks_the_connection_at_once() {
+    let cache = tempfile::tempdir().unwrap();
+    // A long timeout: the error must come from the message, not the clock.
+    let mut server = fixture_server("fx", &[]);
+    server.call_timeout = Duration::from_secs(30);
+    let (mut shell, handle) = session(cache.path(), vec![server], false);
+    let pid = handle.lock().pids()[0];
+    let broken = call(&mut shell, "fx__misbehave", json!({"mode": "huge"}));
+    assert!(broken.is_error);
+    assert!(
+        broken.text.starts_with(
+            "MCP server `fx` could not run `misbehave`: sent a message of more than 16 MiB on \
+             stdout, the most the client reads"
+        ),
+        "{}",
+        broken.text
+    );
+    assert!(!handle.lock().is_running("fx"));
+    assert!(gone(pid), "the server {pid} is still there");
+}
+
+#[test]
 fn a_byte_that_is_not_utf8_on_stderr_is_replaced_and_stderr_is_still_read() {
     let cache = tempfile::tempdir().unwrap();
     let (mut shell, _handle) = session(cache.path(), vec![fixture_server("fx", &[])], false);
