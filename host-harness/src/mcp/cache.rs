@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use serde::{Deserialize, Serialize};
 
 use super::config::ServerConfig;
@@ -70,14 +70,18 @@ impl ListingCache {
     }
 
     /// The cached listing; `None` when there is none or it cannot be read
-    /// (a broken cache only costs a start).
+    /// (a broken cache only costs a start). Read from a regular file only:
+    /// anything else at its path (a FIFO) would hang the session.
     pub fn get(&self, server: &ServerConfig) -> Option<Listing> {
         let path = self.path(server);
-        let size = std::fs::metadata(&path).ok()?.len();
-        if size > MAX_CACHE_BYTES {
-            return None;
-        }
-        let text = std::fs::read(&path).ok()?;
+        let text = match crate::bounded::read(&path, MAX_CACHE_BYTES, "a cached MCP listing") {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => {
+                tracing::warn!("ignoring the MCP cache {}: {e}", path.display());
+                return None;
+            }
+        };
         match serde_json::from_slice(&text) {
             Ok(listing) => Some(listing),
             Err(e) => {
@@ -87,11 +91,24 @@ impl ListingCache {
         }
     }
 
+    /// Keeps `listing` for `server`'s launch. A listing larger than `get`
+    /// reads is refused (and an older one removed, as it no longer says what
+    /// the server lists): the caller warns that the server will start with
+    /// every session to list its tools.
     pub fn put(&self, server: &ServerConfig, listing: &Listing) -> Result<()> {
         std::fs::create_dir_all(&self.dir)
             .with_context(|| format!("creating {}", self.dir.display()))?;
         let path = self.path(server);
         let bytes = serde_json::to_vec_pretty(listing)?;
+        if bytes.len() as u64 > MAX_CACHE_BYTES {
+            let _ = std::fs::remove_file(&path);
+            bail!(
+                "its listing takes {} bytes, more than the {} MiB a cached listing may; the \
+                 server will start with every session to list its tools",
+                bytes.len(),
+                MAX_CACHE_BYTES >> 20
+            );
+        }
         write_atomic(&path, &bytes)
     }
 }
@@ -129,5 +146,50 @@ mod tests {
         assert_eq!(cache.get(&moved), None, "another launch has no listing yet");
         std::fs::write(cache.path(&server), "{").unwrap();
         assert_eq!(cache.get(&server), None, "a broken file is no listing");
+    }
+
+    #[test]
+    fn a_listing_too_large_to_read_back_is_not_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ListingCache::new(dir.path());
+        let server = ServerConfig::stdio("s", "node", &["a.js"]);
+        let small = Listing {
+            description: "s".into(),
+            tools: Vec::new(),
+            left_out: Vec::new(),
+        };
+        cache.put(&server, &small).unwrap();
+        let large = Listing {
+            description: "x".repeat(MAX_CACHE_BYTES as usize),
+            ..small
+        };
+        let err = cache.put(&server, &large).unwrap_err().to_string();
+        assert!(
+            err.contains("more than the 16 MiB a cached listing may; the server will start"),
+            "{err}"
+        );
+        assert!(
+            !cache.path(&server).exists(),
+            "the older, smaller listing is stale and must go"
+        );
+    }
+
+    #[test]
+    fn a_fifo_in_the_cache_is_no_listing_and_does_not_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = ListingCache::new(dir.path());
+        let server = ServerConfig::stdio("s", "node", &["a.js"]);
+        let status = std::process::Command::new("mkfifo")
+            .arg(cache.path(&server))
+            .status()
+            .unwrap();
+        assert!(status.success());
+        // On a thread: a read that waits for a writer must fail the test, not hang it.
+        let (sender, receiver) = std::sync::mpsc::channel();
+        std::thread::spawn(move || sender.send(cache.get(&server)));
+        let got = receiver
+            .recv_timeout(std::time::Duration::from_secs(10))
+            .expect("reading a FIFO in the cache hung");
+        assert_eq!(got, None);
     }
 }
