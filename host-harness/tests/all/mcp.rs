@@ -237,6 +237,68 @@ fn a_flood_on_stderr_without_a_newline_keeps_only_the_start_of_the_line() {
 }
 
 #[test]
+fn a_server_that_fails_while_running_is_said_to_keep_its_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - call: {agent: main, tool: fx__misbehave, args: {mode: crash}, \
+         expect: {outcome: error}}\n  - visible: {agent: main, includes: [fx__echo]}\n",
+    )
+    .unwrap();
+    let output = session_command(
+        home.path(),
+        "fx-crashes",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    lazyStart: false\n",
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: MCP server `fx` failed: exited with status 3; its stderr ends: fixture: \
+             crashing as told; its tools stay in the session, and the first call to one after a \
+             backoff restarts it"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_session_says_why_a_server_has_no_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
+    )
+    .unwrap();
+    let output = session_command(
+        home.path(),
+        "fx-fails",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-at-start]\n    lazyStart: false\n",
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "warning: MCP server `fx` did not start: exited with status 7; its stderr ends: \
+             fixture: exiting at start as told; its tools are not in the session"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_listing_entry_without_a_name_or_listed_again_is_left_out_and_said_the_rest_kept() {
     let home = tempfile::tempdir().unwrap();
     let steps = home.path().join("steps.yml");

@@ -46,7 +46,9 @@ impl ProfileShell {
 
     /// What went wrong with the profile's MCP servers since the last call, a line each: a
     /// server that does not start, or whose listing is refused, has no tools in the session,
-    /// and an entry of a listing left out is not there either; the user must hear why.
+    /// and an entry of a listing left out is not there either; the user must hear why. A
+    /// server that failed while running keeps its tools (their calls say why until it
+    /// restarts), and the user hears that too.
     pub fn mcp_warnings(&mut self) -> Vec<String> {
         let Some(mcp) = &self.mcp else {
             return Vec::new();
@@ -57,9 +59,20 @@ impl ProfileShell {
         self.mcp_told = events.len();
         let mut warnings = Vec::new();
         for event in new {
-            let (server, what, fault) = match event {
-                Event::StartFailed { server, fault } => (server, "did not start", fault),
-                Event::Failed { server, fault } => (server, "failed", fault),
+            let (server, what, fault, tools) = match event {
+                Event::StartFailed { server, fault } => (
+                    server,
+                    "did not start",
+                    fault,
+                    "its tools are not in the session",
+                ),
+                Event::Failed { server, fault } => (
+                    server,
+                    "failed",
+                    fault,
+                    "its tools stay in the session, and the first call to one after a backoff \
+                     restarts it",
+                ),
                 Event::ToolsLeftOut { server, why } => {
                     warnings.extend(why.iter().map(|why| {
                         format!(
@@ -74,7 +87,7 @@ impl ProfileShell {
                 Event::Started { .. } | Event::ToolsChanged { .. } => continue,
             };
             warnings.push(format!(
-                "MCP server `{}` {what}: {}; its tools are not in the session",
+                "MCP server `{}` {what}: {}; {tools}",
                 escape(server),
                 escape(fault)
             ));
