@@ -66,13 +66,14 @@ pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> 
                     Change::Replaced => "updated",
                     Change::Unchanged => "already installed, unchanged:",
                 };
+                // A linked folder's path and a revision are whatever they are.
                 writeln!(
                     stdout,
                     "{what} {} (package `{}`) to profile `{profile}`: {} at {}, sha256 {}",
                     row.id,
                     row.name,
-                    row.source.as_deref().unwrap_or("?"),
-                    row.revision.as_deref().unwrap_or("no git revision"),
+                    escape(row.source.as_deref().unwrap_or("?")),
+                    escape(row.revision.as_deref().unwrap_or("no git revision")),
                     row.sha256.as_deref().unwrap_or("?"),
                 )?;
             }
@@ -98,7 +99,13 @@ fn list(home: &DshHome, profile: &str, out: &mut dyn Write) -> Result<()> {
         writeln!(out, "profile `{profile}` has no plugins")?;
         return Ok(());
     }
-    writeln!(out, "profile `{profile}` ({}):", dir.display())?;
+    writeln!(
+        out,
+        "profile `{profile}` ({}):",
+        escape(&dir.display().to_string())
+    )?;
+    // Ids, names and sha256s are checked when read; sources, revisions, paths
+    // and config values are text from the file, shown escaped.
     for plugin in plugins {
         let row = &plugin.row;
         let state = if plugin.disabled {
@@ -112,15 +119,15 @@ fn list(home: &DshHome, profile: &str, out: &mut dyn Write) -> Result<()> {
         } else {
             row.source.clone().unwrap_or_else(|| "?".into())
         };
-        writeln!(out, "  source     {origin}")?;
+        writeln!(out, "  source     {}", escape(&origin))?;
         if let Some(revision) = &row.revision {
-            writeln!(out, "  revision   {revision}")?;
+            writeln!(out, "  revision   {}", escape(revision))?;
         }
         if let Some(sha256) = &row.sha256 {
             writeln!(out, "  sha256     {sha256}")?;
         }
         if let Some(path) = row.component_path() {
-            writeln!(out, "  component  {}", path.display())?;
+            writeln!(out, "  component  {}", escape(&path.display().to_string()))?;
         }
         let config = match &row.config {
             Some(config) => {
@@ -129,7 +136,8 @@ fn list(home: &DshHome, profile: &str, out: &mut dyn Write) -> Result<()> {
                 } else {
                     INSTALLED_FILE
                 };
-                format!("{} (from {file}:{})", config.value, config.place("").line)
+                let value = config.value.to_string();
+                format!("{} (from {file}:{})", escape(&value), config.place("").line)
             }
             None => "none (the plugin's defaults)".into(),
         };

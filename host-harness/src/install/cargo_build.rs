@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::cargo_env;
 use super::program::{CARGO, Program, RUSTC, RUSTUP};
+use crate::terminal::escape;
 
 /// The target plugins are built for.
 pub const TARGET: &str = "wasm32-wasip2";
@@ -53,7 +54,12 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
         .unwrap_or_default()
         .to_string();
     let command = format!("rustup target add {TARGET} --toolchain {toolchain}");
-    writeln!(progress, "installing the {TARGET} target: {command}")?;
+    // The toolchain is the bundle's rust-toolchain.toml's.
+    writeln!(
+        progress,
+        "installing the {TARGET} target: {}",
+        escape(&command)
+    )?;
     if let Err(e) = tool(
         source_dir,
         &RUSTUP,
@@ -77,8 +83,8 @@ pub fn build_component(build: &Build, progress: &mut dyn Write) -> Result<PathBu
         progress,
         "building `{}` for {TARGET} in {} (cargo target dir {})",
         build.package,
-        build.source_dir.display(),
-        build.target_dir.display()
+        super::shown(build.source_dir),
+        super::shown(build.target_dir)
     )?;
     let started = Instant::now();
     let mut command = CARGO.command(build.source_dir)?;
@@ -117,7 +123,13 @@ pub fn build_component(build: &Build, progress: &mut dyn Write) -> Result<PathBu
         let (name, version) = package_of(message["package_id"].as_str().unwrap_or_default());
         if message["fresh"] == false {
             compiled += 1;
-            writeln!(progress, "  [{compiled}] compiled {name} v{version}")?;
+            // A path package's name is its folder's, when its id gives none.
+            writeln!(
+                progress,
+                "  [{compiled}] compiled {} v{}",
+                escape(&name),
+                escape(&version)
+            )?;
         }
         if name == build.package && is_cdylib(&message) {
             component = wasm_file(&message).or(component);

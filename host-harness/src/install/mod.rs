@@ -24,6 +24,7 @@ use crate::profile::{
 };
 use crate::shell::{InstallError, Shell};
 use crate::source::Source;
+use crate::terminal::escape;
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{LoadedFrom, WasmHost, hex};
 use lazy_tools::suggest::did_you_mean;
@@ -201,13 +202,9 @@ pub fn remove(
             std::fs::remove_file(&path)
         };
         match result {
-            Ok(()) => writeln!(progress, "deleted {}", path.display())?,
+            Ok(()) => writeln!(progress, "deleted {}", shown(&path))?,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => writeln!(
-                progress,
-                "warning: could not delete {}: {e}",
-                path.display()
-            )?,
+            Err(e) => writeln!(progress, "warning: could not delete {}: {e}", shown(&path))?,
         }
     }
     Ok(removed)
@@ -322,13 +319,14 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
             };
             writeln!(
                 progress,
-                "fetching {url}{} (shallow)",
+                "fetching {}{} (shallow)",
+                escape(url),
                 rev.as_deref()
-                    .map(|r| format!(" at {r}"))
+                    .map(|r| format!(" at {}", escape(r)))
                     .unwrap_or_default()
             )?;
             let commit = git::checkout(url, rev.as_deref(), &dir)?;
-            writeln!(progress, "checked out {commit}")?;
+            writeln!(progress, "checked out {}", escape(&commit))?;
             Ok(Fetched {
                 dir,
                 revision: Some(commit),
@@ -384,7 +382,7 @@ fn build_row(
         writeln!(
             progress,
             "precompiled the component into {}",
-            cache.dir().display()
+            shown(cache.dir())
         )?;
     }
     // The plugin must start with the bundle's config, which is reported at
@@ -423,6 +421,12 @@ fn build_row(
         place: insert.place.clone(),
         component_place: insert.place.clone(),
     })
+}
+
+/// A path as a progress line shows it: a linked folder's, or the home's,
+/// may hold characters a terminal obeys.
+fn shown(path: &Path) -> String {
+    escape(&path.display().to_string()).into_owned()
 }
 
 fn same_install(a: &PluginRow, b: &PluginRow) -> bool {

@@ -988,3 +988,66 @@ fn a_manifest_that_is_a_symbolic_link_is_refused() {
     );
     assert!(!stderr.contains("building"), "{stderr}");
 }
+
+#[test]
+fn plugin_list_shows_control_characters_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("profiles/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    // A cordis.yml written by hand (or by an older harness): every value as it is in the file.
+    std::fs::write(
+        dir.join("cordis.yml"),
+        "- id: x\n  name: x\n  source: \"git:https://h.example/r\\e]0;X\\a\"\n  \
+         revision: \"\\e[2J\\u202e\"\n  component: \"c\\e[31m.wasm\"\n  \
+         config: {defer: [\"\\u202eX\"]}\n",
+    )
+    .unwrap();
+    let (ok, stdout, stderr) = harness_in(home.path(), &["plugin", "--profile", "p", "list"], "");
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("source     git:https://h.example/r\\u{1b}]0;X\\u{7}"),
+        "{stdout}"
+    );
+    assert!(
+        !stdout
+            .chars()
+            .any(|c| (c.is_control() && c != '\n') || c == '\u{202e}'),
+        "{stdout:?}"
+    );
+}
+
+#[test]
+fn add_shows_a_linked_folders_path_escaped() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // A source cannot hold control characters, but the folder a link resolves to can.
+    let folder = work.path().join("b\u{1b}]0;X\u{7}");
+    std::fs::create_dir_all(folder.join("src")).unwrap();
+    for (path, text) in [
+        (
+            "cordis.patch.yml",
+            "- insert:\n    - {id: shadow, name: shadow}\n",
+        ),
+        ("rust-toolchain.toml", &toolchain_file()),
+        (
+            "Cargo.toml",
+            "[package]\nname = \"other\"\nversion = \"0.1.0\"\nedition = \"2024\"\n[workspace]\n",
+        ),
+        ("src/lib.rs", ""),
+    ] {
+        std::fs::write(folder.join(path), text).unwrap();
+    }
+    let plain = work.path().join("plain");
+    std::os::unix::fs::symlink(&folder, &plain).unwrap();
+    let source = format!("link:{}", plain.display());
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    // Cargo finds no package `shadow`, after the harness said where it builds.
+    assert!(!ok);
+    assert!(stderr.contains("building `shadow`"), "{stderr}");
+    assert!(stderr.contains("b\\u{1b}]0;X\\u{7}"), "{stderr}");
+    assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
+}
