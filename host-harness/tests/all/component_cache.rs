@@ -434,7 +434,7 @@ fn a_fifo_in_the_cache_is_refused_without_waiting_for_a_writer() {
     let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
     let check_path = f.cache.check_path(&f.sha256, host.engine_key());
     let check = std::fs::read(&check_path).unwrap();
-    let mkfifo = |path: &std::path::Path| {
+    let mkfifo = |path: &Path| {
         std::fs::remove_file(path).unwrap();
         let made = std::process::Command::new("mkfifo")
             .arg(path)
