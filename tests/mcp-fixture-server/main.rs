@@ -284,6 +284,15 @@ fn main() {
                 eprintln!("fixture: exiting at start as told");
                 std::process::exit(7);
             }
+            // Fails only once the file exists: the launch (and so its cached listing) stays
+            // the same from one session to the next.
+            "--exit-at-start-if" => {
+                let path = args.next().expect("--exit-at-start-if needs a path");
+                if std::path::Path::new(&path).exists() {
+                    eprintln!("fixture: exiting at start as {path} says");
+                    std::process::exit(7);
+                }
+            }
             "--variant" => fixture.variant = value("--variant") as u32,
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,

@@ -43,6 +43,8 @@ pub enum Event {
     StartFailed {
         server: String,
         fault: String,
+        /// Whether tools it listed before (this run, or a cached listing) stay registered.
+        kept_tools: bool,
     },
     Failed {
         server: String,
@@ -250,6 +252,7 @@ impl McpServers {
                 self.events.push(Event::StartFailed {
                     server: name,
                     fault: fault.to_string(),
+                    kept_tools: self.servers[index].listing.is_some(),
                 });
                 self.fail(index, fault);
             }

@@ -269,6 +269,63 @@ fn a_server_that_fails_while_running_is_said_to_keep_its_tools() {
 }
 
 #[test]
+fn a_lazy_server_that_fails_to_start_is_said_to_keep_its_cached_tools() {
+    let home = tempfile::tempdir().unwrap();
+    let fail = home.path().join("fail");
+    let mcp_yml = |lazy: bool| {
+        format!(
+            "mcpServers:\n  fx:\n    command: {{fixture}}\n    args: [--exit-at-start-if, {fail:?}]\n    lazyStart: {lazy}\n"
+        )
+    };
+    let steps = home.path().join("steps.yml");
+    // The first session starts the server and caches its listing.
+    std::fs::write(
+        &steps,
+        "steps:\n  - visible: {agent: main, includes: [fx__echo]}\n",
+    )
+    .unwrap();
+    let run = |lazy: bool| {
+        session_command(
+            home.path(),
+            "fx-cached",
+            &mcp_yml(lazy),
+            &[
+                "--no-catalog".as_ref(),
+                "--steps".as_ref(),
+                steps.as_os_str(),
+            ],
+        )
+    };
+    let output = run(false);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    // The next one registers the cached tools without starting it; a call starts it, and the
+    // start fails.
+    std::fs::write(&fail, "").unwrap();
+    std::fs::write(
+        &steps,
+        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, expect: {outcome: error}}\n  \
+         - visible: {agent: main, includes: [fx__echo]}\n",
+    )
+    .unwrap();
+    let output = run(true);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "did not start: exited with status 7; its stderr ends: fixture: exiting at start as"
+        ) && stderr.contains(
+            "the tools it listed before stay in the session, and the first call to one after a \
+             backoff starts it again"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
     let steps = home.path().join("steps.yml");

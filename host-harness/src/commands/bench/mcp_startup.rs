@@ -104,7 +104,7 @@ fn session(
     shell.next_request(&main)?;
     let elapsed = started.elapsed();
     if let Some(failure) = handle.lock().events().iter().find_map(|e| match e {
-        Event::StartFailed { server, fault } => Some(format!("{server}: {fault}")),
+        Event::StartFailed { server, fault, .. } => Some(format!("{server}: {fault}")),
         _ => None,
     }) {
         bail!("a server failed to start: {failure}");

@@ -60,11 +60,20 @@ impl ProfileShell {
         let mut warnings = Vec::new();
         for event in new {
             let (server, what, fault, tools) = match event {
-                Event::StartFailed { server, fault } => (
+                Event::StartFailed {
+                    server,
+                    fault,
+                    kept_tools,
+                } => (
                     server,
                     "did not start",
                     fault,
-                    "its tools are not in the session",
+                    if *kept_tools {
+                        "the tools it listed before stay in the session, and the first call to \
+                         one after a backoff starts it again"
+                    } else {
+                        "its tools are not in the session"
+                    },
                 ),
                 Event::Failed { server, fault } => (
                     server,
