@@ -109,6 +109,26 @@ pub fn add(
             );
         }
     }
+    // An id installed from elsewhere is not taken over: settling would
+    // replace that checkout before this bundle is even built, and its row
+    // would be replaced without a word.
+    for insert in &manifest.inserts {
+        if let Some(row) = rows.iter().find(|r| r.id == insert.id)
+            && !same_source(row.source.as_deref(), &source, &fetched.dir)
+        {
+            let from = match &row.source {
+                Some(recorded) => format!("from {}", escape(recorded)),
+                None => "with no recorded source".into(),
+            };
+            bail!(
+                "plugin `{id}` is already installed {from} (at {}), not from this bundle; to \
+                 install this one instead, run `host-harness plugin --profile {profile} remove \
+                 {id}` first",
+                row.place,
+                id = insert.id,
+            );
+        }
+    }
     let revision = fetched.revision.clone();
     let source_dir = fetched.settle(home, &first.id)?;
 
@@ -421,6 +441,17 @@ fn build_row(
         place: insert.place.clone(),
         component_place: insert.place.clone(),
     })
+}
+
+/// Whether a row recorded from `recorded` comes from where `source` is:
+/// the same git URL (at any revision: a new one is an update), or the same
+/// folder (`dir`, `source`'s canonical path, as rows record it).
+fn same_source(recorded: Option<&str>, source: &Source, dir: &Path) -> bool {
+    match (recorded.map(Source::parse), source) {
+        (Some(Ok(Source::Git { url: old, .. })), Source::Git { url, .. }) => old == *url,
+        (Some(Ok(Source::Link { path })), Source::Link { .. }) => path == dir,
+        _ => false,
+    }
 }
 
 /// A path as a progress line shows it: a linked folder's, or the home's,

@@ -1051,3 +1051,43 @@ fn add_shows_a_linked_folders_path_escaped() {
     assert!(stderr.contains("b\\u{1b}]0;X\\u{7}"), "{stderr}");
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
 }
+
+#[test]
+fn another_repository_cannot_take_over_an_installed_id() {
+    let w = world();
+    let profile = "takeover";
+    add(profile, &format!("git:{}", w.url()));
+    let installed = w.profile_dir(profile).join("cordis.yml");
+    let before = std::fs::read(&installed).unwrap();
+    // Another repository whose bundle inserts the same id.
+    let other = tempfile::tempdir().unwrap();
+    let copy = other.path().join("copy");
+    run(Command::new("git")
+        .args(["clone", "-q"])
+        .arg(&w.repo)
+        .arg(&copy));
+    for source in [
+        format!("git:file://{}", copy.display()),
+        format!("link:{}", copy.display()),
+    ] {
+        let (ok, stdout, stderr) = try_add(profile, &source);
+        assert!(!ok, "{source} took over lazy-tools: {stdout}");
+        assert!(
+            stderr.contains(&format!(
+                "plugin `lazy-tools` is already installed from git:{} (at {}), not from \
+                 this bundle; to install this one instead, run `host-harness plugin --profile \
+                 {profile} remove lazy-tools` first",
+                w.url(),
+                w.rows(profile)[0].place
+            )),
+            "{stderr}"
+        );
+        assert_eq!(std::fs::read(&installed).unwrap(), before);
+        // The installed repository's checkout is still its own.
+        let checkout = w.home.join("plugins/lazy-tools/src");
+        assert_eq!(
+            git(&checkout, &["config", "--get", "remote.origin.url"]),
+            w.url()
+        );
+    }
+}
