@@ -82,6 +82,10 @@ pub enum ProfileError {
     },
 }
 
+/// How many patch rows naming no plugin are warned about one by one, each
+/// with a "did you mean".
+const LISTED_MISSES: usize = 20;
+
 /// A plugin as the shell runs it: its row with the user's patch applied.
 #[derive(Debug, Clone)]
 pub struct EffectivePlugin {
@@ -164,26 +168,47 @@ impl Profile {
         if !problems.is_empty() {
             return Err(Problems(problems));
         }
+        // By id (unique, checked above): a patch of many rows costs a lookup per row.
+        let index: HashMap<&str, usize> = self
+            .installed
+            .iter()
+            .chain(&self.patch.inserts)
+            .enumerate()
+            .map(|(i, row)| (row.id.as_str(), i))
+            .collect();
         let mut warnings = Vec::new();
+        let mut misses = Vec::new();
         // Later rows win: the patch is a layer applied in order.
         for change in &self.patch.changes {
-            let Some(plugin) = plugins.iter_mut().find(|p| p.row.id == change.id) else {
-                warnings.push(Problem::new(
-                    change.place.clone(),
-                    format!(
-                        "no plugin `{}` is installed, so this row changes nothing{}",
-                        change.id,
-                        did_you_mean(&change.id, plugins.iter().map(|p| p.row.id.as_str()))
-                    ),
-                ));
+            let Some(&i) = index.get(change.id.as_str()) else {
+                misses.push(change);
                 continue;
             };
+            let plugin = &mut plugins[i];
             if let Some(config) = &change.config {
                 plugin.row.config = Some(config.clone());
             }
             if let Some(disabled) = change.disabled {
                 plugin.disabled = disabled;
             }
+        }
+        // A "did you mean" weighs every id: only the first few rows get one,
+        // and the rest are counted, not listed.
+        for (n, change) in misses.iter().enumerate().take(LISTED_MISSES + 1) {
+            let rest = match n {
+                LISTED_MISSES => match misses.len() - n - 1 {
+                    0 => String::new(),
+                    more => format!("; nor do {more} more rows after it (not listed)"),
+                },
+                _ => did_you_mean(&change.id, index.keys().copied()),
+            };
+            warnings.push(Problem::new(
+                change.place.clone(),
+                format!(
+                    "no plugin `{}` is installed, so this row changes nothing{rest}",
+                    change.id
+                ),
+            ));
         }
         Ok((plugins, warnings))
     }
@@ -405,6 +430,48 @@ mod tests {
             "{err}"
         );
         assert!(err.ends_with("cordis.yml:8:3"), "{err}");
+    }
+
+    #[test]
+    fn a_long_patch_is_applied_by_id() {
+        let mut installed = String::new();
+        let mut patch = String::new();
+        for i in 0..20_000 {
+            installed.push_str(&format!("- {{id: p{i}, name: p, component: c.wasm}}\n"));
+            if i % 2 == 1 {
+                patch.push_str(&format!("- {{id: p{i}, disabled: true}}\n"));
+            }
+        }
+        for i in 0..LISTED_MISSES + 5 {
+            patch.push_str(&format!("- {{id: p{i}x, disabled: true}}\n"));
+        }
+        let dir = profile(&installed, &patch);
+        let (plugins, warnings) = Profile::load(dir.path()).unwrap().plugins().unwrap();
+        assert_eq!(plugins.len(), 20_000);
+        assert!(
+            plugins
+                .iter()
+                .enumerate()
+                .all(|(i, p)| p.disabled == (i % 2 == 1) && p.row.id == format!("p{i}"))
+        );
+        // The first misses with a suggestion each, then one row for the rest.
+        assert_eq!(warnings.len(), LISTED_MISSES + 1);
+        assert!(
+            warnings[0].to_string().ends_with(
+                "cordis.patch.yml:10001:3: no plugin `p0x` is installed, so this row changes \
+                 nothing; did you mean `p0`?"
+            ),
+            "{}",
+            warnings[0]
+        );
+        assert!(
+            warnings[LISTED_MISSES].to_string().ends_with(
+                "cordis.patch.yml:10021:3: no plugin `p20x` is installed, so this row changes \
+                 nothing; nor do 4 more rows after it (not listed)"
+            ),
+            "{}",
+            warnings[LISTED_MISSES]
+        );
     }
 
     #[test]
