@@ -33,6 +33,19 @@ fn fixture() -> Fixture {
     }
 }
 
+impl Fixture {
+    /// Loads the component through the cache once; the code and check files of its entry.
+    fn cached_entry(&self) -> (std::path::PathBuf, std::path::PathBuf) {
+        let host = WasmHost::global();
+        host.load_through_cache(&self.component, Some(&self.sha256), &self.cache)
+            .unwrap();
+        (
+            self.cache.entry_path(&self.sha256, host.engine_key()),
+            self.cache.check_path(&self.sha256, host.engine_key()),
+        )
+    }
+}
+
 /// The loaded component really runs: it hides an MCP tool behind its guards.
 fn runs(component: &host_harness::wasm_host::PluginComponent) {
     let mut shell = Shell::new();
@@ -88,10 +101,7 @@ fn compiles_once_then_loads_from_the_cache() {
 fn bad_entries_are_rejected_and_recompiled() {
     let f = fixture();
     let host = WasmHost::global();
-    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
-        .unwrap();
-    let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
-    let check_path = f.cache.check_path(&f.sha256, host.engine_key());
+    let (code_path, check_path) = f.cached_entry();
     let (code, check) = (
         std::fs::read(&code_path).unwrap(),
         std::fs::read(&check_path).unwrap(),
@@ -428,11 +438,7 @@ fn the_key_is_owner_only_and_a_shared_one_is_refused() {
 #[test]
 fn a_fifo_in_the_cache_is_refused_without_waiting_for_a_writer() {
     let f = fixture();
-    let host = WasmHost::global();
-    host.load_through_cache(&f.component, Some(&f.sha256), &f.cache)
-        .unwrap();
-    let code_path = f.cache.entry_path(&f.sha256, host.engine_key());
-    let check_path = f.cache.check_path(&f.sha256, host.engine_key());
+    let (code_path, check_path) = f.cached_entry();
     let check = std::fs::read(&check_path).unwrap();
     let mkfifo = |path: &Path| {
         std::fs::remove_file(path).unwrap();

@@ -140,6 +140,26 @@ fn session_command(
         .unwrap()
 }
 
+/// A session of `profile` (its `mcp.yml` as given, no catalog) that plays `steps`, the text
+/// of a steps file, and must pass; what it wrote on stderr.
+fn steps_session(home: &Path, profile: &str, mcp_yml: &str, steps: &str) -> String {
+    let path = home.join(format!("{profile}-steps.yml"));
+    std::fs::write(&path, steps).unwrap();
+    let output = session_command(
+        home,
+        profile,
+        mcp_yml,
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            path.as_os_str(),
+        ],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{stderr}");
+    stderr
+}
+
 /// [`session_command`], not yet run.
 fn session_process(
     home: &Path,
@@ -239,25 +259,13 @@ fn a_flood_on_stderr_without_a_newline_keeps_only_the_start_of_the_line() {
 #[test]
 fn a_server_that_fails_while_running_is_said_to_keep_its_tools() {
     let home = tempfile::tempdir().unwrap();
-    let steps = home.path().join("steps.yml");
-    std::fs::write(
-        &steps,
-        "steps:\n  - call: {agent: main, tool: fx__misbehave, args: {mode: crash}, \
-         expect: {outcome: error}}\n  - visible: {agent: main, includes: [fx__echo]}\n",
-    )
-    .unwrap();
-    let output = session_command(
+    let stderr = steps_session(
         home.path(),
         "fx-crashes",
         "mcpServers:\n  fx:\n    command: {fixture}\n    lazyStart: false\n",
-        &[
-            "--no-catalog".as_ref(),
-            "--steps".as_ref(),
-            steps.as_os_str(),
-        ],
+        "steps:\n  - call: {agent: main, tool: fx__misbehave, args: {mode: crash}, \
+         expect: {outcome: error}}\n  - visible: {agent: main, includes: [fx__echo]}\n",
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
     assert!(
         stderr.contains(
             "warning: MCP server `fx` failed: exited with status 3; its stderr ends: fixture: \
@@ -277,43 +285,23 @@ fn a_lazy_server_that_fails_to_start_is_said_to_keep_its_cached_tools() {
             "mcpServers:\n  fx:\n    command: {{fixture}}\n    args: [--exit-at-start-if, {fail:?}]\n    lazyStart: {lazy}\n"
         )
     };
-    let steps = home.path().join("steps.yml");
     // The first session starts the server and caches its listing.
-    std::fs::write(
-        &steps,
+    steps_session(
+        home.path(),
+        "fx-cached",
+        &mcp_yml(false),
         "steps:\n  - visible: {agent: main, includes: [fx__echo]}\n",
-    )
-    .unwrap();
-    let run = |lazy: bool| {
-        session_command(
-            home.path(),
-            "fx-cached",
-            &mcp_yml(lazy),
-            &[
-                "--no-catalog".as_ref(),
-                "--steps".as_ref(),
-                steps.as_os_str(),
-            ],
-        )
-    };
-    let output = run(false);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
     );
     // The next one registers the cached tools without starting it; a call starts it, and the
     // start fails.
     std::fs::write(&fail, "").unwrap();
-    std::fs::write(
-        &steps,
+    let stderr = steps_session(
+        home.path(),
+        "fx-cached",
+        &mcp_yml(true),
         "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, expect: {outcome: error}}\n  \
          - visible: {agent: main, includes: [fx__echo]}\n",
-    )
-    .unwrap();
-    let output = run(true);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
+    );
     assert!(
         stderr.contains(
             "did not start: exited with status 7; its stderr ends: fixture: exiting at start as"
@@ -328,24 +316,12 @@ fn a_lazy_server_that_fails_to_start_is_said_to_keep_its_cached_tools() {
 #[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
-    let steps = home.path().join("steps.yml");
-    std::fs::write(
-        &steps,
-        "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
-    )
-    .unwrap();
-    let output = session_command(
+    let stderr = steps_session(
         home.path(),
         "fx-fails",
         "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-at-start]\n    lazyStart: false\n",
-        &[
-            "--no-catalog".as_ref(),
-            "--steps".as_ref(),
-            steps.as_os_str(),
-        ],
+        "steps:\n  - visible: {agent: main, excludes: [fx__echo]}\n",
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
     assert!(
         stderr.contains(
             "warning: MCP server `fx` did not start: exited with status 7; its stderr ends: \
@@ -358,26 +334,14 @@ fn a_session_says_why_a_server_has_no_tools() {
 #[test]
 fn a_listing_entry_without_a_name_or_listed_again_is_left_out_and_said_the_rest_kept() {
     let home = tempfile::tempdir().unwrap();
-    let steps = home.path().join("steps.yml");
-    std::fs::write(
-        &steps,
-        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, \
-         expect: {outcome: ok, text_contains: ['echo: hi']}}\n  \
-         - call: {agent: main, tool: fx__add, args: {a: 1, b: 2}, expect: {outcome: ok}}\n",
-    )
-    .unwrap();
-    let output = session_command(
+    let stderr = steps_session(
         home.path(),
         "fx-bad-entries",
         "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--bad-entries]\n    lazyStart: false\n",
-        &[
-            "--no-catalog".as_ref(),
-            "--steps".as_ref(),
-            steps.as_os_str(),
-        ],
+        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, \
+         expect: {outcome: ok, text_contains: ['echo: hi']}}\n  \
+         - call: {agent: main, tool: fx__add, args: {a: 1, b: 2}, expect: {outcome: ok}}\n",
     );
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{stderr}");
     for why in [
         "tool 4 of its tools/list has an empty name",
         "tool 5 of its tools/list is named `echo`, as tool 0 is; the first is kept",
