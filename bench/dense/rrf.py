@@ -9,17 +9,20 @@ alone and the fusion, per query kind.
     target/release/host-harness bench search --queries Q.jsonl --depth 20 --rankings /tmp/r.jsonl
     python3 bench/dense/rrf.py --catalog catalogs/livemcpbench.json --rankings /tmp/r.jsonl
 
-`pip install wordllama==0.4.0.post1` (the release on PyPI). It looks for its bundled tokenizer under `wordllama/tokenizer/` while the wheel
-ships `wordllama/tokenizers/`: link one to the other first (`ln -s tokenizers tokenizer` in the
-package folder), or it tries to download from a hub.
+`pip install wordllama==0.4.0.post1` (the release on PyPI). It looks for its bundled tokenizer
+under `wordllama/tokenizer/` while the wheel ships `wordllama/tokenizers/`, then in a cache
+folder's `tokenizers/`: the package's own folder is passed as that cache, so nothing is
+downloaded.
 """
 
 import argparse
 import json
 import re
 from collections import defaultdict
+from pathlib import Path
 
 import numpy as np
+import wordllama
 from wordllama import WordLlama
 
 CUTOFF = 5
@@ -75,7 +78,7 @@ def main():
         ids, texts = tool_texts(json.load(f))
     with open(args.rankings, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
-    model = WordLlama.load(disable_download=True)
+    model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
     tools = model.embed(texts, norm=True)
     queries = model.embed([line["query"] for line in lines], norm=True)
     similarity = queries @ tools.T
