@@ -200,7 +200,8 @@ impl Profile {
                     0 => String::new(),
                     more => format!("; nor do {more} more rows after it (not listed)"),
                 },
-                _ => did_you_mean(&change.id, index.keys().copied()),
+                // In file order, so that of two as close the same one is named every time.
+                _ => did_you_mean(&change.id, plugins.iter().map(|p| p.row.id.as_str())),
             };
             warnings.push(Problem::new(
                 change.place.clone(),
