@@ -23,6 +23,12 @@ pub enum ShellError {
     #[error("invalid agent name `{0}`: use letters, digits, `-` and `_`")]
     InvalidAgentName(String),
     #[error(
+        "agent `{id}` is {depth} agents deep; a chain holds at most {MAX_AGENT_DEPTH} (`main` is 1)"
+    )]
+    AgentTooDeep { id: String, depth: usize },
+    #[error("agent id `{id}` is {bytes} bytes long; an id holds at most {MAX_AGENT_ID_BYTES}")]
+    AgentIdTooLong { id: String, bytes: usize },
+    #[error(
         "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace, control characters or bidirectional controls",
         crate::terminal::escape(.0)
     )]
@@ -54,6 +60,42 @@ pub fn check_tool_name(name: &str) -> Result<(), ShellError> {
         Ok(())
     } else {
         Err(ShellError::InvalidToolName(name.to_owned()))
+    }
+}
+
+/// The deepest agent chain (`main` is 1, `main/worker` 2). Shells nest sub-agents a few
+/// levels; a chain this deep is a runaway spawn loop or a hostile id, and every request of
+/// an agent walks its chain.
+pub const MAX_AGENT_DEPTH: usize = 64;
+/// The longest agent id, in bytes: 64 names of 15 characters fit. An id is copied into
+/// every message about its agent, to the plugin and back.
+pub const MAX_AGENT_ID_BYTES: usize = 1024;
+
+/// Whether `id` is within [`MAX_AGENT_DEPTH`] and [`MAX_AGENT_ID_BYTES`]; checked where
+/// agents are created, and where a user's path is read before any of it is created.
+pub fn check_agent_id(id: &str) -> Result<(), ShellError> {
+    let depth = id.bytes().filter(|&b| b == b'/').count() + 1;
+    if depth > MAX_AGENT_DEPTH {
+        return Err(ShellError::AgentTooDeep {
+            id: shortened(id),
+            depth,
+        });
+    }
+    if id.len() > MAX_AGENT_ID_BYTES {
+        return Err(ShellError::AgentIdTooLong {
+            id: shortened(id),
+            bytes: id.len(),
+        });
+    }
+    Ok(())
+}
+
+/// The start of a refused id, escaped: the message names it without carrying all of it.
+fn shortened(id: &str) -> String {
+    const SHOWN: usize = 40;
+    match id.char_indices().nth(SHOWN) {
+        Some((cut, _)) => format!("{}…", crate::terminal::escape(&id[..cut])),
+        None => crate::terminal::escape(id).into_owned(),
     }
 }
 
@@ -604,6 +646,7 @@ impl ShellCore {
     }
 
     pub fn create_agent(&mut self, id: &str, parent: Option<&str>) -> Result<(), ShellError> {
+        check_agent_id(id)?;
         // An id is its parent's id and one name more: `main/a/b` made under `main` would be
         // a child of an agent that does not exist.
         let (above, name) = match id.rsplit_once('/') {
@@ -685,23 +728,16 @@ impl ShellCore {
         self.agents.contains_key(id)
     }
 
-    /// The agents from the root down to `id`.
+    /// The agents from the root down to `id`: the id's prefixes that end before a `/`
+    /// (an id is its parent's and one name more, and an agent's ancestors live as long as
+    /// it does), read in one pass rather than found one parent at a time.
     pub fn chain(&self, id: &str) -> Result<Vec<&str>, ShellError> {
-        let mut chain = Vec::new();
-        let mut at = Some(
-            self.agents
-                .get_key_value(id)
-                .ok_or_else(|| ShellError::UnknownAgent(id.into()))?,
-        );
-        while let Some((key, agent)) = at {
-            chain.push(key.as_str());
-            at = agent
-                .parent
-                .as_deref()
-                .and_then(|p| self.agents.get_key_value(p));
-        }
-        chain.reverse();
-        Ok(chain)
+        let (key, _) = self
+            .agents
+            .get_key_value(id)
+            .ok_or_else(|| ShellError::UnknownAgent(id.into()))?;
+        let ends = key.match_indices('/').map(|(at, _)| at);
+        Ok(ends.chain([key.len()]).map(|end| &key[..end]).collect())
     }
 
     /// Installs (`Some`) or lifts (`None`) the layer `source` on `agent`.
@@ -796,12 +832,23 @@ impl ShellCore {
     /// (a plugin asking what the agent could have without its own layer).
     pub fn effective(&self, agent: &str, ignore: Option<&str>) -> Result<Vec<&Tool>, ShellError> {
         let chain = self.chain(agent)?;
-        let mut visible: IndexMap<&str, &Tool> = self
-            .scan()
-            .filter(|t| t.origin.scope().is_none())
-            .map(|t| (t.name.as_str(), t))
-            .collect();
-        for scope in chain {
+        // One walk of the registry sorts the scoped tools into the chain's scopes (a scope
+        // of the chain is found by its length: each is longer than its parent); a walk per
+        // scope made a deep chain cost its depth times the registry.
+        let mut visible: IndexMap<&str, &Tool> = IndexMap::new();
+        let mut scoped: Vec<Vec<&Tool>> = vec![Vec::new(); chain.len()];
+        for tool in self.scan() {
+            let Some(scope) = tool.origin.scope() else {
+                visible.insert(&tool.name, tool);
+                continue;
+            };
+            if let Ok(depth) = chain.binary_search_by_key(&scope.len(), |s| s.len())
+                && chain[depth] == scope
+            {
+                scoped[depth].push(tool);
+            }
+        }
+        for (scope, tools) in chain.into_iter().zip(scoped) {
             let restrictions = self.restrictions.get(scope).into_iter().flatten();
             let exposures = (scope == agent)
                 .then(|| self.exposures.get(scope))
@@ -816,7 +863,7 @@ impl ShellCore {
                     visible.retain(|name, _| allow.contains(*name));
                 }
             }
-            for tool in self.scan().filter(|t| t.origin.scope() == Some(scope)) {
+            for tool in tools {
                 // A nearer scope shadows a farther tool of the same name.
                 visible.shift_remove(tool.name.as_str());
                 visible.insert(&tool.name, tool);
@@ -1503,5 +1550,82 @@ mod tests {
         // The count is real: computing a view walks the registry.
         core.effective("main", None).unwrap();
         assert!(core.scans.get() > 0);
+    }
+
+    /// A chain as deep as an id may be: one walk of the registry for the agent's tools,
+    /// in the same order a walk per scope gave (a walk per scope made every request of an
+    /// agent cost its depth times the registry).
+    #[test]
+    fn an_agents_tools_take_one_walk_of_the_registry_however_deep_it_is() {
+        let mut core = core();
+        let mut id = "main".to_string();
+        for depth in 2..=MAX_AGENT_DEPTH {
+            let child = format!("{id}/a{depth}");
+            core.create_agent(&child, Some(&id)).unwrap();
+            core.register(Tool::new("own", "", Origin::Agent(child.clone())))
+                .unwrap();
+            core.register(Tool::new(
+                format!("t{depth}"),
+                "",
+                Origin::Agent(child.clone()),
+            ))
+            .unwrap();
+            id = child;
+        }
+        // A sibling's tools are in the registry, not in the chain.
+        core.register(Tool::new("theirs", "", Origin::Agent("main/worker".into())))
+            .unwrap();
+        assert_eq!(core.chain(&id).unwrap().len(), MAX_AGENT_DEPTH);
+        core.scans.set(0);
+        let tools = core.effective(&id, None).unwrap();
+        assert_eq!(core.scans.get(), 1);
+        let scoped: Vec<String> = (2..=MAX_AGENT_DEPTH).map(|d| format!("t{d}")).collect();
+        let mut expected = vec!["read", "bash", "gh_issue"];
+        expected.extend(scoped.iter().map(String::as_str));
+        // The nearest scope's `own` shadows the others, in its scope's place.
+        expected.insert(expected.len() - 1, "own");
+        assert_eq!(names(tools), expected);
+        assert_eq!(
+            core.chain(&id).unwrap()[..3],
+            ["main", "main/a2", "main/a2/a3"]
+        );
+    }
+
+    /// Ids are refused past the depth and length a real shell never reaches, before
+    /// anything is created, with the start of the id and the limit.
+    #[test]
+    fn agent_ids_are_refused_past_a_depth_and_a_length() {
+        let mut core = core();
+        let mut id = "main".to_string();
+        for _ in 2..=MAX_AGENT_DEPTH {
+            let child = format!("{id}/a");
+            core.create_agent(&child, Some(&id)).unwrap();
+            id = child;
+        }
+        let deeper = format!("{id}/a");
+        let err = core.create_agent(&deeper, Some(&id)).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "agent `{}…` is 65 agents deep; a chain holds at most 64 (`main` is 1)",
+                &deeper[..40]
+            )
+        );
+        assert!(!core.has_agent(&deeper));
+        let long = format!("main/{}", "x".repeat(MAX_AGENT_ID_BYTES));
+        let err = core.create_agent(&long, Some("main")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "agent id `main/{}…` is 1029 bytes long; an id holds at most 1024",
+                "x".repeat(35)
+            )
+        );
+        let fits = format!("main/{}", "x".repeat(MAX_AGENT_ID_BYTES - 5));
+        core.create_agent(&fits, Some("main")).unwrap();
+        // A hostile id is shown escaped.
+        let hostile = format!("main/\u{1b}]0;x{}", "/a".repeat(MAX_AGENT_DEPTH));
+        let shown = check_agent_id(&hostile).unwrap_err().to_string();
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
     }
 }

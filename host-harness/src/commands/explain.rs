@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
 use lazy_tools::suggest::did_you_mean;
 
@@ -55,6 +55,9 @@ pub fn run(
     tool: &str,
     out: &mut dyn Write,
 ) -> Result<()> {
+    let agent = agent.unwrap_or(MAIN_AGENT);
+    // The whole path, before the profile starts or an agent of it is created.
+    crate::shell_core::check_agent_id(agent).map_err(|e| anyhow!("--agent: {e}"))?;
     let mut session = session::start(home, profile, catalog)?;
     if session.running.is_empty() {
         bail!(
@@ -62,7 +65,6 @@ pub fn run(
              tool it may call"
         );
     }
-    let agent = agent.unwrap_or(MAIN_AGENT);
     create_chain(&mut session.shell, agent)?;
     let core = session.shell.core();
     if !core.tools().iter().any(|t| t.name == tool) {
@@ -115,4 +117,33 @@ fn create_chain(shell: &mut Shell, path: &str) -> Result<()> {
         parent = Some(id);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A path past the limits is refused at once, before the profile starts: creating it
+    /// agent by agent took seconds per thousand agents, and ever longer per agent.
+    #[test]
+    fn an_agent_path_past_the_limits_is_refused_before_anything_starts() {
+        let home = tempfile::tempdir().unwrap();
+        let path = format!("main{}", "/a".repeat(2_000));
+        let err = run(
+            &DshHome::new(home.path()),
+            "no-such-profile",
+            Some(&path),
+            None,
+            "read",
+            &mut std::io::sink(),
+        )
+        .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "--agent: agent `{}…` is 2001 agents deep; a chain holds at most 64 (`main` is 1)",
+                &path[..40]
+            )
+        );
+    }
 }
