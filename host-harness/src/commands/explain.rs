@@ -94,7 +94,9 @@ pub fn run(
             }
             _ => String::new(),
         };
-        writeln!(out, "{prefix}{}{written_at}", explanation.summary)?;
+        // The summary quotes the config's entries, which may hold any character.
+        let summary = escape(&explanation.summary);
+        writeln!(out, "{prefix}{summary}{written_at}")?;
     }
     if session.running.iter().any(|p| p.row.id == "lazy-tools") {
         writeln!(out, "\n{}", lazy_tools::PRECEDENCE)?;

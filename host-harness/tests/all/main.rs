@@ -21,3 +21,4 @@ mod plugin_memory;
 mod properties;
 mod refresh;
 mod tokens;
+mod user_inputs;
