@@ -1,5 +1,5 @@
-//! What a user types or names, through the `host-harness` binary: a config entry that
-//! holds control characters. Each profile runs the built lazy-tools component, inserted by its
+//! What a user types or names, through the `host-harness` binary: a session's input that
+//! is not text, a config entry that holds control characters. Each profile runs the built lazy-tools component, inserted by its
 //! `cordis.patch.yml` (nothing is installed).
 
 use std::path::Path;
@@ -43,6 +43,69 @@ fn harness(home: &Path, args: &[&str], stdin: &[u8]) -> (bool, String, String) {
         String::from_utf8_lossy(&output.stdout).into_owned(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
     )
+}
+
+const LOAD_WEATHER: &[u8] = b"call tool_search {\"tool_names\":[\"weather__get_weather\"]}\n";
+
+/// A byte that is not UTF-8 is said with its line, the session goes on, and what was
+/// loaded is saved: it used to end the session before `--save` wrote anything.
+#[test]
+fn a_line_that_is_not_utf8_neither_ends_the_session_nor_loses_its_save() {
+    let home = home("{deferToolLoading: true}");
+    let saved = home.path().join("s2.json");
+    let input = [LOAD_WEATHER, b"explain caf\xe9\ntools\nquit\n"].concat();
+    let (ok, stdout, stderr) = harness(
+        home.path(),
+        &[
+            "session",
+            "--profile",
+            "p",
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+        &input,
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains("error: line 2 is not UTF-8 (at byte 12); it is skipped\n"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("main sees "),
+        "the session went on: {stdout}"
+    );
+    let state = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert!(state.contains("weather__get_weather"), "{state}");
+}
+
+/// An output that fails ends the session with an error, and what was loaded is still
+/// saved.
+#[test]
+fn a_session_whose_output_fails_still_saves() {
+    let home = home("{deferToolLoading: true}");
+    let saved = home.path().join("s.json");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args([
+            "session",
+            "--profile",
+            "p",
+            "--save",
+            saved.to_str().unwrap(),
+        ])
+        .env("DSH_HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Nobody reads what it writes: its first line fails (a broken pipe).
+    drop(child.stdout.take());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success());
+    assert!(stderr.contains("Broken pipe"), "{stderr}");
+    let state = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    assert!(state.starts_with('{'), "{state}");
 }
 
 /// `explain` quotes the deciding config entry, whatever it holds: a carriage return or a

@@ -271,8 +271,11 @@ pub fn run(
         let stdin = std::io::stdin();
         let prompt = stdin.is_terminal();
         let mut repl = repl::Repl::new(session);
-        repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt)?;
-        return state.save(&mut repl.into_session());
+        let ran = repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt);
+        // However the session ended (the end of the input, `quit`, an input or output that
+        // failed), what was loaded is saved.
+        let saved = state.save(&mut repl.into_session());
+        return ran.and(saved);
     };
     let script = Script::load(path)?;
     if script.steps.is_empty() {

@@ -2,9 +2,9 @@
 //! (so it also runs from a pipe). A command that fails prints why and the
 //! session goes on.
 
-use std::io::{BufRead, Write};
+use std::io::{BufRead, Read as _, Write};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
 
 use super::{MAIN_AGENT, ProfileShell};
@@ -26,6 +26,61 @@ next                   send the next request: tool count, size, system-prompt te
 explain <tool>         which rule decides the tool's visibility for this agent
 help                   this list
 quit                   end the session";
+
+/// The longest line read as a command. `call` takes its JSON arguments on one line, and a
+/// person pastes a file's content for `write` at most: 1 MiB holds that many times over,
+/// while a line that never ends (a binary piped in by mistake) would grow without bound.
+pub const MAX_LINE_BYTES: usize = 1 << 20;
+
+/// A line of the input.
+enum Line<'a> {
+    Text(&'a str),
+    /// Longer than [`MAX_LINE_BYTES`]; the rest of it was skipped.
+    TooLong,
+    /// Not UTF-8 from this byte on.
+    NotUtf8(usize),
+}
+
+/// Reads the next line into `buf` (`None` at the end of the input): at most
+/// [`MAX_LINE_BYTES`] of it are kept, and a longer one is skipped to its end.
+fn read_line<'a>(
+    input: &mut dyn BufRead,
+    buf: &'a mut Vec<u8>,
+) -> std::io::Result<Option<Line<'a>>> {
+    buf.clear();
+    let limit = MAX_LINE_BYTES as u64 + 1;
+    if (&mut *input).take(limit).read_until(b'\n', buf)? == 0 {
+        return Ok(None);
+    }
+    if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
+        skip_line(input)?;
+        return Ok(Some(Line::TooLong));
+    }
+    Ok(Some(match std::str::from_utf8(buf) {
+        Ok(text) => Line::Text(text),
+        Err(e) => Line::NotUtf8(e.valid_up_to()),
+    }))
+}
+
+/// Consumes the input up to the next newline (or its end), keeping none of it.
+fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
+    loop {
+        let available = input.fill_buf()?;
+        if available.is_empty() {
+            return Ok(());
+        }
+        match available.iter().position(|&b| b == b'\n') {
+            Some(at) => {
+                input.consume(at + 1);
+                return Ok(());
+            }
+            None => {
+                let all = available.len();
+                input.consume(all);
+            }
+        }
+    }
+}
 
 pub struct Repl {
     session: ProfileShell,
@@ -79,17 +134,32 @@ impl Repl {
             },
             self.agent
         )?;
-        let mut line = String::new();
+        let mut buf = Vec::new();
+        let mut number = 0usize;
         loop {
             if prompt {
                 write!(out, "{}> ", self.agent)?;
                 out.flush()?;
             }
-            line.clear();
-            if input.read_line(&mut line).context("reading a command")? == 0 {
-                return Ok(());
-            }
-            match self.command(line.trim(), out) {
+            number += 1;
+            let line = read_line(input, &mut buf)
+                .with_context(|| format!("reading line {number} of the input"))?;
+            // A line that cannot be a command is said, and the session goes on: it ends
+            // only at the end of the input or `quit`, so nothing loaded is lost to a typo.
+            let flow = match line {
+                None => return Ok(()),
+                Some(Line::Text(text)) => self.command(text.trim(), out),
+                Some(Line::TooLong) => Err(anyhow!(
+                    "line {number} is longer than {} MiB, the most a command may be; it is \
+                     skipped",
+                    MAX_LINE_BYTES >> 20
+                )),
+                Some(Line::NotUtf8(at)) => Err(anyhow!(
+                    "line {number} is not UTF-8 (at byte {}); it is skipped",
+                    at + 1
+                )),
+            };
+            match flow {
                 Ok(Flow::Continue) => {}
                 Ok(Flow::Quit) => return Ok(()),
                 Err(e) => writeln!(out, "error: {e:#}")?,
@@ -189,6 +259,8 @@ impl Repl {
             }
             return Ok(());
         }
+        // Past the limits no agent exists: said without quoting all of the path.
+        crate::shell_core::check_agent_id(path)?;
         self.session.shell.require_agent(path)?;
         self.agent = path.to_string();
         writeln!(out, "you are now the model of {path}")?;
@@ -231,5 +303,74 @@ fn shorten(text: &str, max: usize) -> String {
     match text.char_indices().nth(max) {
         Some((cut, _)) => format!("{}…", &text[..cut]),
         None => text.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shell::Shell;
+
+    /// A session with no plugin, as `run` starts one, and the person's input.
+    fn play(input: &[u8]) -> (Result<()>, String) {
+        let mut shell = Shell::new();
+        shell.create_agent(MAIN_AGENT, None).unwrap();
+        let session = ProfileShell {
+            shell,
+            running: Vec::new(),
+            mcp: None,
+            mcp_told: 0,
+        };
+        let mut out = Vec::new();
+        let ran = Repl::new(session).run(&mut &input[..], &mut out, false);
+        (ran, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn a_line_that_is_not_utf8_is_said_and_the_session_goes_on() {
+        let (ran, out) = play(b"explain caf\xe9\nhelp\nquit\n");
+        ran.unwrap();
+        assert!(
+            out.contains("error: line 1 is not UTF-8 (at byte 12); it is skipped\n"),
+            "{out}"
+        );
+        assert!(out.contains("help                   this list"), "{out}");
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_is_skipped_not_kept_or_echoed() {
+        let mut input = vec![b'x'; MAX_LINE_BYTES + 10];
+        input.extend_from_slice(b"\nhelp\n");
+        // The longest line taken: the limit, its newline aside.
+        input.extend(std::iter::repeat_n(b'y', MAX_LINE_BYTES));
+        input.extend_from_slice(b"\n");
+        let (ran, out) = play(&input);
+        ran.unwrap();
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(
+            lines[1],
+            "error: line 1 is longer than 1 MiB, the most a command may be; it is skipped"
+        );
+        assert!(out.contains("help                   this list"), "{out}");
+        let last = lines.last().unwrap();
+        assert!(
+            last.starts_with("error: unknown command `yyy"),
+            "{}",
+            &last[..40]
+        );
+        assert!(!out.contains("xxx"));
+    }
+
+    #[test]
+    fn an_agent_path_past_the_limits_is_refused_without_quoting_it_whole() {
+        let path = format!("main{}", "/a".repeat(2_000));
+        let (ran, out) = play(format!("agent {path}\nagent\n").as_bytes());
+        ran.unwrap();
+        assert!(
+            out.contains("agents deep; a chain holds at most 64 (`main` is 1)"),
+            "{out}"
+        );
+        assert!(out.len() < 1_000, "{out}");
+        assert!(out.ends_with("* main\n"), "{out}");
     }
 }
