@@ -5,7 +5,49 @@
 use std::io::Write as _;
 use std::path::Path;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
+
+/// Refuses a target that exists and is not a regular file: the rename would replace a FIFO,
+/// a device or a symbolic link with a file of its own (what the link points at is never
+/// written). Checked before the work whose result goes there, so that a bad target is said
+/// first rather than once the work would be lost.
+pub fn check_target(path: &Path) -> Result<()> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => Ok(()),
+        Ok(meta) => bail!(
+            "{} is {}, not a regular file: writing it would replace it with one (name a regular \
+             file, or a path that does not exist yet)",
+            path.display(),
+            kind(&meta.file_type())
+        ),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e).with_context(|| format!("checking {}", path.display())),
+    }
+}
+
+/// What a file that is not a regular one is, for a person.
+fn kind(file_type: &std::fs::FileType) -> &'static str {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::FileTypeExt as _;
+        if file_type.is_fifo() {
+            return "a FIFO";
+        }
+        if file_type.is_socket() {
+            return "a socket";
+        }
+        if file_type.is_block_device() || file_type.is_char_device() {
+            return "a device";
+        }
+    }
+    if file_type.is_symlink() {
+        "a symbolic link"
+    } else if file_type.is_dir() {
+        "a folder"
+    } else {
+        "not a file"
+    }
+}
 
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path
@@ -76,5 +118,42 @@ mod tests {
         std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         write_atomic(&path, b"two").unwrap();
         assert_eq!(mode(&path), 0o600);
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_target_that_is_not_a_regular_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("state.json");
+        check_target(&file).unwrap();
+        std::fs::write(&file, "{}").unwrap();
+        check_target(&file).unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&file, &link).unwrap();
+        let fifo = dir.path().join("fifo");
+        let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+        assert!(made.unwrap().success());
+        for (path, kind) in [
+            (&link, "a symbolic link"),
+            (&fifo, "a FIFO"),
+            (&dir.path().to_path_buf(), "a folder"),
+        ] {
+            let err = check_target(path).unwrap_err().to_string();
+            assert_eq!(
+                err,
+                format!(
+                    "{} is {kind}, not a regular file: writing it would replace it with one \
+                     (name a regular file, or a path that does not exist yet)",
+                    path.display()
+                )
+            );
+        }
+        // Still there, as they were.
+        assert!(
+            std::fs::symlink_metadata(&link)
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
     }
 }

@@ -1,8 +1,9 @@
 //! What a user types or names, through the `host-harness` binary: a session's input that
-//! is not text, a config entry that holds control characters. Each profile runs the built lazy-tools component, inserted by its
+//! is not text, a `--save` target that is not a file, a config entry that holds control
+//! characters. Each profile runs the built lazy-tools component, inserted by its
 //! `cordis.patch.yml` (nothing is installed).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use host_harness::wasm_host::lazy_tools_component_path;
@@ -106,6 +107,49 @@ fn a_session_whose_output_fails_still_saves() {
     assert!(stderr.contains("Broken pipe"), "{stderr}");
     let state = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     assert!(state.starts_with('{'), "{state}");
+}
+
+/// `--save` onto a FIFO or a symbolic link is refused before the session starts, and
+/// leaves it as it was (the rename used to replace it with a regular file).
+#[cfg(unix)]
+#[test]
+fn saving_onto_a_fifo_or_a_symbolic_link_is_refused_before_the_session_starts() {
+    let home = home("{deferToolLoading: true}");
+    let fifo = home.path().join("fifo");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let target = home.path().join("elsewhere.json");
+    std::fs::write(&target, "{}").unwrap();
+    let link = home.path().join("link.json");
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let input = [LOAD_WEATHER, b"quit\n"].concat();
+    for (path, kind) in [(&fifo, "a FIFO"), (&link, "a symbolic link")] {
+        let (ok, stdout, stderr) = harness(
+            home.path(),
+            &[
+                "session",
+                "--profile",
+                "p",
+                "--save",
+                path.to_str().unwrap(),
+            ],
+            &input,
+        );
+        assert!(!ok);
+        assert!(
+            stderr.contains(&format!(
+                "--save: {} is {kind}, not a regular file",
+                path.display()
+            )),
+            "{stderr}"
+        );
+        assert!(stdout.is_empty(), "the session did not start: {stdout}");
+    }
+    let file_type = |p: &PathBuf| std::fs::symlink_metadata(p).unwrap().file_type();
+    use std::os::unix::fs::FileTypeExt as _;
+    assert!(file_type(&fifo).is_fifo());
+    assert!(file_type(&link).is_symlink());
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "{}");
 }
 
 /// `explain` quotes the deciding config entry, whatever it holds: a carriage return or a

@@ -222,6 +222,15 @@ pub struct StateArgs {
 }
 
 impl StateArgs {
+    /// Refuses a `--save` target that is not a regular file, before the session starts:
+    /// said at the end, the session's loads would be lost.
+    fn check(&self) -> Result<()> {
+        match &self.save {
+            Some(path) => crate::atomic_write::check_target(path).context("--save"),
+            None => Ok(()),
+        }
+    }
+
     /// Restores the `--resume` file into the session's first plugin.
     fn restore(&self, session: &mut ProfileShell) -> Result<()> {
         let Some(path) = &self.resume else {
@@ -252,6 +261,8 @@ impl StateArgs {
             .next()
             .context("--save: the profile runs no plugin whose state to save")?;
         let state = session.shell.export_state(&plugin)?;
+        // Again: the path may have changed while the session ran.
+        self.check()?;
         crate::atomic_write::write_atomic(path, state.as_bytes())
             .with_context(|| format!("writing {}", path.display()))
     }
@@ -264,6 +275,7 @@ pub fn run(
     steps: Option<&Path>,
     state: &StateArgs,
 ) -> Result<()> {
+    state.check()?;
     let Some(path) = steps else {
         let mut session = start(home, profile, catalog)?;
         tell_mcp_warnings(&mut session);
