@@ -7,6 +7,7 @@ use std::path::Path;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde::Deserialize;
+use serde::de::{self, Deserializer, MapAccess, Visitor};
 use serde_json::Value;
 use serde_saphyr::Spanned;
 
@@ -27,7 +28,7 @@ pub struct Script {
     pub tools: Vec<Spanned<ToolEntry>>,
     /// Agents created before the plugin starts, parents first.
     #[serde(default)]
-    pub agents: Vec<AgentEntry>,
+    pub agents: Vec<Spanned<AgentEntry>>,
     /// Groups the shell loads on demand (a scripted loader): their tools
     /// are registered when a plugin loads the group.
     #[serde(default)]
@@ -38,11 +39,59 @@ pub struct Script {
 
 /// A tool: a bare name is a built-in; `server` makes it an MCP tool and
 /// `agent` puts it in that agent's own scope.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum ToolEntry {
     Name(String),
     Full(ToolSpec),
+}
+
+// By hand, not `untagged`: an untagged enum says only "data did not match any variant",
+// where a misspelled key or a value of the wrong kind must be named, at its line.
+impl<'de> Deserialize<'de> for ToolEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NameOrSpec::new(
+            "a tool: its name, or a mapping with `name`",
+            ToolEntry::Name,
+            ToolEntry::Full,
+        ))
+    }
+}
+
+/// An entry written as a bare string or as a mapping of `S` (whose unknown keys are errors).
+struct NameOrSpec<T, S> {
+    expecting: &'static str,
+    name: fn(String) -> T,
+    spec: fn(S) -> T,
+}
+
+impl<T, S> NameOrSpec<T, S> {
+    fn new(expecting: &'static str, name: fn(String) -> T, spec: fn(S) -> T) -> Self {
+        Self {
+            expecting,
+            name,
+            spec,
+        }
+    }
+}
+
+impl<'de, T, S: Deserialize<'de>> Visitor<'de> for NameOrSpec<T, S> {
+    type Value = T;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str(self.expecting)
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<T, E> {
+        Ok((self.name)(v.to_string()))
+    }
+
+    fn visit_string<E: de::Error>(self, v: String) -> Result<T, E> {
+        Ok((self.name)(v))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+        S::deserialize(de::value::MapAccessDeserializer::new(map)).map(self.spec)
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -138,11 +187,20 @@ impl GroupLoader for ScriptedLoader {
 
 /// An agent by its id (`main`, `main/worker`); `restrict` installs the
 /// parent's restriction on it (source `parent`).
-#[derive(Debug, Clone, Deserialize)]
-#[serde(untagged)]
+#[derive(Debug, Clone)]
 pub enum AgentEntry {
     Id(String),
     Full(AgentSpec),
+}
+
+impl<'de> Deserialize<'de> for AgentEntry {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(NameOrSpec::new(
+            "an agent: its id, or a mapping with `id`",
+            AgentEntry::Id,
+            AgentEntry::Full,
+        ))
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -348,8 +406,11 @@ impl Script {
         Self::parse(path, &text)
     }
 
+    /// Booleans are YAML 1.2's, as in profiles (`yaml.rs`): with YAML 1.1's, `args: {path:
+    /// no}` would call the tool with `false`, and a tool named `y` would be `true`.
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
-        serde_saphyr::from_str(text).map_err(|e| {
+        let options = serde_saphyr::options! { strict_booleans: true };
+        serde_saphyr::from_str_with_options(text, options).map_err(|e| {
             let place = e
                 .location()
                 .map(|l| format!("{}:{}:{}", path.display(), l.line(), l.column()))
@@ -375,7 +436,10 @@ impl Script {
             .partition(|t| t.origin.scope().is_some());
         shell.register_tools(global)?;
         for agent in &self.agents {
-            create_agent(shell, &agent.spec())?;
+            let at = &agent.referenced;
+            create_agent(shell, &agent.value.spec()).with_context(|| {
+                format!("the agent at line {}, column {}", at.line(), at.column())
+            })?;
         }
         shell.register_tools(scoped)?;
         if !self.lazy_groups.is_empty() {
@@ -802,5 +866,84 @@ mod tests {
             "{}",
             error(&deep)
         );
+    }
+
+    /// As in profiles: `no`, `on` and `y` are strings, so they reach a tool as written.
+    #[test]
+    fn only_yaml_1_2_booleans_are_booleans() {
+        let script = Script::parse(
+            Path::new("s.yml"),
+            "tools: [y, no]\nsteps:\n  - call: {agent: main, tool: read, args: {path: no, all: true}, expect: {outcome: ok}}\n",
+        )
+        .unwrap();
+        let names: Vec<String> = tools_of(&script.tools)
+            .unwrap()
+            .into_iter()
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, ["y", "no"]);
+        let Step::Call(call) = &script.steps[0].value else {
+            panic!("{:?}", script.steps[0].value);
+        };
+        assert_eq!(call.args, Some(json!({"path": "no", "all": true})));
+    }
+
+    /// A misspelled key or a value of the wrong kind in a tool or agent entry is named, at
+    /// its line (an untagged enum said only "data did not match any variant").
+    #[test]
+    fn a_wrong_tool_or_agent_entry_is_named_at_its_line() {
+        let error = |text: &str| {
+            Script::parse(Path::new("s.yml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        let err = error("tools:\n  - bash\n  - {name: x, descripton: d}\n");
+        assert!(err.starts_with("s.yml:3:"), "{err}");
+        assert!(err.contains("unknown field `descripton`"), "{err}");
+        let err = error("agents:\n  - main\n  - {id: main/w, restrct: [read]}\n");
+        assert!(err.starts_with("s.yml:3:"), "{err}");
+        assert!(err.contains("unknown field `restrct`"), "{err}");
+        let err = error("tools:\n  - bash\n  - [x]\n");
+        assert!(err.starts_with("s.yml:3:"), "{err}");
+        assert!(
+            err.contains("expected a tool: its name, or a mapping with `name`"),
+            "{err}"
+        );
+        let err = error("steps:\n  - register: [{nme: x}]\n");
+        assert!(err.starts_with("s.yml:2:"), "{err}");
+        assert!(err.contains("unknown field `nme`"), "{err}");
+        assert!(!err.contains("did not match any variant"), "{err}");
+    }
+
+    /// An agent the shell refuses is an error at its line.
+    #[test]
+    fn an_agent_entry_the_shell_refuses_is_an_error_at_its_line() {
+        let deep = format!("main{}", "/a".repeat(64));
+        let script = Script::parse(
+            Path::new("s.yml"),
+            &format!("agents:\n  - main\n  - main/a b\n  - {deep}\n"),
+        )
+        .unwrap();
+        let mut shell = Shell::new();
+        let err = script.set_up(&mut shell, Path::new(".")).unwrap_err();
+        assert_eq!(
+            format!("{err:#}"),
+            "the agent at line 3, column 5: invalid agent name `main/a b`: use letters, digits, \
+             `-` and `_`"
+        );
+        let script = Script::parse(
+            Path::new("s.yml"),
+            &format!("agents:\n  - main\n  - {{id: {deep}}}\n"),
+        )
+        .unwrap();
+        let err = script
+            .set_up(&mut Shell::new(), Path::new("."))
+            .unwrap_err();
+        let err = format!("{err:#}");
+        assert!(
+            err.starts_with("the agent at line 3, column 5: agent `main/a/a"),
+            "{err}"
+        );
+        assert!(err.ends_with("is 65 agents deep; a chain holds at most 64 (`main` is 1)"));
     }
 }
