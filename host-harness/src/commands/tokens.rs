@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
-use crate::profile::{INSTALLED_FILE, plugin_config};
+use crate::profile::{INSTALLED_FILE, PATCH_FILE, plugin_config};
 use crate::shell::{CallOutcome, Request, Shell};
 use crate::terminal::escape;
 use crate::tokens::Tokenizer;
@@ -182,18 +182,8 @@ pub enum Format {
 
 impl TokensArgs {
     pub fn run(self) -> Result<()> {
-        // The lazy-tools config of the profile; a profile that does not exist
-        // or does not run lazy-tools measures the zero-config preset.
         let dir = self.profile.dir(&DshHome::from_env()?)?;
-        let config = if dir.join(INSTALLED_FILE).exists() || dir.join("profile.yml").exists() {
-            plugin_config(Some(&dir), "lazy-tools")?
-        } else {
-            eprintln!(
-                "note: profile `{}` has no plugins; measuring lazy-tools' zero-config preset",
-                escape(&self.profile.profile)
-            );
-            Value::Null
-        };
+        let config = profile_config(&dir, &self.profile.profile)?;
         run(
             &self.catalog.path(),
             &config,
@@ -203,6 +193,21 @@ impl TokensArgs {
             self.format == Format::Json,
         )
     }
+}
+
+/// The lazy-tools config of the profile in `dir`, read as `session` reads it: `cordis.yml`
+/// with `cordis.patch.yml` applied (whose inserts alone may run the plugin), or a bare
+/// `profile.yml`. A profile with none of them measures the zero-config preset.
+fn profile_config(dir: &Path, profile: &str) -> Result<Value> {
+    let files = [INSTALLED_FILE, PATCH_FILE, "profile.yml"];
+    if files.iter().any(|file| dir.join(file).exists()) {
+        return plugin_config(Some(dir), "lazy-tools");
+    }
+    eprintln!(
+        "note: profile `{}` has no plugins; measuring lazy-tools' zero-config preset",
+        escape(profile)
+    );
+    Ok(Value::Null)
 }
 
 pub fn run(
@@ -261,4 +266,34 @@ pub fn run(
 /// `n tools`, or `1 tool`.
 fn tools(n: usize) -> String {
     format!("{n} tool{}", if n == 1 { "" } else { "s" })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A profile whose plugin comes from a `cordis.patch.yml` insert alone runs it in a
+    /// session, so its config is the one measured (not the zero-config preset).
+    #[test]
+    fn a_profile_of_patch_inserts_alone_is_measured_with_its_config() {
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(profile_config(dir.path(), "p").unwrap(), Value::Null);
+        std::fs::write(
+            dir.path().join(PATCH_FILE),
+            "- insert:\n    - {id: lazy-tools, name: lazy-tools, component: c.wasm, config: {catalog: names}}\n",
+        )
+        .unwrap();
+        assert_eq!(
+            profile_config(dir.path(), "p").unwrap(),
+            json!({"catalog": "names"})
+        );
+        // Its problems are the profile's, as `session` says them.
+        std::fs::write(
+            dir.path().join(PATCH_FILE),
+            "- insert: [{id: lazy-tools}]\n",
+        )
+        .unwrap();
+        let err = format!("{:#}", profile_config(dir.path(), "p").unwrap_err());
+        assert!(err.contains("cordis.patch.yml:1:"), "{err}");
+    }
 }
