@@ -24,6 +24,7 @@ mod pattern;
 mod policy;
 pub mod registry;
 pub mod search;
+mod shown;
 mod state;
 pub mod suggest;
 mod swar;

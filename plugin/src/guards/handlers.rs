@@ -7,7 +7,7 @@ use std::collections::HashSet;
 use super::arguments::{
     ActivateArgs, ForwardArgs, LoadArgs, SearchArgs, names_problem, parse_args, query_problem,
 };
-use super::results::{ActivateOutput, LoadOutput, SearchOutput, Unavailable};
+use super::results::{ActivateOutput, LoadOutput, SearchOutput, Unavailable, group_unavailable};
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
     MAX_TOOL_NAME_CHARS, MAX_TOP_K, Match, Schema, Status, TOOL_SEARCH, is_guard,
@@ -181,7 +181,7 @@ pub fn load_tools(
             });
             return Ok(ToolResult::error_with(
                 &output,
-                format!("{LOAD_TOOLS}: group \"{group_id}\" is unavailable ({reason})."),
+                group_unavailable(&group_id, &reason),
             ));
         }
     };
