@@ -295,10 +295,9 @@ impl Groups {
     }
 
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.by_id
-            .keys()
-            .map(String::as_str)
-            .chain(std::iter::once(OTHER))
+        // `other` once, whether or not a group has that id.
+        let other = (!self.by_id.contains_key(OTHER)).then_some(OTHER);
+        self.by_id.keys().map(String::as_str).chain(other)
     }
 
     /// The lazy group that declares `tool`, if any.
@@ -315,23 +314,15 @@ impl Groups {
     /// (an agent's deferred tools), sorted; `None` for an unknown group.
     pub fn members_for<'g>(&'g self, id: &str, deferred: NamesIn<'g>) -> Option<Vec<&'g str>> {
         let id = self.resolve(id)?;
-        if id == OTHER && !self.by_id.contains_key(OTHER) {
-            // The few names of no group, sorted: not all 100,000 deferred names first.
-            let ungrouped: Vec<&str> = deferred
-                .names()
-                .filter(|n| !self.grouped.contains_key(*n))
-                .collect();
-            return Some(names::sorted_by_name(&ungrouped, |n| n));
-        }
-        let group = self.by_id.get(id)?;
-        Some(
-            group
-                .members
-                .iter()
-                .map(String::as_str)
+        let members = self.by_id.get(id).map(|group| {
+            (group.members.iter().map(String::as_str))
                 .filter(|&n| deferred.contains(n))
-                .collect(),
-        )
+                .collect()
+        });
+        match id {
+            OTHER => Some(with_ungrouped(members.unwrap_or_default(), self, deferred)),
+            _ => members,
+        }
     }
 
     /// The catalog lines for an agent whose deferred tools are `deferred`:
@@ -352,7 +343,12 @@ impl Groups {
                         .collect();
                     names.sort_unstable();
                     names.dedup();
-                    names
+                    // A lazy group named `other` lists the tools of no group too, as
+                    // `members_for` does for any group of that id.
+                    match id.as_str() {
+                        OTHER => with_ungrouped(names, self, deferred),
+                        _ => names,
+                    }
                 }
                 None => self.members_for(id, deferred).unwrap_or_default(),
             };
@@ -370,7 +366,7 @@ impl Groups {
             });
         }
         if !self.by_id.contains_key(OTHER) {
-            let other = self.members_for(OTHER, deferred).unwrap_or_default();
+            let other = with_ungrouped(Vec::new(), self, deferred);
             if !other.is_empty() {
                 lines.push(GroupLine {
                     id: OTHER,
@@ -382,6 +378,29 @@ impl Groups {
         }
         lines
     }
+}
+
+/// `members` (sorted names of a group named [`OTHER`], if any) with the deferred names of no
+/// group, sorted: a server named `other` takes neither the catalog line nor the `load_tools`
+/// id of the ungrouped tools, nor they its.
+fn with_ungrouped<'g>(
+    mut members: Vec<&'g str>,
+    groups: &Groups,
+    deferred: NamesIn<'g>,
+) -> Vec<&'g str> {
+    // The few names of no group: not all 100,000 deferred names sorted first.
+    let ungrouped = deferred
+        .names()
+        .filter(|n| !groups.grouped.contains_key(*n));
+    let before = members.len();
+    members.extend(ungrouped);
+    if members.len() == before {
+        return members;
+    }
+    let mut members = names::sorted_by_name(&members, |n| n);
+    // A lazy group's declared name may be one of them.
+    members.dedup();
+    members
 }
 
 #[cfg(test)]
@@ -483,6 +502,61 @@ mod tests {
         assert_ne!(shown::group_id(evil), evil);
         assert_eq!(groups.resolve("evil"), None);
         assert_eq!(groups.resolve("nope~00000000"), None);
+    }
+
+    #[test]
+    fn a_server_named_other_shares_its_id_with_the_tools_of_no_group() {
+        let registry = Registry::new(
+            vec![
+                tool("other__x", Origin::Mcp(OTHER.into())),
+                tool("todo", Origin::Builtin),
+                tool("gh__x", Origin::Mcp("gh".into())),
+            ],
+            vec![ToolGroup {
+                name: OTHER.into(),
+                description: "A server named other.".into(),
+            }],
+        );
+        let mut table = names::NameTable::default();
+        let set = deferred_set(&mut table, &["other__x", "todo", "gh__x"]);
+        let deferred = NamesIn::new(&table, &set);
+        let groups = Groups::build(&registry, &[], &[], &LazyLoads::new());
+        let lines = groups.lines(deferred, &registry);
+        let shown: Vec<(&str, &[&str])> = lines.iter().map(|l| (l.id, &l.tools[..])).collect();
+        assert_eq!(
+            shown,
+            [("gh", &["gh__x"][..]), (OTHER, &["other__x", "todo"][..])]
+        );
+        assert_eq!(lines[1].description, "A server named other.");
+        assert_eq!(
+            groups.members_for(OTHER, deferred).unwrap(),
+            ["other__x", "todo"]
+        );
+        assert_eq!(groups.ids().collect::<Vec<_>>(), ["gh", OTHER]);
+        // A lazy group of that name lists its declared tools and the tools of no group.
+        let lazy = [LazyGroup {
+            name: OTHER.into(),
+            description: "Lazy.".into(),
+            tool_names: vec!["zz_lazy".into()],
+        }];
+        let registry = Registry::new(
+            vec![
+                tool("todo", Origin::Builtin),
+                tool("gh__x", Origin::Mcp("gh".into())),
+            ],
+            vec![],
+        );
+        let groups = Groups::build(&registry, &[], &lazy, &LazyLoads::new());
+        let mut table = names::NameTable::default();
+        let set = deferred_set(&mut table, &["todo", "gh__x"]);
+        let deferred = NamesIn::new(&table, &set);
+        let lines = groups.lines(deferred, &registry);
+        let shown: Vec<(&str, &[&str])> = lines.iter().map(|l| (l.id, &l.tools[..])).collect();
+        assert_eq!(
+            shown,
+            [("gh", &["gh__x"][..]), (OTHER, &["todo", "zz_lazy"][..])]
+        );
+        assert_eq!(groups.members_for(OTHER, deferred).unwrap(), ["todo"]);
     }
 
     proptest::proptest! {
