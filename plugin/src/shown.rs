@@ -86,6 +86,16 @@ fn after_chars(text: &str, chars: usize) -> usize {
         .map_or(text.len(), |(at, _)| at)
 }
 
+/// `text` on one line, cut to `max` characters (the last one `…`) when longer.
+pub fn label(text: &str, max: usize) -> Cow<'_, str> {
+    if after_chars(text, max) == text.len() {
+        return one_line(text);
+    }
+    let mut cut = one_line(&text[..after_chars(text, max.saturating_sub(1))]).into_owned();
+    cut.push('…');
+    Cow::Owned(cut)
+}
+
 /// How a catalog shows group `id`, which is what `load_tools` takes back: the id itself when
 /// it is one line of 1 to [`MAX_NAME_CHARS`] characters with no whitespace around it (which
 /// `load_tools` trims); else its start on one line, `~` and eight hex digits of a hash of the
@@ -143,6 +153,15 @@ mod tests {
             value
         );
         assert!(matches!(json_line(r#"{"a":"b"}"#), Cow::Borrowed(_)));
+    }
+
+    #[test]
+    fn a_label_is_one_line_of_at_most_max_characters() {
+        assert_eq!(label("Notes", 64), "Notes");
+        assert_eq!(label("a\nb", 64), "a b");
+        assert_eq!(label("abcdef", 4), "abc…");
+        assert_eq!(label("abcd", 4), "abcd");
+        assert_eq!(label(&"é".repeat(1_000), 3), "éé…");
     }
 
     #[test]
