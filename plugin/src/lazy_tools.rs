@@ -22,7 +22,7 @@ use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::state::{AgentState, CatalogCache};
-use crate::suggest;
+use crate::suggest::Hints;
 use crate::tokens::{TokenCosts, estimate_tokens};
 
 /// The format name and version of an exported load state.
@@ -85,6 +85,9 @@ pub struct LazyTools<H: Host> {
     lazy_loads: LazyLoads,
     /// Loads restored for agents that do not exist yet.
     restored: BTreeMap<String, BTreeMap<String, u64>>,
+    /// The "did you mean" hints the guard call running may still look up (a new budget for
+    /// each `execute` and `resolve-call`).
+    hints: Hints,
 }
 
 impl<H: Host> LazyTools<H> {
@@ -107,6 +110,7 @@ impl<H: Host> LazyTools<H> {
             lazy: Vec::new(),
             lazy_loads: LazyLoads::new(),
             restored: BTreeMap::new(),
+            hints: Hints::default(),
         }
     }
 
@@ -256,6 +260,7 @@ impl<H: Host> LazyTools<H> {
     ) -> Result<ToolResult, PluginError> {
         self.policy()?;
         self.agent(agent)?;
+        self.hints = Hints::default();
         let strategy = self.strategy();
         match tool {
             guards::TOOL_SEARCH => handlers::tool_search(self, agent, arguments),
@@ -289,6 +294,7 @@ impl<H: Host> LazyTools<H> {
         }
         self.policy()?;
         self.agent(agent)?;
+        self.hints = Hints::default();
         handlers::resolve_call(self, agent, tool, arguments)
     }
 
@@ -1033,6 +1039,10 @@ impl<H: Host> Loads for LazyTools<H> {
         LazyTools::strategy(self)
     }
 
+    fn hints(&mut self) -> &mut Hints {
+        &mut self.hints
+    }
+
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError> {
         self.ensure_fresh(agent)
     }
@@ -1063,7 +1073,8 @@ impl<H: Host> Loads for LazyTools<H> {
         } else {
             let reason = format!(
                 "no tool of that name{}",
-                suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
+                self.hints
+                    .did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             );
             return Ok(unavailable(name, reason));
         };
@@ -1156,7 +1167,7 @@ impl<H: Host> Loads for LazyTools<H> {
                 }
                 None => GroupLookup::Unknown(format!(
                     "no group of that id{}",
-                    suggest::did_you_mean(id, self.groups.ids())
+                    self.hints.did_you_mean(id, self.groups.ids())
                 )),
             },
         )
@@ -1169,7 +1180,10 @@ impl<H: Host> Loads for LazyTools<H> {
         {
             return Ok(Err(reason));
         }
-        let state = self.agent(agent)?;
+        let state = self
+            .agents
+            .get(agent)
+            .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
         let pending = self.names.get(name).is_some_and(|id| state.is_pending(id));
         Ok(Ok(if pending {
             Target::Pending
@@ -1179,7 +1193,8 @@ impl<H: Host> Loads for LazyTools<H> {
         } else {
             Target::Unknown(format!(
                 "no tool named `{name}`{}",
-                suggest::did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
+                self.hints
+                    .did_you_mean(name, state.allowed().iter().map(|id| self.names.name(id)))
             ))
         }))
     }
@@ -1232,4 +1247,142 @@ fn unavailable(name: &str, reason: String) -> Match {
 enum View {
     Whole(Vec<(NameId, bool)>),
     Patch(Vec<(NameId, Option<bool>)>),
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::*;
+    use crate::registry::ToolGroup;
+    use crate::suggest::tally;
+
+    /// A shell of MCP tools that every agent may call.
+    struct TestHost {
+        tools: Vec<ToolDef>,
+    }
+
+    impl Host for TestHost {
+        fn registry(&self) -> Vec<ToolDef> {
+            self.tools.clone()
+        }
+        fn allowed_tools(&self, _: &str) -> Result<Vec<String>, String> {
+            Ok(self.tools.iter().map(|t| t.name.clone()).collect())
+        }
+        fn expose(&self, _: &str, _: Option<&[String]>) -> Result<(), String> {
+            Ok(())
+        }
+        fn log(&self, _: LogLevel, _: &str) {}
+        fn tool_groups(&self) -> Vec<ToolGroup> {
+            Vec::new()
+        }
+        fn count_tokens(&self, _: &[String]) -> Option<Vec<u32>> {
+            None
+        }
+        fn tools_generation(&self) -> u64 {
+            0
+        }
+        fn agent_generation(&self, _: &str) -> u64 {
+            0
+        }
+        fn lazy_groups(&self) -> Vec<LazyGroup> {
+            Vec::new()
+        }
+        fn load_group(&self, _: &str) -> Result<Vec<ToolDef>, String> {
+            Err("no lazy groups".into())
+        }
+    }
+
+    fn tool(server: &str, name: &str) -> ToolDef {
+        ToolDef {
+            name: format!("{server}__{name}"),
+            description: format!("Does {name}."),
+            parameters: r#"{"type":"object"}"#.into(),
+            origin: Origin::Mcp(server.into()),
+        }
+    }
+
+    /// The plugin deferring every tool of `tools`, with `agents` created.
+    fn plugin(tools: Vec<ToolDef>, agents: &[&str]) -> LazyTools<TestHost> {
+        let mut plugin = LazyTools::new(TestHost { tools });
+        plugin.configure(r#"{"defer": ["Defer(*)"]}"#).unwrap();
+        for agent in agents {
+            plugin.agent_created(agent, None).unwrap();
+        }
+        plugin
+    }
+
+    fn search(plugin: &mut LazyTools<TestHost>, agent: &str, names: &[&str]) -> Value {
+        let arguments = json!({ "tool_names": names }).to_string();
+        let result = plugin
+            .execute(agent, guards::TOOL_SEARCH, &arguments)
+            .unwrap();
+        serde_json::from_str(&result.json).unwrap()
+    }
+
+    /// The hint "did you mean" gave before it was bounded: every candidate lowercased and
+    /// scored by strsim.
+    fn hint_before(word: &str, candidates: &[String]) -> String {
+        let word = word.to_lowercase();
+        candidates
+            .iter()
+            .map(|known| (strsim::jaro_winkler(&word, &known.to_lowercase()), known))
+            .filter(|(score, _)| *score > 0.8)
+            .max_by(|a, b| a.0.total_cmp(&b.0).then_with(|| b.1.cmp(a.1)))
+            .map(|(_, known)| format!("; did you mean `{known}`?"))
+            .unwrap_or_default()
+    }
+
+    /// One call naming many unknown tools looks up "did you mean" for its first few names
+    /// only: each lookup compares the name with every tool the agent may call, which took
+    /// the call past its deadline (50 typos at 1,000 tools).
+    #[test]
+    fn a_call_of_many_unknown_names_gives_hints_to_the_first_few() {
+        let tools: Vec<ToolDef> = (0..1_000)
+            .map(|i| {
+                let server = format!("server{}", i % 10);
+                tool(
+                    &server,
+                    &format!("fetch_the_records_of_account_{i:04}_with_details"),
+                )
+            })
+            .collect();
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut plugin = plugin(tools, &["main"]);
+        // Long names, each a typo of a tool's (two letters swapped).
+        let typos: Vec<String> = (0..guards::MAX_TOOL_NAMES)
+            .map(|k| {
+                let mut typo = names[k * 19].clone().into_bytes();
+                typo.swap(9, 10);
+                String::from_utf8(typo).unwrap()
+            })
+            .collect();
+        let typos: Vec<&str> = typos.iter().map(String::as_str).collect();
+        tally::take();
+        let result = search(&mut plugin, "main", &typos);
+        let work = tally::take();
+        let reasons: Vec<&str> = result["matches"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["reason"].as_str().unwrap())
+            .collect();
+        assert_eq!(reasons.len(), typos.len());
+        for (k, (typo, reason)) in typos.iter().zip(&reasons).enumerate() {
+            let hint = match k < Hints::WORDS {
+                true => hint_before(typo, &names),
+                false => String::new(),
+            };
+            assert_eq!(*reason, format!("no tool of that name{hint}"), "{typo}");
+        }
+        assert!(reasons[0].contains("did you mean"), "{}", reasons[0]);
+        // Each word looked up is compared with each tool once; none of the others is.
+        assert_eq!(work.examined, Hints::WORDS * names.len(), "{work:?}");
+        // The next call looks up words again.
+        let result = search(&mut plugin, "main", &typos[..1]);
+        assert_eq!(
+            result["matches"][0]["reason"],
+            format!("no tool of that name{}", hint_before(typos[0], &names))
+        );
+    }
 }

@@ -14,6 +14,7 @@ use super::{
 };
 use crate::config::Strategy;
 use crate::outcome::{PluginError, Resolution, ToolResult};
+use crate::suggest::Hints;
 
 /// A group as `load_tools` finds it for one agent.
 pub enum GroupLookup {
@@ -39,6 +40,8 @@ pub enum Target {
 /// What the guard handlers need of the plugin's state.
 pub trait Loads {
     fn strategy(&self) -> Strategy;
+    /// The "did you mean" hints this call may still look up.
+    fn hints(&mut self) -> &mut Hints;
     /// Brings the agent's view up to date with the host.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError>;
     /// Loads one tool by exact name, never beyond what the agent may call.
@@ -199,7 +202,9 @@ pub fn load_tools(
                         name: name.to_string(),
                         reason: format!(
                             "not a tool of group `{group_id}` this agent may load{}",
-                            crate::suggest::did_you_mean(name, members.iter().map(String::as_str))
+                            loads
+                                .hints()
+                                .did_you_mean(name, members.iter().map(String::as_str))
                         ),
                     });
                 }
