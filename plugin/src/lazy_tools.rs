@@ -2,7 +2,7 @@
 //! tools and the exposure layers it installs through the [`Host`].
 
 use std::borrow::Cow;
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use crate::catalog;
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
 use crate::copy_log::{CopyLog, Definitions};
-use crate::groups::{Groups, LazyLoads};
+use crate::groups::{Groups, LazyLoads, OTHER};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
 use crate::host::{AllowedDelta, Host, LogLevel};
@@ -49,6 +49,16 @@ struct SavedAgent {
     tools: BTreeMap<String, String>,
     #[serde(default)]
     groups: BTreeMap<String, String>,
+}
+
+impl SavedAgent {
+    fn new(loads: &BTreeMap<String, u64>, groups: BTreeMap<String, String>) -> Self {
+        let tools = loads
+            .iter()
+            .map(|(name, fingerprint)| (name.clone(), format!("{fingerprint:016x}")))
+            .collect();
+        Self { tools, groups }
+    }
 }
 
 pub struct LazyTools<H: Host> {
@@ -298,34 +308,17 @@ impl<H: Host> LazyTools<H> {
         handlers::resolve_call(self, agent, tool, arguments)
     }
 
-    /// The load state of every agent, as versioned JSON.
+    /// The load state of every agent that loaded something, as versioned JSON.
     pub fn export_state(&self) -> Result<String, PluginError> {
         self.policy()?;
         let mut agents = BTreeMap::new();
+        let groups_of = self.groups_of_loads();
         for (id, state) in &self.agents {
-            let deferred = NamesIn::new(&self.names, state.deferred());
-            let mut groups = BTreeMap::new();
-            for group in self.groups.ids() {
-                let members = self.groups.members_for(group, deferred).unwrap_or_default();
-                let loaded = members
-                    .iter()
-                    .filter(|m| state.is_activated(m, self.names.get(m)))
-                    .count();
-                if loaded > 0 {
-                    let how = if loaded == members.len() {
-                        "full"
-                    } else {
-                        "partial"
-                    };
-                    groups.insert(group.to_string(), how.to_string());
-                }
+            if state.loads().is_empty() {
+                continue;
             }
-            let tools = state
-                .loads()
-                .iter()
-                .map(|(name, fingerprint)| (name.clone(), format!("{fingerprint:016x}")))
-                .collect();
-            agents.insert(id.clone(), SavedAgent { tools, groups });
+            let groups = self.loaded_groups(state, &groups_of);
+            agents.insert(id.clone(), SavedAgent::new(state.loads(), groups));
         }
         let saved = SavedState {
             format: STATE_FORMAT.into(),
@@ -334,6 +327,65 @@ impl<H: Host> LazyTools<H> {
             agents,
         };
         serde_json::to_string_pretty(&saved).map_err(|e| PluginError::Host(e.to_string()))
+    }
+
+    /// The groups of each name some agent loaded, from one pass over the groups' members
+    /// (a name in none is in [`OTHER`]).
+    fn groups_of_loads(&self) -> HashMap<&str, Vec<&str>> {
+        let loaded: HashSet<&str> = (self.agents.values())
+            .flat_map(|state| state.loads().keys())
+            .map(String::as_str)
+            .collect();
+        let mut groups_of: HashMap<&str, Vec<&str>> = HashMap::default();
+        if loaded.is_empty() {
+            return groups_of;
+        }
+        for id in self.groups.ids() {
+            let Some(group) = self.groups.get(id) else {
+                continue;
+            };
+            for member in &group.members {
+                if loaded.contains(member.as_str()) {
+                    groups_of.entry(member).or_default().push(id);
+                }
+            }
+        }
+        groups_of
+    }
+
+    /// How far each group the agent loaded a tool of is loaded, for people: only those
+    /// groups, so an agent costs what it loaded, not every group's members.
+    fn loaded_groups(
+        &self,
+        state: &AgentState,
+        groups_of: &HashMap<&str, Vec<&str>>,
+    ) -> BTreeMap<String, String> {
+        let touched: BTreeSet<&str> = (state.loads().keys())
+            .flat_map(|name| {
+                groups_of
+                    .get(name.as_str())
+                    .map_or(&[OTHER][..], Vec::as_slice)
+            })
+            .copied()
+            .collect();
+        let deferred = NamesIn::new(&self.names, state.deferred());
+        let mut groups = BTreeMap::new();
+        for group in touched {
+            let members = self.groups.members_for(group, deferred).unwrap_or_default();
+            let loaded = members
+                .iter()
+                .filter(|m| state.is_activated(m, self.names.get(m)))
+                .count();
+            if loaded > 0 {
+                let how = if loaded == members.len() {
+                    "full"
+                } else {
+                    "partial"
+                };
+                groups.insert(group.to_string(), how.to_string());
+            }
+        }
+        groups
     }
 
     /// Restores an exported load state: existing agents get their loads
@@ -1312,12 +1364,24 @@ mod tests {
         plugin
     }
 
+    fn weather() -> Vec<ToolDef> {
+        vec![
+            tool("weather", "get_weather"),
+            tool("weather", "get_forecast"),
+            tool("notes", "add_note"),
+        ]
+    }
+
     fn search(plugin: &mut LazyTools<TestHost>, agent: &str, names: &[&str]) -> Value {
         let arguments = json!({ "tool_names": names }).to_string();
         let result = plugin
             .execute(agent, guards::TOOL_SEARCH, &arguments)
             .unwrap();
         serde_json::from_str(&result.json).unwrap()
+    }
+
+    fn exported(plugin: &LazyTools<TestHost>) -> Value {
+        serde_json::from_str(&plugin.export_state().unwrap()).unwrap()
     }
 
     /// The hint "did you mean" gave before it was bounded: every candidate lowercased and
@@ -1383,6 +1447,34 @@ mod tests {
         assert_eq!(
             result["matches"][0]["reason"],
             format!("no tool of that name{}", hint_before(typos[0], &names))
+        );
+    }
+
+    /// An agent that loaded nothing is not written, and an agent's groups are those of what
+    /// it loaded (every group's members were gathered for every agent: more than about 50
+    /// agents ran `--save` past its deadline).
+    #[test]
+    fn export_writes_the_agents_that_loaded_something_with_their_groups() {
+        let agents = ["main", "main/idle", "main/worker"];
+        let mut plugin = plugin(weather(), &agents);
+        search(&mut plugin, "main/worker", &["weather__get_weather"]);
+        search(&mut plugin, "main", &["notes__add_note"]);
+        let state = exported(&plugin);
+        let saved = state["agents"].as_object().unwrap();
+        assert_eq!(
+            saved.keys().collect::<Vec<_>>(),
+            ["main", "main/worker"],
+            "{state}"
+        );
+        assert_eq!(saved["main"]["groups"], json!({"notes": "full"}));
+        assert_eq!(
+            saved["main/worker"]["groups"],
+            json!({"weather": "partial"})
+        );
+        let fingerprint = format!("{:016x}", weather()[0].fingerprint());
+        assert_eq!(
+            saved["main/worker"]["tools"],
+            json!({ "weather__get_weather": fingerprint })
         );
     }
 }
