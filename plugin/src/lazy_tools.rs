@@ -51,6 +51,14 @@ struct SavedAgent {
     groups: BTreeMap<String, String>,
 }
 
+/// The loads a saved state gives an agent not created yet.
+#[derive(Debug)]
+struct Restored {
+    loads: BTreeMap<String, u64>,
+    /// How far its groups were loaded, for people: saved again as they were read.
+    groups: BTreeMap<String, String>,
+}
+
 impl SavedAgent {
     fn new(loads: &BTreeMap<String, u64>, groups: BTreeMap<String, String>) -> Self {
         let tools = loads
@@ -93,8 +101,9 @@ pub struct LazyTools<H: Host> {
     lazy: Vec<LazyGroup>,
     /// Lazy groups asked for this run, and what came of it.
     lazy_loads: LazyLoads,
-    /// Loads restored for agents that do not exist yet.
-    restored: BTreeMap<String, BTreeMap<String, u64>>,
+    /// Loads restored for agents that do not exist yet, with how far the saved state said
+    /// their groups were loaded (saved again as it was).
+    restored: BTreeMap<String, Restored>,
     /// The "did you mean" hints the guard call running may still look up (a new budget for
     /// each `execute` and `resolve-call`).
     hints: Hints,
@@ -185,8 +194,8 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
             let mut state = AgentState::default();
-            if let Some(loads) = self.restored.remove(agent) {
-                state.restore(loads);
+            if let Some(restored) = self.restored.remove(agent) {
+                state.restore(restored.loads);
             }
             self.agents.insert(agent.to_string(), state);
         }
@@ -308,7 +317,8 @@ impl<H: Host> LazyTools<H> {
         handlers::resolve_call(self, agent, tool, arguments)
     }
 
-    /// The load state of every agent that loaded something, as versioned JSON.
+    /// The load state of every agent that loaded something, as versioned JSON: the agents of
+    /// this run, and those a restored state named that this run has not created (yet).
     pub fn export_state(&self) -> Result<String, PluginError> {
         self.policy()?;
         let mut agents = BTreeMap::new();
@@ -319,6 +329,13 @@ impl<H: Host> LazyTools<H> {
             }
             let groups = self.loaded_groups(state, &groups_of);
             agents.insert(id.clone(), SavedAgent::new(state.loads(), groups));
+        }
+        // An agent created since the restore holds its loads in its state.
+        for (id, restored) in &self.restored {
+            if !restored.loads.is_empty() && !self.agents.contains_key(id) {
+                let groups = restored.groups.clone();
+                agents.insert(id.clone(), SavedAgent::new(&restored.loads, groups));
+            }
         }
         let saved = SavedState {
             format: STATE_FORMAT.into(),
@@ -423,16 +440,17 @@ impl<H: Host> LazyTools<H> {
                 })?;
                 loads.insert(tool, value);
             }
-            parsed.insert(agent, loads);
+            let groups = saved.groups;
+            parsed.insert(agent, Restored { loads, groups });
         }
-        for (agent, loads) in parsed {
+        for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
-                    state.restore(loads);
+                    state.restore(restored.loads);
                     state.seen_generation = None;
                 }
                 None => {
-                    self.restored.insert(agent, loads);
+                    self.restored.insert(agent, restored);
                 }
             }
         }
@@ -1475,6 +1493,43 @@ mod tests {
         assert_eq!(
             saved["main/worker"]["tools"],
             json!({ "weather__get_weather": fingerprint })
+        );
+    }
+
+    /// Loads restored for an agent this run did not create are saved again (resuming and
+    /// saving to the same file dropped them); once the agent is created, its state holds
+    /// them and they are written once.
+    #[test]
+    fn export_after_restore_keeps_the_loads_of_agents_not_created() {
+        let mut first = plugin(weather(), &["main", "main/worker"]);
+        search(&mut first, "main/worker", &["weather__get_weather"]);
+        let saved = first.export_state().unwrap();
+
+        let mut second = plugin(weather(), &["main"]);
+        second.restore_state(&saved).unwrap();
+        let state = exported(&second);
+        let worker = &state["agents"]["main/worker"];
+        assert_eq!(
+            *worker,
+            exported(&first)["agents"]["main/worker"],
+            "{state}"
+        );
+        assert_eq!(worker["groups"], json!({"weather": "partial"}));
+        // Saved again, restored again: still there.
+        let mut third = plugin(weather(), &["main"]);
+        third
+            .restore_state(&second.export_state().unwrap())
+            .unwrap();
+        assert_eq!(exported(&third)["agents"]["main/worker"], *worker);
+
+        second.agent_created("main/worker", Some("main")).unwrap();
+        assert!(second.restored.is_empty());
+        assert!(second.is_loaded("main/worker", "weather__get_weather"));
+        let state = exported(&second);
+        assert_eq!(state["agents"].as_object().unwrap().len(), 1, "{state}");
+        assert_eq!(
+            state["agents"]["main/worker"]["groups"],
+            json!({"weather": "partial"})
         );
     }
 }

@@ -172,3 +172,39 @@ fn explain_shows_a_config_entrys_control_characters_escaped() {
     );
     assert!(!stdout.contains(['\r', '\u{85}']), "{stdout:?}");
 }
+
+/// A session resumed and saved to the same file keeps the loads of the agents it did not
+/// start: they were restored into the plugin, and written back (they used to be dropped).
+#[test]
+fn resuming_and_saving_to_the_same_file_keeps_the_loads_of_agents_not_started() {
+    let home = home("{deferToolLoading: true}");
+    let saved = home.path().join("rt.json");
+    let saved = saved.to_str().unwrap();
+    let input = [b"spawn worker\n", LOAD_WEATHER, b"quit\n"].concat();
+    let (ok, _, stderr) = harness(
+        home.path(),
+        &["session", "--profile", "p", "--save", saved],
+        &input,
+    );
+    assert!(ok, "{stderr}");
+    let first = std::fs::read_to_string(saved).unwrap();
+    assert!(first.contains("\"main/worker\""), "{first}");
+    for _ in 0..2 {
+        let (ok, _, stderr) = harness(
+            home.path(),
+            &[
+                "session",
+                "--profile",
+                "p",
+                "--resume",
+                saved,
+                "--save",
+                saved,
+            ],
+            b"quit\n",
+        );
+        assert!(ok, "{stderr}");
+        let again = std::fs::read_to_string(saved).unwrap();
+        assert_eq!(again, first);
+    }
+}
