@@ -16,8 +16,10 @@ pub struct Limits {
     /// execute, system-prompt, explain, agent-disposed, guard-tools, dispose).
     pub call: Duration,
     /// Per call of the exports that may rebuild everything: configure,
-    /// registry-changed (a new search index) and agent-created (a new
-    /// agent's token costs).
+    /// registry-changed (a new search index), agent-created and agent-forked
+    /// (a new agent's token costs); of resolve-call (it may load a lazy group:
+    /// a server starts); and of export-state and restore-state (every agent's
+    /// loads, in a state of up to 16 MiB).
     pub long_call: Duration,
     /// The linear memory (and table bytes) one instance may hold.
     pub memory_bytes: usize,

@@ -563,19 +563,21 @@ impl PluginInstance {
         )
     }
 
-    /// The plugin's load state; `None` for a plugin older than 0.3.0.
+    /// The plugin's load state; `None` for a plugin older than 0.3.0. A long call: it writes
+    /// every agent's loads, up to a state of [`lazy_tools::MAX_STATE_BYTES`].
     pub fn export_state(&mut self) -> Result<Option<Result<String, PluginCallError>>> {
         self.bindings.export_state(begin(
             &mut self.store,
             &self.limits,
             self.epochs,
-            CallKind::Short,
+            CallKind::Long,
         ))
     }
 
+    /// A long call: it reads a state of up to [`lazy_tools::MAX_STATE_BYTES`].
     pub fn restore_state(&mut self, state: &str) -> Result<Result<(), String>> {
         self.bindings.restore_state(
-            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             state,
         )
     }

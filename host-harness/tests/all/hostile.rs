@@ -392,3 +392,50 @@ fn oversized_arguments_are_refused_before_any_plugin_sees_them() {
     let denied = shell.call("main", "gh_issue", &json!({})).unwrap();
     assert!(matches!(denied, CallOutcome::Denied { .. }), "{denied:?}");
 }
+
+/// lazy-tools restores and saves a state of 50,000 loads (some 2 MB; a state may have
+/// 16 MiB) under the long limit: under the short one, restoring 20,000 ran out of time and
+/// disabled the plugin. The loads of agents this shell never created are saved again.
+#[test]
+fn lazy_tools_restores_and_saves_a_large_state_under_the_long_limit() {
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(Limits {
+        call: Duration::from_millis(20),
+        long_call: Duration::from_secs(60),
+        ..Limits::default()
+    });
+    let component = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &component, &json!({"defer": ["Defer(*)"]}))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    let agents: serde_json::Map<String, Value> = (0..5_000)
+        .map(|a| {
+            let tools: serde_json::Map<String, Value> = (0..10)
+                .map(|t| {
+                    (
+                        format!("server_{t}__tool_{a}"),
+                        json!(format!("{:016x}", a * 10 + t)),
+                    )
+                })
+                .collect();
+            (format!("main/agent_{a}"), json!({ "tools": tools }))
+        })
+        .collect();
+    let state = json!({
+        "format": "lazy-tools/load-state",
+        "version": 1,
+        "strategy": "inject",
+        "agents": agents,
+    });
+    shell
+        .restore_state("lazy-tools", &state.to_string())
+        .unwrap();
+    let saved: Value = serde_json::from_str(&shell.export_state("lazy-tools").unwrap()).unwrap();
+    assert_eq!(saved["agents"].as_object().unwrap().len(), 5_000);
+    assert_eq!(
+        saved["agents"]["main/agent_7"]["tools"]["server_3__tool_7"],
+        json!("0000000000000049")
+    );
+    assert_eq!(shell.quarantined().count(), 0);
+}
