@@ -21,6 +21,7 @@ pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
 use crate::search::SearchIndex;
+use crate::shown;
 use crate::state::{AgentState, CatalogCache};
 use crate::suggest::Hints;
 use crate::tokens::{TokenCosts, estimate_tokens};
@@ -415,12 +416,14 @@ impl<H: Host> LazyTools<H> {
                 text.len()
             ));
         }
-        let saved: SavedState =
-            serde_json::from_str(text).map_err(|e| format!("not a lazy-tools load state: {e}"))?;
+        // The values a state holds are quoted escaped: the shell prints the error as it is.
+        let saved: SavedState = serde_json::from_str(text)
+            .map_err(|e| format!("not a lazy-tools load state: {}", escaped(&e.to_string())))?;
         if saved.format != STATE_FORMAT || saved.version != STATE_VERSION {
             return Err(format!(
                 "a load state of format `{}` version {}; this plugin reads `{STATE_FORMAT}` version {STATE_VERSION}",
-                saved.format, saved.version
+                escaped(&saved.format),
+                saved.version
             ));
         }
         let strategy = self.strategy().name();
@@ -428,16 +431,21 @@ impl<H: Host> LazyTools<H> {
             return Err(format!(
                 "the state was saved with strategy `{}`, but this plugin runs `{strategy}`: \
                  resume with the same strategy",
-                saved.strategy
+                escaped(&saved.strategy)
             ));
         }
         let mut parsed = BTreeMap::new();
         for (agent, saved) in saved.agents {
             let mut loads = BTreeMap::new();
             for (tool, fingerprint) in saved.tools {
-                let value = u64::from_str_radix(&fingerprint, 16).map_err(|_| {
-                    format!("agent `{agent}`, tool `{tool}`: `{fingerprint}` is not a fingerprint")
-                })?;
+                let Some(value) = parse_fingerprint(&fingerprint) else {
+                    return Err(format!(
+                        "agent `{}`, tool `{}`: `{}` is not a fingerprint (16 hexadecimal digits)",
+                        escaped(&agent),
+                        escaped(&tool),
+                        escaped(&fingerprint)
+                    ));
+                };
                 loads.insert(tool, value);
             }
             let groups = saved.groups;
@@ -1292,6 +1300,33 @@ fn counted_cost(name: &str, cost: u32) -> u64 {
     }
 }
 
+/// A saved fingerprint: exactly 16 hexadecimal digits, as `export-state` writes it (no sign,
+/// no blanks, no fewer digits).
+fn parse_fingerprint(text: &str) -> Option<u64> {
+    if text.len() != 16 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    u64::from_str_radix(text, 16).ok()
+}
+
+/// `text` with each control, line or paragraph separator and bidirectional control
+/// ([`shown::is_unsafe`]) escaped as Rust writes it (`\n`, `\u{202e}`): a value read from a
+/// saved state, quoted in an error the shell prints as it is, cannot start a line of its own.
+fn escaped(text: &str) -> Cow<'_, str> {
+    if !text.contains(shown::is_unsafe) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if shown::is_unsafe(c) {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// A visible default for a state that cannot happen (a name classified
 /// before any policy exists): never hide a tool by accident.
 fn policy_missing() -> Decision {
@@ -1531,5 +1566,58 @@ mod tests {
             state["agents"]["main/worker"]["groups"],
             json!({"weather": "partial"})
         );
+    }
+
+    /// A restore error quotes what the state holds with its control characters escaped (the
+    /// shell prints it as it is: an agent id with a line break forged a line) and names the
+    /// entry; a fingerprint is exactly 16 hexadecimal digits.
+    #[test]
+    fn restore_errors_name_the_entry_with_its_text_escaped() {
+        let mut plugin = plugin(weather(), &["main"]);
+        let state = |agent: &str, fingerprint: &str| {
+            json!({
+                "format": STATE_FORMAT,
+                "version": STATE_VERSION,
+                "strategy": "inject",
+                "agents": { agent: { "tools": { "weather__get_weather": fingerprint } } },
+            })
+            .to_string()
+        };
+        let error = plugin
+            .restore_state(&state("main\nforged: yes\u{202e}", "nope"))
+            .unwrap_err();
+        assert_eq!(
+            error,
+            "agent `main\\nforged: yes\\u{202e}`, tool `weather__get_weather`: `nope` is not \
+             a fingerprint (16 hexadecimal digits)"
+        );
+        for fingerprint in [
+            "+1",
+            "+00000000000000a",
+            " 00000000000000a",
+            "abc",
+            "0123456789abcdef0",
+        ] {
+            let error = plugin
+                .restore_state(&state("main", fingerprint))
+                .unwrap_err();
+            assert!(
+                error.ends_with("is not a fingerprint (16 hexadecimal digits)"),
+                "{error}"
+            );
+        }
+        let mut wrong = serde_json::from_str::<Value>(&state("main", "0")).unwrap();
+        wrong["strategy"] = json!("inject\r\nok");
+        let error = plugin.restore_state(&wrong.to_string()).unwrap_err();
+        assert!(error.contains("strategy `inject\\r\\nok`"), "{error}");
+        wrong["surprise\nline"] = json!(1);
+        let error = plugin.restore_state(&wrong.to_string()).unwrap_err();
+        assert!(error.contains("surprise\\nline"), "{error}");
+        assert!(!error.contains('\n'), "{error}");
+        // Nothing of a refused state is restored; a good one is.
+        assert!(plugin.restored.is_empty());
+        let fingerprint = format!("{:016X}", weather()[0].fingerprint());
+        plugin.restore_state(&state("main", &fingerprint)).unwrap();
+        assert!(plugin.is_loaded("main", "weather__get_weather"));
     }
 }
