@@ -39,10 +39,7 @@ fn closest_within<'a>(
 ) -> Option<&'a str> {
     let mut best: Option<(f64, &str)> = None;
     for known in candidates {
-        let Some(left) = budget.checked_sub(1) else {
-            return None;
-        };
-        *budget = left;
+        *budget = budget.checked_sub(1)?;
         let Some(score) = word.score(known) else {
             continue;
         };
