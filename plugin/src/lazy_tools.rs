@@ -1472,7 +1472,7 @@ mod tests {
             tool_names: vec!["files__read".into()],
         }];
         plugin.registry_changed().unwrap();
-        let shown = crate::shown::group_id(own).into_owned();
+        let shown = shown::group_id(own).into_owned();
         assert_ne!(shown, own);
         let arguments = json!({ "group_id": shown }).to_string();
         plugin
