@@ -508,8 +508,11 @@ impl PluginInstance {
         tool: &str,
         arguments: &str,
     ) -> Result<Result<ToolResult, PluginCallError>> {
+        // A guard tool's call (the model searching or loading) may refresh the agent's view
+        // of a large registry; a deadline that quarantined the plugin there would hand the
+        // model every schema back. It is a tool call, not on the path of every request: long.
         self.bindings.execute(
-            begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
+            begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             agent,
             tool,
             arguments,

@@ -176,6 +176,28 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
             if q.during != *export || !q.reason.contains(expected) {
                 problems.push(format!("{case}: {q}"));
             }
+            // The calls that may rebuild or refresh much run under the long limit.
+            let long = matches!(
+                *export,
+                "configure"
+                    | "agent-created"
+                    | "agent-forked"
+                    | "registry-changed"
+                    | "execute"
+                    | "resolve-call"
+            );
+            let limit = if long {
+                test_limits().long_call
+            } else {
+                test_limits().call
+            };
+            if how == "loop"
+                && !q
+                    .reason
+                    .contains(&format!("(limit {}ms)", limit.as_millis()))
+            {
+                problems.push(format!("{case}: not under the {limit:?} limit: {q}"));
+            }
             if took > Duration::from_secs(5) {
                 problems.push(format!("{case}: took {took:?}"));
             }
