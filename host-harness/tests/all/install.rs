@@ -387,17 +387,21 @@ fn a_session_shows_control_characters_from_a_catalog_and_never_obeys_them() {
     let scripted = run_steps(profile, catalog, &steps);
     let played = harness(
         &["session", "--profile", profile, "--catalog", catalog],
-        "tools\ncall tool_search {\"tool_names\": [\"s__t\"]}\nnext\nquit\n",
+        "tools\ncall tool_search {\"tool_names\": [\"s__t\"]}\nnext\ntools\nquit\n",
     );
-    for (ok, stdout, stderr) in [scripted, played] {
+    // The plugin's result shows the description on one line, its control characters as
+    // spaces; the shell's own `tools` listing shows them escaped.
+    for (ok, stdout, stderr) in [&scripted, &played] {
         assert!(ok, "{stderr}");
-        assert!(
-            stdout.contains("Reads the weather.\\u{1b}]0;owned\\u{7}"),
-            "{stdout}"
-        );
+        assert!(stdout.contains("Reads the weather. ]0;owned"), "{stdout}");
         assert!(!stdout.contains(['\u{1b}', '\u{7}', '\r']), "{stdout:?}");
         assert!(!stdout.lines().any(|l| l.starts_with("forged")), "{stdout}");
     }
+    assert!(
+        played.1.contains("Reads the weather.\\u{1b}]0;owned\\u{7}"),
+        "{}",
+        played.1
+    );
 }
 
 #[test]
