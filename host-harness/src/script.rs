@@ -406,11 +406,9 @@ impl Script {
         Self::parse(path, &text)
     }
 
-    /// Booleans are YAML 1.2's, as in profiles (`yaml.rs`): with YAML 1.1's, `args: {path:
-    /// no}` would call the tool with `false`, and a tool named `y` would be `true`.
+    /// Parsed as profiles are (`yaml::options`: YAML 1.2 booleans).
     pub fn parse(path: &Path, text: &str) -> Result<Self> {
-        let options = serde_saphyr::options! { strict_booleans: true };
-        serde_saphyr::from_str_with_options(text, options).map_err(|e| {
+        serde_saphyr::from_str_with_options(text, crate::yaml::options()).map_err(|e| {
             let place = e
                 .location()
                 .map(|l| format!("{}:{}:{}", path.display(), l.line(), l.column()))

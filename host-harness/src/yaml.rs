@@ -47,15 +47,18 @@ pub struct LocatedValue {
     file: PathBuf,
 }
 
+/// How every YAML file the harness reads is parsed (profiles, steps files): booleans are
+/// YAML 1.2's (`true`, `false`), since with YAML 1.1's a tool named `y`, `no` or `on` in a
+/// list, or `args: {path: no}`, would silently become a boolean.
+pub fn options() -> serde_saphyr::Options {
+    serde_saphyr::options! { strict_booleans: true }
+}
+
 impl LocatedValue {
-    /// Parses `text`, read from `file` (used in messages only).
-    ///
-    /// Booleans are YAML 1.2's (`true`, `false`): with YAML 1.1's, a tool
-    /// named `y`, `no` or `on` in a list would silently become a boolean.
+    /// Parses `text`, read from `file` (used in messages only), with [`options`].
     pub fn parse(file: &Path, text: &str) -> Result<Self, YamlError> {
-        let options = serde_saphyr::options! { strict_booleans: true };
         let root: Spanned<Node> =
-            serde_saphyr::from_str_with_options(text, options).map_err(|e| {
+            serde_saphyr::from_str_with_options(text, options()).map_err(|e| {
                 let (line, column) = e
                     .location()
                     .map(|l| (l.line(), l.column()))
