@@ -7,6 +7,8 @@
 use std::borrow::Cow;
 use std::io::Write;
 
+pub use lazy_tools::is_bidi_control;
+
 /// `text` with every control character (newlines too: a value is one line)
 /// and bidirectional control escaped.
 pub fn escape(text: &str) -> Cow<'_, str> {
@@ -32,15 +34,6 @@ fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
         }
     }
     Cow::Owned(escaped)
-}
-
-/// Unicode's explicit directional formatting characters (the "Trojan
-/// Source" set).
-pub fn is_bidi_control(c: char) -> bool {
-    matches!(
-        c,
-        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
-    )
 }
 
 /// A writer that shows what it is given as [`escape_message`] does: for output made of many

@@ -7,8 +7,9 @@
 //! The public API is what a host linking the plugin natively needs (the
 //! harness's baseline and benchmarks): [`LazyTools`] over a [`host::Host`],
 //! the registry types, the search index, the guard tools' limits, token
-//! estimates and the one "did you mean". Everything else is the crate's
-//! own, so the compiler finds what nothing uses.
+//! estimates, the one "did you mean" and the one set of bidirectional
+//! controls. Everything else is the crate's own, so the compiler finds what
+//! nothing uses.
 
 mod catalog;
 mod config;
@@ -38,3 +39,4 @@ pub use config::ConfigError;
 pub use config::{DEFAULT_TOKEN_BUDGET, Strategy};
 pub use lazy_tools::{LazyTools, MAX_STATE_BYTES, PluginError, Resolution, ToolResult, Verdict};
 pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};
+pub use shown::is_bidi_control;

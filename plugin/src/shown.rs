@@ -16,17 +16,16 @@ pub const MAX_NAME_CHARS: usize = 64;
 /// return, tab, VT, FF, ESC, NEL), the line and paragraph separators, and bidirectional
 /// controls (they reorder what follows as a reader sees it).
 pub fn is_unsafe(c: char) -> bool {
-    c.is_control()
-        || matches!(
-            c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{061c}'
-                | '\u{200e}'
-                | '\u{200f}'
-                | '\u{202a}'..='\u{202e}'
-                | '\u{2066}'..='\u{2069}'
-        )
+    c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') || is_bidi_control(c)
+}
+
+/// Unicode's explicit directional formatting characters (the "Trojan Source" set): the plugin
+/// shows them as spaces, and the harness escapes them on a terminal.
+pub fn is_bidi_control(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}'
+    )
 }
 
 /// Whether `c` ends a line: line feed, carriage return, VT, FF, NEL, and the line and
