@@ -7,6 +7,7 @@
 //! `tests/cases/`, see `script.rs`) and fails at the first step that does not
 //! produce what it expects; without, a person plays the model (see `repl`).
 
+mod input;
 pub mod repl;
 
 use std::io::IsTerminal as _;
@@ -282,10 +283,12 @@ pub fn run(
         state.restore(&mut session)?;
         let stdin = std::io::stdin();
         let prompt = stdin.is_terminal();
+        let input =
+            input::Inputs::read(std::io::BufReader::new(stdin), true).context("handling Ctrl-C")?;
         let mut repl = repl::Repl::new(session);
-        let ran = repl.run(&mut stdin.lock(), &mut std::io::stdout().lock(), prompt);
-        // However the session ended (the end of the input, `quit`, an input or output that
-        // failed), what was loaded is saved.
+        let ran = repl.run(&input, &mut std::io::stdout().lock(), prompt);
+        // However the session ended (the end of the input, `quit`, Ctrl-C, an input or
+        // output that failed), what was loaded is saved.
         let saved = state.save(&mut repl.into_session());
         return ran.and(saved);
     };

@@ -2,11 +2,12 @@
 //! (so it also runs from a pipe). A command that fails prints why and the
 //! session goes on.
 
-use std::io::{BufRead, Read as _, Write};
+use std::io::Write;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 use serde_json::Value;
 
+use super::input::{Input, Inputs, Line, MAX_LINE_BYTES};
 use super::{MAIN_AGENT, ProfileShell};
 use crate::shell::names;
 use crate::terminal::Escaping;
@@ -25,62 +26,7 @@ agent [<path>]         act as another agent (main, main/worker); alone: list age
 next                   send the next request: tool count, size, system-prompt text
 explain <tool>         which rule decides the tool's visibility for this agent
 help                   this list
-quit                   end the session";
-
-/// The longest line read as a command. `call` takes its JSON arguments on one line, and a
-/// person pastes a file's content for `write` at most: 1 MiB holds that many times over,
-/// while a line that never ends (a binary piped in by mistake) would grow without bound.
-pub const MAX_LINE_BYTES: usize = 1 << 20;
-
-/// A line of the input.
-enum Line<'a> {
-    Text(&'a str),
-    /// Longer than [`MAX_LINE_BYTES`]; the rest of it was skipped.
-    TooLong,
-    /// Not UTF-8 from this byte on.
-    NotUtf8(usize),
-}
-
-/// Reads the next line into `buf` (`None` at the end of the input): at most
-/// [`MAX_LINE_BYTES`] of it are kept, and a longer one is skipped to its end.
-fn read_line<'a>(
-    input: &mut dyn BufRead,
-    buf: &'a mut Vec<u8>,
-) -> std::io::Result<Option<Line<'a>>> {
-    buf.clear();
-    let limit = MAX_LINE_BYTES as u64 + 1;
-    if (&mut *input).take(limit).read_until(b'\n', buf)? == 0 {
-        return Ok(None);
-    }
-    if buf.len() > MAX_LINE_BYTES && buf.last() != Some(&b'\n') {
-        skip_line(input)?;
-        return Ok(Some(Line::TooLong));
-    }
-    Ok(Some(match std::str::from_utf8(buf) {
-        Ok(text) => Line::Text(text),
-        Err(e) => Line::NotUtf8(e.valid_up_to()),
-    }))
-}
-
-/// Consumes the input up to the next newline (or its end), keeping none of it.
-fn skip_line(input: &mut dyn BufRead) -> std::io::Result<()> {
-    loop {
-        let available = input.fill_buf()?;
-        if available.is_empty() {
-            return Ok(());
-        }
-        match available.iter().position(|&b| b == b'\n') {
-            Some(at) => {
-                input.consume(at + 1);
-                return Ok(());
-            }
-            None => {
-                let all = available.len();
-                input.consume(all);
-            }
-        }
-    }
-}
+quit                   end the session (Ctrl-C too); --save writes its state";
 
 pub struct Repl {
     session: ProfileShell,
@@ -112,14 +58,9 @@ impl Repl {
         self.session
     }
 
-    /// Reads commands until `quit` or the end of `input`. With `prompt`
+    /// Reads commands until `quit`, Ctrl-C or the end of the input. With `prompt`
     /// (a terminal), shows the agent before each command.
-    pub fn run(
-        &mut self,
-        input: &mut dyn BufRead,
-        out: &mut dyn Write,
-        prompt: bool,
-    ) -> Result<()> {
+    pub fn run(&mut self, input: &Inputs, out: &mut dyn Write, prompt: bool) -> Result<()> {
         // Tool names, descriptions, results and prompts come from catalogs, servers and
         // plugins: every byte of the session is shown, not obeyed.
         let mut escaping = Escaping::new(out);
@@ -134,7 +75,6 @@ impl Repl {
             },
             self.agent
         )?;
-        let mut buf = Vec::new();
         let mut number = 0usize;
         loop {
             if prompt {
@@ -142,19 +82,33 @@ impl Repl {
                 out.flush()?;
             }
             number += 1;
-            let line = read_line(input, &mut buf)
-                .with_context(|| format!("reading line {number} of the input"))?;
+            let line = match input
+                .next()
+                .with_context(|| format!("reading line {number} of the input"))?
+            {
+                Input::Line(line) => line,
+                Input::End => return Ok(()),
+                Input::Interrupted => {
+                    // After a prompt, the end of the session starts a line of its own.
+                    writeln!(
+                        out,
+                        "{}interrupted: the session ends",
+                        if prompt { "\n" } else { "" }
+                    )?;
+                    return Ok(());
+                }
+            };
             // A line that cannot be a command is said, and the session goes on: it ends
-            // only at the end of the input or `quit`, so nothing loaded is lost to a typo.
+            // only at the end of the input, Ctrl-C or `quit`, so nothing loaded is lost to a
+            // typo.
             let flow = match line {
-                None => return Ok(()),
-                Some(Line::Text(text)) => self.command(text.trim(), out),
-                Some(Line::TooLong) => Err(anyhow!(
+                Line::Text(text) => self.command(text.trim(), out),
+                Line::TooLong => Err(anyhow!(
                     "line {number} is longer than {} MiB, the most a command may be; it is \
                      skipped",
                     MAX_LINE_BYTES >> 20
                 )),
-                Some(Line::NotUtf8(at)) => Err(anyhow!(
+                Line::NotUtf8(at) => Err(anyhow!(
                     "line {number} is not UTF-8 (at byte {}); it is skipped",
                     at + 1
                 )),
@@ -311,19 +265,38 @@ mod tests {
     use super::*;
     use crate::shell::Shell;
 
-    /// A session with no plugin, as `run` starts one, and the person's input.
-    fn play(input: &[u8]) -> (Result<()>, String) {
+    /// A session with no plugin, as `run` starts one.
+    fn session() -> ProfileShell {
         let mut shell = Shell::new();
         shell.create_agent(MAIN_AGENT, None).unwrap();
-        let session = ProfileShell {
+        ProfileShell {
             shell,
             running: Vec::new(),
             mcp: None,
             mcp_told: 0,
-        };
+        }
+    }
+
+    /// A session with no plugin and the person's input.
+    fn play(input: &[u8]) -> (Result<()>, String) {
+        let session = session();
         let mut out = Vec::new();
-        let ran = Repl::new(session).run(&mut &input[..], &mut out, false);
+        let input = Inputs::read(std::io::Cursor::new(input.to_vec()), false).unwrap();
+        let ran = Repl::new(session).run(&input, &mut out, false);
         (ran, String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn ctrl_c_ends_the_session_and_the_lines_after_it_do_not_run() {
+        let line = |text: &str| Input::Line(Line::Text(text.to_string()));
+        let input = Inputs::of(vec![line("help"), Input::Interrupted, line("spawn worker")]);
+        let mut out = Vec::new();
+        let mut repl = Repl::new(session());
+        repl.run(&input, &mut out, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(out.contains("help                   this list"), "{out}");
+        assert!(out.ends_with("interrupted: the session ends\n"), "{out}");
+        assert_eq!(repl.agent, MAIN_AGENT, "{out}");
     }
 
     #[test]
