@@ -3,10 +3,13 @@
 
 // Fx: the keys are tool and server names from the shell, and SipHash is the slow part of
 // filling these maps with ten thousand tools.
+use std::cell::OnceCell;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use smallvec::SmallVec;
+
+use crate::shown;
 
 /// Where a tool comes from (mirrors the WIT `tool-origin`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -137,6 +140,10 @@ pub struct Registry {
     /// without comparing a thousand descriptions (0: a registry made by `default`, with none).
     groups_revision: u64,
     enrichment: HashMap<String, Enrichment>,
+    /// The names that do not show as themselves, by the form the model reads (see
+    /// [`Registry::shown_as`]); made at the first lookup after a change, since most
+    /// registries have none and most calls name a tool as it is.
+    shown_as: OnceCell<HashMap<String, SmallVec<[String; 1]>>>,
 }
 
 impl Registry {
@@ -158,12 +165,14 @@ impl Registry {
             group_at,
             groups_revision: next_groups_revision(),
             enrichment: HashMap::default(),
+            shown_as: OnceCell::new(),
         }
     }
 
     /// Replaces the definitions of `names` with `tools` (the tools under other names are
     /// ignored), keeping every other definition where it is.
     pub fn apply(&mut self, names: &[String], tools: Vec<ToolDef>) {
+        self.shown_as.take();
         for name in names {
             let Some(mut indices) = self.by_name.remove(name) else {
                 continue;
@@ -403,6 +412,28 @@ impl Registry {
             .map(|&i| &self.tools[i])
     }
 
+    /// The registered name that shows as `shown` where the model reads it (one line, trimmed:
+    /// [`shown::one_line`]), when it is the only one: a name with a line break, a control
+    /// character or whitespace at an end cannot be written back as it is. `None` when no
+    /// name, or more than one, shows so.
+    pub fn shown_as(&self, shown: &str) -> Option<&str> {
+        let names = self.shown_as.get_or_init(|| {
+            let mut names: HashMap<String, SmallVec<[String; 1]>> = HashMap::default();
+            for name in self.by_name.keys() {
+                let line = shown::one_line(name);
+                let line = line.trim();
+                if line != name {
+                    names.entry(line.to_owned()).or_default().push(name.clone());
+                }
+            }
+            names
+        });
+        match names.get(shown).map(SmallVec::as_slice) {
+            Some([name]) => Some(name),
+            _ => None,
+        }
+    }
+
     /// Registered names, in no particular order.
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.by_name.keys().map(String::as_str)
@@ -426,6 +457,23 @@ mod tests {
                 _ => Origin::Agent(format!("a{scope}")),
             },
         }
+    }
+
+    #[test]
+    fn a_name_is_found_by_the_line_it_shows_as_until_a_change_removes_it() {
+        let named = |name: &str| ToolDef {
+            name: name.into(),
+            ..def(0, 1, 0)
+        };
+        let mut registry = Registry::new(vec![named("a\nb"), named("c")], vec![]);
+        assert_eq!(registry.shown_as("a b"), Some("a\nb"));
+        assert_eq!(registry.shown_as("c"), None, "shown as itself");
+        registry.apply(
+            &["a\nb".into(), " d\u{202e}".into()],
+            vec![named(" d\u{202e}")],
+        );
+        assert_eq!(registry.shown_as("a b"), None);
+        assert_eq!(registry.shown_as("d"), Some(" d\u{202e}"));
     }
 
     #[test]

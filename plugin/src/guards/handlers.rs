@@ -2,6 +2,7 @@
 //! `tool_search`, `defer_execute_tool`, `load_tools`, and the resolution of
 //! a `deferred_tool_call` the shell asks for before anything else.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::arguments::{
@@ -44,6 +45,9 @@ pub trait Loads {
     fn hints(&mut self) -> &mut Hints;
     /// Brings the agent's view up to date with the host.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError>;
+    /// The registered name the model means by `name`: `name` itself when a tool has it, else
+    /// the one tool whose name shows as `name` in the plugin's lines (one line, trimmed).
+    fn tool_named<'a>(&self, name: &'a str) -> Cow<'a, str>;
     /// Loads one tool by exact name, never beyond what the agent may call.
     fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError>;
     /// The core tools (and their family) that loading `name` brings along.
@@ -97,9 +101,9 @@ pub fn tool_search(
     let mut matches: Vec<Match> = Vec::new();
     let mut seen = HashSet::new();
     for name in &args.tool_names {
-        let name = name.trim();
-        if seen.insert(name.to_string()) {
-            let (first, core) = activate_with_family(loads, agent, name, &mut seen)?;
+        let name = loads.tool_named(name.trim()).into_owned();
+        if seen.insert(name.clone()) {
+            let (first, core) = activate_with_family(loads, agent, &name, &mut seen)?;
             matches.push(first);
             matches.extend(core);
         }
@@ -146,7 +150,8 @@ pub fn defer_execute_tool(
     }
     loads.refresh(agent)?;
     let mut seen = HashSet::new();
-    let (m, core) = activate_with_family(loads, agent, args.tool_name.trim(), &mut seen)?;
+    let name = loads.tool_named(args.tool_name.trim()).into_owned();
+    let (m, core) = activate_with_family(loads, agent, &name, &mut seen)?;
     loads.install(agent)?;
     let output = ActivateOutput {
         tool_name: m.name,
@@ -194,19 +199,17 @@ pub fn load_tools(
         Some(names) => {
             let mut wanted = Vec::new();
             for name in names {
-                let name = name.trim();
-                if members.iter().any(|m| m == name) {
-                    wanted.push(name.to_string());
+                let name = loads.tool_named(name.trim()).into_owned();
+                if members.contains(&name) {
+                    wanted.push(name);
                 } else {
-                    unavailable.push(Unavailable {
-                        name: name.to_string(),
-                        reason: format!(
-                            "not a tool of group `{group_id}` this agent may load{}",
-                            loads
-                                .hints()
-                                .did_you_mean(name, members.iter().map(String::as_str))
-                        ),
-                    });
+                    let reason = format!(
+                        "not a tool of group `{group_id}` this agent may load{}",
+                        loads
+                            .hints()
+                            .did_you_mean(&name, members.iter().map(String::as_str))
+                    );
+                    unavailable.push(Unavailable { name, reason });
                 }
             }
             wanted.sort();
@@ -285,6 +288,7 @@ pub fn resolve_call(
         ));
     }
     loads.refresh(agent)?;
+    let name = &*loads.tool_named(name);
     let implicitly_loaded = match loads.target(agent, name)? {
         Err(reason) => {
             return reject(format!(
