@@ -204,7 +204,8 @@ impl<H: Host> LazyTools<H> {
     }
 
     /// A fork continues `source`'s conversation: it starts with what
-    /// `source` loaded, as far as its own chain authorizes.
+    /// `source` loaded, as far as its own chain authorizes, and with what a
+    /// restored state says it loaded itself.
     pub fn agent_forked(
         &mut self,
         agent: &str,
@@ -213,7 +214,10 @@ impl<H: Host> LazyTools<H> {
     ) -> Result<(), PluginError> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
-            let state = AgentState::fork_of(self.agent(source)?);
+            let mut state = AgentState::fork_of(self.agent(source)?);
+            if let Some(restored) = self.restored.remove(agent) {
+                state.restore(restored.loads);
+            }
             self.agents.insert(agent.to_string(), state);
         }
         self.refresh(agent)
@@ -1658,6 +1662,28 @@ mod tests {
             saved["main/worker"]["tools"],
             json!({ "weather__get_weather": fingerprint })
         );
+    }
+
+    /// A forked agent gets the loads a restored state saved for it, beside its source's:
+    /// they were dropped, and the next save lost them.
+    #[test]
+    fn a_fork_gets_the_loads_a_restored_state_saved_for_it() {
+        let mut first = plugin(weather(), &["main", "main/fork"]);
+        search(&mut first, "main/fork", &["weather__get_weather"]);
+        let saved = first.export_state().unwrap();
+
+        let mut second = plugin(weather(), &["main"]);
+        second.restore_state(&saved).unwrap();
+        search(&mut second, "main", &["notes__add_note"]);
+        second
+            .agent_forked("main/fork", Some("main"), "main")
+            .unwrap();
+        assert!(second.restored.is_empty());
+        assert!(second.is_loaded("main/fork", "weather__get_weather"));
+        assert!(second.is_loaded("main/fork", "notes__add_note"));
+        let state = exported(&second);
+        let fork = state["agents"]["main/fork"]["tools"].as_object().unwrap();
+        assert_eq!(fork.len(), 2, "{state}");
     }
 
     /// Loads restored for an agent this run did not create are saved again (resuming and
