@@ -995,6 +995,7 @@ impl<H: Host> LazyTools<H> {
         changed: &HashMap<NameId, Changed<'_>>,
     ) -> Option<BudgetStanding> {
         let budget = self.auto_budget()?;
+        let strategy = self.strategy();
         let mut eager = state.budget.eager_tokens;
         for (&id, change) in changed {
             let name = self.names.name(id);
@@ -1003,7 +1004,7 @@ impl<H: Host> LazyTools<H> {
                 Some(defs) => defs
                     .iter()
                     .min_by_key(|(origin, _)| origin.rank_for(agent))
-                    .map_or(0, |&(_, cost)| counted_cost(name, cost)),
+                    .map_or(0, |&(_, cost)| counted_cost(strategy, name, cost)),
                 None => self.eager_cost(agent, name),
             };
             if state.allowed().contains(id) {
@@ -1022,9 +1023,9 @@ impl<H: Host> LazyTools<H> {
 
     /// What the agent's budget counts for `name`: the schema it sees, guards aside.
     fn eager_cost(&self, agent: &str, name: &str) -> u64 {
-        self.registry
-            .lookup(name, agent)
-            .map_or(0, |tool| counted_cost(name, self.costs.cost(tool)))
+        self.registry.lookup(name, agent).map_or(0, |tool| {
+            counted_cost(self.strategy(), name, self.costs.cost(tool))
+        })
     }
 
     /// Asks the host what the agent may call and computes the view from it.
@@ -1312,10 +1313,10 @@ struct Changed<'a> {
     now: Option<&'a [(Origin, u32)]>,
 }
 
-/// A schema's cost as a budget counts it: the guard tools are never deferred, so they do
-/// not count.
-fn counted_cost(name: &str, cost: u32) -> u64 {
-    if guards::is_guard(name) {
+/// A schema's cost as a budget counts it: the guard tools of `strategy` are never deferred,
+/// so they do not count.
+fn counted_cost(strategy: Strategy, name: &str, cost: u32) -> u64 {
+    if guards::is_guard(name, strategy) {
         0
     } else {
         u64::from(cost)
@@ -1662,6 +1663,35 @@ mod tests {
             saved["main/worker"]["tools"],
             json!({ "weather__get_weather": fingerprint })
         );
+    }
+
+    /// A server's tool named like a guard the strategy does not register is deferred like
+    /// any other (it was always visible, as if it were lazy-tools' own); the strategy's own
+    /// guards stay visible.
+    #[test]
+    fn a_tool_named_like_another_strategys_guard_is_deferred() {
+        let mut tools = weather();
+        tools.push(tool("evil", "x"));
+        tools.last_mut().unwrap().name = guards::DEFERRED_TOOL_CALL.into();
+        // The guard of this strategy, as the shell registers it.
+        tools.push(guards::definitions(Strategy::Inject).swap_remove(0));
+        let mut plugin = plugin(tools, &["main"]);
+        let visible = plugin.visible_tools("main").unwrap();
+        assert!(
+            !visible.iter().any(|n| n == guards::DEFERRED_TOOL_CALL),
+            "{visible:?}"
+        );
+        assert!(
+            matches!(
+                plugin.pre_execute("main", guards::DEFERRED_TOOL_CALL),
+                Verdict::Deny(_)
+            ),
+            "deferred and not loaded"
+        );
+        let explained = plugin.explain("main", guards::DEFERRED_TOOL_CALL).unwrap();
+        assert_ne!(explained.rule, Rule::Guard, "{explained:?}");
+        let explained = plugin.explain("main", guards::TOOL_SEARCH).unwrap();
+        assert_eq!(explained.rule, Rule::Guard, "{explained:?}");
     }
 
     /// A forked agent gets the loads a restored state saved for it, beside its source's:

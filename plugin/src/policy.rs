@@ -290,7 +290,7 @@ impl Policy {
     /// Classifies a tool that the agent inherits; `own_scope` says whether it
     /// is registered in the agent's own scope.
     pub fn classify(&self, name: &str, own_scope: bool) -> Decision {
-        if guards::is_guard(name) {
+        if guards::is_guard(name, self.config.strategy) {
             return Decision::visible(Reason::Guard);
         }
         if own_scope {

@@ -282,7 +282,7 @@ pub fn resolve_call(
         Ok(json) => json,
         Err(problem) => return reject(format!("{DEFERRED_TOOL_CALL}: {problem}")),
     };
-    if is_guard(name) {
+    if is_guard(name, Strategy::Dispatch) {
         return reject(format!(
             "{DEFERRED_TOOL_CALL}: `{name}` is in your tool list; call it directly"
         ));

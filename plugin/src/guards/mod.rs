@@ -4,6 +4,8 @@
 //! state through the [`handlers::Loads`] trait). They live in every agent's
 //! own scope, so no rule or restriction can hide them.
 
+use crate::config::Strategy;
+
 mod arguments;
 pub(crate) mod handlers;
 mod results;
@@ -24,13 +26,16 @@ pub const DEFER_EXECUTE_TOOL: &str = "defer_execute_tool";
 pub const LOAD_TOOLS: &str = "load_tools";
 /// The forwarder of the `dispatch` strategy: the shell unwraps it.
 pub const DEFERRED_TOOL_CALL: &str = "deferred_tool_call";
-pub const GUARD_NAMES: &[&str] = &[
-    TOOL_SEARCH,
-    DEFER_EXECUTE_TOOL,
-    LOAD_TOOLS,
-    DEFERRED_TOOL_CALL,
-];
+/// The guard tools `strategy` registers ([`definitions`] makes them): a server's tool that
+/// has the name of a guard the strategy does not register is a tool like any other.
+pub fn names(strategy: Strategy) -> &'static [&'static str] {
+    match strategy {
+        Strategy::Inject => &[TOOL_SEARCH, DEFER_EXECUTE_TOOL, LOAD_TOOLS],
+        Strategy::Dispatch => &[TOOL_SEARCH, LOAD_TOOLS, DEFERRED_TOOL_CALL],
+    }
+}
 
-pub fn is_guard(name: &str) -> bool {
-    GUARD_NAMES.contains(&name)
+/// Whether `name` is one of the guard tools `strategy` registers.
+pub fn is_guard(name: &str, strategy: Strategy) -> bool {
+    names(strategy).contains(&name)
 }
