@@ -6,9 +6,10 @@
 // `{tag: 'ok', val}` or `{tag: 'err', val}`; an `option<T>` is the value or
 // `undefined`; a `u64` is a BigInt.
 
-import * as wasiCli from '@bytecodealliance/preview2-shim/cli';
-import * as wasiIo from '@bytecodealliance/preview2-shim/io';
 import * as wasiRandom from '@bytecodealliance/preview2-shim/random';
+
+import { pushLog } from './plugin-log.js';
+import { sandboxedWasi } from './wasi-sandbox.js';
 
 /** A tool as a WIT `tool-def`. */
 export function toolToWit(tool) {
@@ -59,7 +60,8 @@ const err = (val) => ({ tag: 'err', val });
 
 /**
  * `dsh:tool-restriction/host` for the plugin `pluginId`, over the shell's
- * state `core`. `logs` collects the plugin's log lines.
+ * state `core`. `logs` collects the plugin's log lines (the last 256, each
+ * bounded and escaped: plugin-log.js).
  */
 export function hostInterface(core, pluginId, logs) {
   return {
@@ -96,7 +98,7 @@ export function hostInterface(core, pluginId, logs) {
     },
 
     log(level, message) {
-      logs.push({ level, message });
+      pushLog(logs, level, message);
     },
 
     toolGroups: () =>
@@ -140,14 +142,11 @@ export function hostInterface(core, pluginId, logs) {
   };
 }
 
-// The plugin's std imports WASI p2 (stdio, environment, random). Like the
-// Rust harness's empty WasiCtx, it inherits nothing: no environment, no
-// arguments, no working directory.
-const environment = {
-  getEnvironment: () => [],
-  getArguments: () => [],
-  initialCwd: () => undefined,
-};
+// The plugin's std imports WASI p2 (stdio, environment, exit, random). Like
+// the Rust harness's empty WasiCtx, it inherits nothing of the host's: no
+// stdin, stdout or stderr (what it writes goes to its log), no environment,
+// no arguments, no working directory, and its `exit` is a trap
+// (wasi-sandbox.js). Only randomness comes from the shim.
 
 /**
  * Every import the transpiled component may ask for, by interface name
@@ -157,19 +156,7 @@ export function importObject(core, pluginId, logs) {
   return {
     'dsh:tool-restriction/host': hostInterface(core, pluginId, logs),
     'dsh:tool-restriction/types': {},
-    'wasi:cli/environment': environment,
-    'wasi:cli/exit': wasiCli.exit,
-    'wasi:cli/stderr': wasiCli.stderr,
-    'wasi:cli/stdin': wasiCli.stdin,
-    'wasi:cli/stdout': wasiCli.stdout,
-    'wasi:cli/terminal-input': wasiCli.terminalInput,
-    'wasi:cli/terminal-output': wasiCli.terminalOutput,
-    'wasi:cli/terminal-stderr': wasiCli.terminalStderr,
-    'wasi:cli/terminal-stdin': wasiCli.terminalStdin,
-    'wasi:cli/terminal-stdout': wasiCli.terminalStdout,
-    'wasi:io/error': wasiIo.error,
-    'wasi:io/poll': wasiIo.poll,
-    'wasi:io/streams': wasiIo.streams,
+    ...sandboxedWasi(logs),
     'wasi:random/insecure-seed': wasiRandom.insecureSeed,
     'wasi:random/random': wasiRandom.random,
     'wasi:random/insecure': wasiRandom.insecure,

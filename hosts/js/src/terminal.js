@@ -1,0 +1,24 @@
+// Text from the user's files, catalogs or plugins, made safe to print: a
+// terminal obeys control characters (escape sequences can rewrite the
+// screen, set the window title or hide text), and bidirectional controls
+// make text read differently from what it is. Each is shown as an escape
+// (`\u{1b}`), as the Rust harness's terminal.rs shows it.
+
+/** Control characters (Cc), the bidirectional controls and lone UTF-16 surrogates. */
+const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu;
+const SHORT = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
+
+const escapeChar = (c) => SHORT[c] ?? `\\u{${c.codePointAt(0).toString(16)}}`;
+
+/** `text` with every control character (newlines too: a value is one line) and bidi control escaped. */
+export function escape(text) {
+  return String(text).replace(UNSAFE, escapeChar);
+}
+
+/** A whole message of several lines: like `escape`, but newlines stay. */
+export function escapeMessage(text) {
+  return String(text).replace(UNSAFE, (c) => (c === '\n' ? c : escapeChar(c)));
+}
+
+/** Whether `c` is one of the bidirectional controls (the plugin's `is_bidi_control`). */
+export const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
