@@ -136,7 +136,7 @@ pub fn entries<'r>(
     deferred: &NameSet,
     by_name: &ByName,
     registry: &'r Registry,
-    agent: &str,
+    chain: &[&str],
 ) -> Vec<Entry<'r>> {
     let tools = registry.tools();
     let mut seen: Vec<&ToolDef> = by_name
@@ -146,14 +146,17 @@ pub fn entries<'r>(
         .filter_map(|&(at, _)| tools.get(at as usize))
         .collect();
     // A name defined in several scopes shows the definition the agent sees: the nearest
-    // scope's, the first registered among equals (as `Registry::lookup` picks).
+    // scope's, the first registered among equals, never another agent's (as
+    // `Registry::lookup` picks).
+    let rank = |tool: &ToolDef| tool.origin.rank_in(chain).unwrap_or(usize::MAX);
     seen.dedup_by(|later, kept| {
         let same = names::same(&later.name, &kept.name);
-        if same && later.origin.rank_for(agent) < kept.origin.rank_for(agent) {
+        if same && rank(later) < rank(kept) {
             *kept = *later;
         }
         same
     });
+    seen.retain(|tool| tool.origin.rank_in(chain).is_some());
     seen.into_iter()
         .map(|tool| Entry {
             name: &tool.name,
@@ -816,8 +819,8 @@ mod tests {
         }
         table.intern("kept");
         let by_name = ByName::new(&registry, &mut table);
-        let shown = |agent: &str| -> Vec<(String, String, Option<String>)> {
-            super::entries(&set, &by_name, &registry, agent)
+        let shown = |chain: &[&str]| -> Vec<(String, String, Option<String>)> {
+            super::entries(&set, &by_name, &registry, chain)
                 .iter()
                 .map(|e| {
                     (
@@ -834,9 +837,12 @@ mod tests {
                 ("zz".to_owned(), "Last.".to_owned(), None),
             ]
         };
-        assert_eq!(shown("main/a"), expect("Own.", None));
-        assert_eq!(shown("main/b"), expect("Another agent's.", None));
-        assert_eq!(shown("main"), expect("Global.", Some("gh")));
+        assert_eq!(shown(&["main/a", "main"]), expect("Own.", None));
+        assert_eq!(shown(&["main/b", "main"]), expect("Another agent's.", None));
+        assert_eq!(shown(&["main"]), expect("Global.", Some("gh")));
+        // An ancestor's scope before the global one; another agent's, never.
+        assert_eq!(shown(&["main/a/c", "main/a", "main"]), expect("Own.", None));
+        assert_eq!(shown(&["main/c", "main"]), expect("Global.", Some("gh")));
     }
 
     #[test]

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use rustc_hash::FxHashMap as HashMap;
 
 use serde::{Deserialize, Serialize};
+use smallvec::SmallVec;
 
 use crate::catalog;
 use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
@@ -108,6 +109,9 @@ pub struct LazyTools<H: Host> {
     /// The "did you mean" hints the guard call running may still look up (a new budget for
     /// each `execute` and `resolve-call`).
     hints: Hints,
+    /// Each agent's parent, as the host created it: an agent sees a tool of its own scope
+    /// first, then its ancestors', then a global one (see [`chain_of`]).
+    parents: HashMap<String, String>,
 }
 
 impl<H: Host> LazyTools<H> {
@@ -131,6 +135,7 @@ impl<H: Host> LazyTools<H> {
             lazy_loads: LazyLoads::new(),
             restored: BTreeMap::new(),
             hints: Hints::default(),
+            parents: HashMap::default(),
         }
     }
 
@@ -191,9 +196,10 @@ impl<H: Host> LazyTools<H> {
     /// A fresh agent starts with nothing loaded, whatever its parent loaded:
     /// exposure is per agent, only authorization is inherited (the host's
     /// `allowed-tools` carries it). The parent is the host's business.
-    pub fn agent_created(&mut self, agent: &str, _parent: Option<&str>) -> Result<(), PluginError> {
+    pub fn agent_created(&mut self, agent: &str, parent: Option<&str>) -> Result<(), PluginError> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
+            self.set_parent(agent, parent);
             let mut state = AgentState::default();
             if let Some(restored) = self.restored.remove(agent) {
                 state.restore(restored.loads);
@@ -209,11 +215,12 @@ impl<H: Host> LazyTools<H> {
     pub fn agent_forked(
         &mut self,
         agent: &str,
-        _parent: Option<&str>,
+        parent: Option<&str>,
         source: &str,
     ) -> Result<(), PluginError> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
+            self.set_parent(agent, parent);
             let mut state = AgentState::fork_of(self.agent(source)?);
             if let Some(restored) = self.restored.remove(agent) {
                 state.restore(restored.loads);
@@ -226,6 +233,14 @@ impl<H: Host> LazyTools<H> {
     pub fn agent_disposed(&mut self, agent: &str) {
         // The host drops the agent's restrictions with the agent.
         self.agents.remove(agent);
+        self.parents.remove(agent);
+    }
+
+    fn set_parent(&mut self, agent: &str, parent: Option<&str>) {
+        match parent {
+            Some(parent) => self.parents.insert(agent.to_owned(), parent.to_owned()),
+            None => self.parents.remove(agent),
+        };
     }
 
     pub fn registry_changed(&mut self) -> Result<(), PluginError> {
@@ -534,7 +549,8 @@ impl<H: Host> LazyTools<H> {
             // Set above; an empty order (no entries) rather than a trap otherwise.
             let none = catalog::ByName::default();
             let by_name = self.by_name.as_ref().unwrap_or(&none);
-            let entries = catalog::entries(state.deferred(), by_name, &self.registry, agent);
+            let chain = chain_of(&self.parents, agent);
+            let entries = catalog::entries(state.deferred(), by_name, &self.registry, &chain);
             catalog::render(mode, entries, chars, cap, count)
         };
         if let Some(state) = self.agents.get_mut(agent) {
@@ -969,6 +985,7 @@ impl<H: Host> LazyTools<H> {
     ) -> Result<(), PluginError> {
         let epoch = self.copy_log.epoch();
         let (registry, names) = (&self.registry, &self.names);
+        let chain = chain_of(&self.parents, agent);
         let state = self
             .agents
             .get_mut(agent)
@@ -976,13 +993,14 @@ impl<H: Host> LazyTools<H> {
         if let Some(standing) = budget {
             state.budget = BudgetStanding { over, ..standing };
         }
-        let fingerprint = |name: &str| registry.lookup(name, agent).map(ToolDef::fingerprint);
+        let fingerprint = |name: &str| registry.lookup(name, &chain).map(ToolDef::fingerprint);
         match view {
             View::Whole(allowed) => state.update(allowed, names, fingerprint),
             View::Patch(changed) => state.patch(changed, names, fingerprint),
         }
         state.seen_generation = Some(generation);
         state.seen_copy = epoch;
+        drop(chain);
         self.install(agent)
     }
 
@@ -996,6 +1014,7 @@ impl<H: Host> LazyTools<H> {
     ) -> Option<BudgetStanding> {
         let budget = self.auto_budget()?;
         let strategy = self.strategy();
+        let chain = chain_of(&self.parents, agent);
         let mut eager = state.budget.eager_tokens;
         for (&id, change) in changed {
             let name = self.names.name(id);
@@ -1003,9 +1022,10 @@ impl<H: Host> LazyTools<H> {
             let cost = |logged: Option<&[(Origin, u32)]>| match logged {
                 Some(defs) => defs
                     .iter()
-                    .min_by_key(|(origin, _)| origin.rank_for(agent))
-                    .map_or(0, |&(_, cost)| counted_cost(strategy, name, cost)),
-                None => self.eager_cost(agent, name),
+                    .filter_map(|(origin, cost)| Some((origin.rank_in(&chain)?, *cost)))
+                    .min_by_key(|&(rank, _)| rank)
+                    .map_or(0, |(_, cost)| counted_cost(strategy, name, cost)),
+                None => self.eager_cost(&chain, name),
             };
             if state.allowed().contains(id) {
                 eager = eager.saturating_sub(cost(change.before));
@@ -1022,8 +1042,8 @@ impl<H: Host> LazyTools<H> {
     }
 
     /// What the agent's budget counts for `name`: the schema it sees, guards aside.
-    fn eager_cost(&self, agent: &str, name: &str) -> u64 {
-        self.registry.lookup(name, agent).map_or(0, |tool| {
+    fn eager_cost(&self, chain: &[&str], name: &str) -> u64 {
+        self.registry.lookup(name, chain).map_or(0, |tool| {
             counted_cost(self.strategy(), name, self.costs.cost(tool))
         })
     }
@@ -1068,7 +1088,7 @@ impl<H: Host> LazyTools<H> {
         }
         let name = self.names.name(id);
         let cost = match self.auto_budget() {
-            Some(_) => self.eager_cost(agent, name),
+            Some(_) => self.eager_cost(&chain_of(&self.parents, agent), name),
             None => 0,
         };
         let facts = NameFacts::new(self.decision(agent, name).as_deref(), cost);
@@ -1143,7 +1163,7 @@ impl<H: Host> Loads for LazyTools<H> {
     /// Activates one tool for `agent` by exact name, never beyond what the
     /// agent may call. A hint names only tools the agent may call.
     fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError> {
-        let definition = self.registry.lookup(name, agent);
+        let definition = self.registry.lookup(name, &chain_of(&self.parents, agent));
         let description = definition
             .map(|t| guards::first_sentence(&t.description, 200))
             .unwrap_or_default();
@@ -1235,7 +1255,9 @@ impl<H: Host> Loads for LazyTools<H> {
     }
 
     fn schema(&self, agent: &str, name: &str) -> Option<Schema> {
-        let tool = self.registry.lookup(name, agent)?;
+        let tool = self
+            .registry
+            .lookup(name, &chain_of(&self.parents, agent))?;
         Some(Schema {
             name: tool.name.clone(),
             description: tool.description.clone(),
@@ -1311,6 +1333,25 @@ struct Changed<'a> {
     before: Option<&'a [(Origin, u32)]>,
     /// Its definitions in the copy now, if the copy changed them since; `None`: ask the copy.
     now: Option<&'a [(Origin, u32)]>,
+}
+
+/// The most scopes a chain holds: a parent map the host made circular, or deeper than any
+/// shell nests agents, stops there.
+const MAX_CHAIN: usize = 256;
+
+/// `agent`, then its ancestors, nearest first: the agent scopes whose tools it sees.
+fn chain_of<'a>(parents: &'a HashMap<String, String>, agent: &'a str) -> SmallVec<[&'a str; 4]> {
+    let mut chain: SmallVec<[&str; 4]> = SmallVec::new();
+    chain.push(agent);
+    let mut at = agent;
+    while let Some(parent) = parents.get(at) {
+        if chain.len() == MAX_CHAIN || chain.contains(&parent.as_str()) {
+            break;
+        }
+        chain.push(parent);
+        at = parent;
+    }
+    chain
 }
 
 /// A schema's cost as a budget counts it: the guard tools of `strategy` are never deferred,
@@ -1662,6 +1703,65 @@ mod tests {
         assert_eq!(
             saved["main/worker"]["tools"],
             json!({ "weather__get_weather": fingerprint })
+        );
+    }
+
+    /// `tools` in agents' scopes, and the agents `main`, `main/a`, `main/b` and `main/a/c`
+    /// created with their parents.
+    fn scoped(tools: &[(&str, &str, &str)]) -> LazyTools<TestHost> {
+        let tools = tools
+            .iter()
+            .map(|&(name, description, scope)| ToolDef {
+                name: name.into(),
+                description: description.into(),
+                parameters: r#"{"type":"object"}"#.into(),
+                origin: match scope {
+                    "" => Origin::Builtin,
+                    agent => Origin::Agent(agent.into()),
+                },
+            })
+            .collect();
+        let mut plugin = plugin(tools, &[]);
+        for (agent, parent) in [
+            ("main", None),
+            ("main/a", Some("main")),
+            ("main/b", Some("main")),
+            ("main/a/c", Some("main/a")),
+        ] {
+            plugin.agent_created(agent, parent).unwrap();
+        }
+        plugin
+    }
+
+    /// An agent is shown the definition the shell resolves for it: an ancestor's scope's,
+    /// never a sibling's (which it was shown when that one was registered first).
+    #[test]
+    fn an_agent_sees_its_ancestors_definition_never_another_agents() {
+        let mut plugin = scoped(&[
+            ("report", "Secret of main/b.", "main/b"),
+            ("report", "Report of main/a.", "main/a"),
+        ]);
+        let found = search(&mut plugin, "main/a/c", &["report"]);
+        assert_eq!(found["matches"][0]["description"], "Report of main/a.");
+        assert_eq!(
+            plugin.schema("main/a/c", "report").unwrap().description,
+            "Report of main/a."
+        );
+    }
+
+    /// An ancestor's definition shadows a global one: a load holds the ancestor's, and
+    /// lapses when it changes (the global one was held, so it never lapsed).
+    #[test]
+    fn a_load_holds_the_ancestors_definition_that_shadows_a_global_one() {
+        let mut plugin = scoped(&[("x", "Global x.", ""), ("x", "Main's x.", "main")]);
+        let found = search(&mut plugin, "main/a", &["x"]);
+        assert_eq!(found["matches"][0]["description"], "Main's x.");
+        assert!(matches!(plugin.pre_execute("main/a", "x"), Verdict::Pass));
+        plugin.host.tools[1].description = "Main's x, changed.".into();
+        plugin.registry_changed().unwrap();
+        assert!(
+            matches!(plugin.pre_execute("main/a", "x"), Verdict::Deny(_)),
+            "a changed definition is deferred again"
         );
     }
 

@@ -20,13 +20,13 @@ pub enum Origin {
 }
 
 impl Origin {
-    /// How near a definition of this origin is to `agent` (lowest first): its own scope's,
-    /// then a global one, then another scope's.
-    pub fn rank_for(&self, agent: &str) -> u8 {
+    /// How near a definition of this origin is to the agent whose `chain` it is (lowest
+    /// first), as the shell resolves a name: its own scope's, then its ancestors' nearest
+    /// first, then a global one. `None`: another agent's scope, which this agent never sees.
+    pub fn rank_in(&self, chain: &[&str]) -> Option<usize> {
         match self {
-            Origin::Agent(a) if a == agent => 0,
-            Origin::Builtin | Origin::Mcp(_) => 1,
-            Origin::Agent(_) => 2,
+            Origin::Agent(a) => chain.iter().position(|scope| scope == a),
+            Origin::Builtin | Origin::Mcp(_) => Some(chain.len()),
         }
     }
 }
@@ -388,10 +388,14 @@ impl Registry {
             .any(|t| matches!(&t.origin, Origin::Agent(a) if a == agent))
     }
 
-    /// The definition `agent` sees under `name`: its own scope's first, then
-    /// a global one, then an ancestor's.
-    pub fn lookup(&self, name: &str, agent: &str) -> Option<&ToolDef> {
-        self.defs(name).min_by_key(|t| t.origin.rank_for(agent))
+    /// The definition the agent of `chain` (itself, then its ancestors, nearest first) sees
+    /// under `name`: the nearest scope's, the first registered among equals; never another
+    /// agent's.
+    pub fn lookup(&self, name: &str, chain: &[&str]) -> Option<&ToolDef> {
+        self.defs(name)
+            .filter_map(|t| Some((t.origin.rank_in(chain)?, t)))
+            .min_by_key(|&(rank, _)| rank)
+            .map(|(_, t)| t)
     }
 
     /// Every definition registered under `name`, in registration order.
