@@ -51,7 +51,14 @@ pub trait Loads {
     /// Loads one tool by exact name, never beyond what the agent may call.
     fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError>;
     /// The core tools (and their family) that loading `name` brings along.
-    fn family_core(&self, agent: &str, name: &str) -> Vec<(String, String)>;
+    /// Families in `expanded` are skipped, and those looked up now are added: a call looks a
+    /// family's core up once (each lookup reads every tool the agent has pending).
+    fn family_core(
+        &self,
+        agent: &str,
+        name: &str,
+        expanded: &mut HashSet<String>,
+    ) -> Vec<(String, String)>;
     /// Deferred, not loaded tools matching `query`, best first.
     fn search(&self, agent: &str, query: &str, top_k: usize, skip: &HashSet<String>)
     -> Vec<String>;
@@ -100,10 +107,12 @@ pub fn tool_search(
     loads.refresh(agent)?;
     let mut matches: Vec<Match> = Vec::new();
     let mut seen = HashSet::new();
+    let mut families = HashSet::new();
     for name in &args.tool_names {
         let name = loads.tool_named(name.trim()).into_owned();
         if seen.insert(name.clone()) {
-            let (first, core) = activate_with_family(loads, agent, &name, &mut seen)?;
+            let (first, core) =
+                activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
             matches.push(first);
             matches.extend(core);
         }
@@ -111,7 +120,8 @@ pub fn tool_search(
     for query in &args.queries {
         for name in loads.search(agent, query, top_k as usize, &seen) {
             if seen.insert(name.clone()) {
-                let (first, core) = activate_with_family(loads, agent, &name, &mut seen)?;
+                let (first, core) =
+                    activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
                 matches.push(first);
                 matches.extend(core);
             }
@@ -149,9 +159,9 @@ pub fn defer_execute_tool(
         )));
     }
     loads.refresh(agent)?;
-    let mut seen = HashSet::new();
+    let (mut seen, mut families) = (HashSet::new(), HashSet::new());
     let name = loads.tool_named(args.tool_name.trim()).into_owned();
-    let (m, core) = activate_with_family(loads, agent, &name, &mut seen)?;
+    let (m, core) = activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
     loads.install(agent)?;
     let output = ActivateOutput {
         tool_name: m.name,
@@ -319,13 +329,14 @@ fn activate_with_family(
     agent: &str,
     name: &str,
     seen: &mut HashSet<String>,
+    families: &mut HashSet<String>,
 ) -> Result<(Match, Vec<Match>), PluginError> {
     let first = loads.activate(agent, name)?;
     let mut matches = Vec::new();
     if first.status != Status::Loaded {
         return Ok((first, matches));
     }
-    for (tool, family) in loads.family_core(agent, name) {
+    for (tool, family) in loads.family_core(agent, name, families) {
         if seen.insert(tool.clone()) {
             let mut m = loads.activate(agent, &tool)?;
             m.via = Some(format!("the core of family `{family}`"));
