@@ -299,7 +299,7 @@ export class ShellCore {
 }
 
 /** A tool's origin for messages (`built-in`, MCP server `x`, agent `y`). */
-function originName(origin) {
+export function originName(origin) {
   switch (origin.tag) {
     case 'builtin':
       return 'built-in';

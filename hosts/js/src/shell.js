@@ -4,9 +4,11 @@
 
 import { createHash } from 'node:crypto';
 
-import { ShellCore } from './core.js';
+import { ShellCore, originName } from './core.js';
 import { importObject } from './host-imports.js';
-import { PluginInstance, describeConfigError, describePluginError } from './plugin.js';
+import { PluginInstance, PluginTrap, describeConfigError, describePluginError } from './plugin.js';
+import { pushLog } from './plugin-log.js';
+import { escape } from './terminal.js';
 import { Tool, ofAgent } from './tools.js';
 
 /** The most a call's arguments may hold, as JSON text (the Rust harness's limit). */
@@ -31,12 +33,37 @@ function unwrap(plugin, result) {
 /** An id's depth in the agent tree: its number of slashes. */
 const depth = (id) => id.split('/').length - 1;
 
+/** What a trapped plugin call gave instead of a value: the plugin is quarantined. */
+const TRAPPED = Symbol('trapped');
+
+/** Why a plugin call failed, for people: the trap's message (a limit it hit, `exit`, `unreachable`). */
+const failureReason = (trap) => escape(trap.cause?.message ?? String(trap.cause ?? trap.message));
+
+/** Why the shell stopped calling a plugin: it trapped (or ran out of memory) in `during`. */
+export class Quarantine {
+  constructor(plugin, during, reason) {
+    this.plugin = plugin;
+    /** The export that failed (`visible-tools`, ...). */
+    this.during = during;
+    this.reason = reason;
+  }
+
+  toString() {
+    return `plugin \`${this.plugin}\` is disabled: it failed in ${this.during} (${this.reason}); its restrictions and tools are lifted`;
+  }
+}
+
 export class Shell {
   core = new ShellCore();
-  /** @type {Array<{id: string, instance: PluginInstance, guards: Tool[]}>} */
+  /** @type {Array<{id: string, instance: PluginInstance, guards: Tool[], quarantined?: Quarantine}>} */
   plugins = [];
   /** Native pre-execute hooks, run before the plugins': [name, (agent, tool, args) => verdict]. */
   hooks = [];
+
+  /** The plugins the shell stopped calling, and why. */
+  quarantined() {
+    return this.plugins.filter((p) => p.quarantined).map((p) => p.quarantined);
+  }
 
   /** Registers tools and tells every plugin once. */
   registerTools(tools) {
@@ -59,7 +86,9 @@ export class Shell {
   createAgent(name, parent = undefined) {
     const id = parent === undefined ? name : `${parent}/${name}`;
     this.core.createAgent(id, parent);
-    for (const plugin of this.plugins) this.#attach(plugin, id, parent);
+    for (const plugin of this.plugins) {
+      if (this.#attach(plugin, id, parent) === TRAPPED) continue;
+    }
     return id;
   }
 
@@ -73,8 +102,11 @@ export class Shell {
     const id = parent === undefined ? name : `${parent}/${name}`;
     this.core.createAgent(id, parent);
     for (const plugin of this.plugins) {
+      // A quarantined plugin is never called again.
+      if (plugin.quarantined) continue;
       this.#registerGuards(plugin, id);
-      const forked = plugin.instance.agentForked(id, parent, source);
+      const forked = this.#contain(plugin, 'agent-forked', () => plugin.instance.agentForked(id, parent, source));
+      if (forked === TRAPPED) continue;
       if (!forked.ok) {
         throw new Error(
           `plugin \`${plugin.id}\` refused fork \`${id}\`: ${describePluginError(forked.error)}`,
@@ -87,7 +119,10 @@ export class Shell {
   disposeAgent(id) {
     const removed = this.core.disposeAgent(id);
     for (const plugin of this.plugins) {
-      for (const agent of removed) plugin.instance.agentDisposed(agent);
+      for (const agent of removed) {
+        if (plugin.quarantined) break;
+        this.#contain(plugin, 'agent-disposed', () => plugin.instance.agentDisposed(agent));
+      }
     }
   }
 
@@ -104,7 +139,9 @@ export class Shell {
   /**
    * Instantiates and configures a plugin, registers its guard tools in every
    * agent's scope and tells it about every agent, parents first. Throws
-   * `ConfigRejected` when the plugin rejects `config`.
+   * `ConfigRejected` when the plugin rejects `config`. A plugin that fails
+   * to start (a trap, a guard tool's name taken, an agent refused) leaves
+   * nothing behind.
    */
   installPlugin(id, component, config) {
     if (this.plugins.some((p) => p.id === id)) {
@@ -116,23 +153,43 @@ export class Shell {
       component.instantiate(importObject(this.core, id, logs)),
       logs,
     );
-    const configured = instance.configure(JSON.stringify(config ?? null));
+    const failed = (during, trap) => new Error(`plugin \`${id}\` failed in ${during}: ${failureReason(trap)}`, { cause: trap });
+    const starting = (during, fn) => {
+      try {
+        return fn();
+      } catch (e) {
+        throw e instanceof PluginTrap ? failed(during, e) : e;
+      }
+    };
+    const configured = starting('configure', () => instance.configure(JSON.stringify(config ?? null)));
     if (!configured.ok) throw new ConfigRejected(id, configured.error);
-    const guards = instance
-      .guardTools()
-      .map((def) => new Tool(def.name, def.description, def.origin, parseParameters(id, def)));
-    const plugin = { id, instance, guards, component, config };
+    const guards = starting('guard-tools', () => instance.guardTools()).map(
+      (def) => new Tool(def.name, def.description, def.origin, parseParameters(id, def)),
+    );
+    this.#checkGuardNames(id, guards);
+    const plugin = { id, instance, guards, component, config, quarantined: undefined };
     this.plugins.push(plugin);
     const agents = [...this.core.agents].sort(
       ([a], [b]) => depth(a) - depth(b) || (a < b ? -1 : a > b ? 1 : 0),
     );
-    for (const [agent, parent] of agents) this.#attach(plugin, agent, parent);
+    try {
+      for (const [agent, parent] of agents) {
+        starting('agent-created', () => this.#attach(plugin, agent, parent, { contain: false }));
+      }
+    } catch (e) {
+      // Nothing of a plugin that did not start stays behind.
+      this.plugins.splice(this.plugins.indexOf(plugin), 1);
+      this.core.unregisterOwnedBy(id);
+      this.core.liftAll(id);
+      throw e;
+    }
   }
 
   /** Gives a running plugin a new config. */
   reconfigure(id, config) {
-    const plugin = this.plugin(id);
-    const configured = plugin.instance.configure(JSON.stringify(config ?? null));
+    const plugin = this.#live(id);
+    const configured = this.#contain(plugin, 'configure', () => plugin.instance.configure(JSON.stringify(config ?? null)));
+    if (configured === TRAPPED) throw this.#disabled(plugin);
     if (!configured.ok) throw new ConfigRejected(id, configured.error);
     plugin.config = config;
   }
@@ -146,13 +203,17 @@ export class Shell {
 
   /** Plugin `id`'s load state (0.3.0 `export-state`). */
   exportState(id) {
-    const plugin = this.plugin(id);
-    return unwrap(plugin, plugin.instance.exportState());
+    const plugin = this.#live(id);
+    const state = this.#contain(plugin, 'export-state', () => plugin.instance.exportState());
+    if (state === TRAPPED) throw this.#disabled(plugin);
+    return unwrap(plugin, state);
   }
 
   /** Gives plugin `id` a state saved by an earlier run. */
   restoreState(id, state) {
-    const restored = this.plugin(id).instance.restoreState(state);
+    const plugin = this.#live(id);
+    const restored = this.#contain(plugin, 'restore-state', () => plugin.instance.restoreState(state));
+    if (restored === TRAPPED) throw this.#disabled(plugin);
     if (!restored.ok) throw new Error(`plugin \`${id}\` cannot restore: ${restored.error}`);
   }
 
@@ -171,13 +232,14 @@ export class Shell {
 
   /**
    * Disposes a plugin and removes everything it left: its guard tools and any
-   * restriction layer it did not lift itself.
+   * restriction layer it did not lift itself. A quarantined plugin is not
+   * called again.
    */
   disposePlugin(id) {
     const plugin = this.plugin(id);
     this.plugins.splice(this.plugins.indexOf(plugin), 1);
     try {
-      plugin.instance.dispose();
+      if (!plugin.quarantined) plugin.instance.dispose();
     } finally {
       this.core.unregisterOwnedBy(id);
       this.core.liftAll(id);
@@ -185,6 +247,7 @@ export class Shell {
     this.#notifyRegistryChanged();
   }
 
+  /** Plugin `id`, quarantined or not. */
   plugin(id) {
     const plugin = this.plugins.find((p) => p.id === id);
     if (!plugin) throw new Error(`no plugin \`${id}\` is installed`);
@@ -202,8 +265,10 @@ export class Shell {
    */
   explainLocated(id, agent, tool) {
     this.core.requireAgent(agent);
-    const plugin = this.plugin(id);
-    return unwrap(plugin, plugin.instance.explainLocated(agent, tool));
+    const plugin = this.#live(id);
+    const explained = this.#contain(plugin, 'explain', () => plugin.instance.explainLocated(agent, tool));
+    if (explained === TRAPPED) throw this.#disabled(plugin);
+    return unwrap(plugin, explained);
   }
 
   /** What each plugin adds to `agent`'s system prompt: [plugin id, text] pairs. */
@@ -211,7 +276,10 @@ export class Shell {
     this.core.requireAgent(agent);
     const texts = [];
     for (const plugin of this.plugins) {
-      const text = unwrap(plugin, plugin.instance.systemPrompt(agent));
+      if (plugin.quarantined) continue;
+      const result = this.#contain(plugin, 'system-prompt', () => plugin.instance.systemPrompt(agent));
+      if (result === TRAPPED) continue;
+      const text = unwrap(plugin, result);
       if (text !== undefined) texts.push([plugin.id, text]);
     }
     return texts;
@@ -234,9 +302,12 @@ export class Shell {
    * what the agent may call, filtered by every plugin's view.
    */
   nextRequest(agent) {
-    const views = this.plugins.map(
-      (plugin) => new Set(unwrap(plugin, plugin.instance.visibleTools(agent))),
-    );
+    const views = [];
+    for (const plugin of this.plugins) {
+      if (plugin.quarantined) continue;
+      const view = this.#contain(plugin, 'visible-tools', () => plugin.instance.visibleTools(agent));
+      if (view !== TRAPPED) views.push(new Set(unwrap(plugin, view)));
+    }
     return this.core
       .effective(agent)
       .filter((t) => views.every((view) => view.has(t.name)))
@@ -257,23 +328,26 @@ export class Shell {
     // hook and check below sees the real tool and arguments.
     let [tool, args, forwarded] = [envelope, envelopeArgs, false];
     const ownerId = this.core.resolve(agent, envelope)?.owner;
-    const owning = this.plugins.find((p) => p.id === ownerId);
+    const owning = this.plugins.find((p) => p.id === ownerId && !p.quarantined);
     if (owning) {
-      const resolution = unwrap(owning, owning.instance.resolveCall(agent, envelope, JSON.stringify(envelopeArgs)));
+      const resolution = this.#contain(owning, 'resolve-call', () =>
+        owning.instance.resolveCall(agent, envelope, JSON.stringify(envelopeArgs)),
+      );
       if (this.core.loadedOutside) {
         this.core.loadedOutside = false;
         this.#notifyRegistryChanged();
       }
-      if (resolution.tag === 'reject') {
-        const r = resolution.val;
+      if (resolution === TRAPPED) return this.#failedTool(envelope, owning);
+      const resolved = unwrap(owning, resolution);
+      if (resolved.tag === 'reject') {
+        const r = resolved.val;
         return { kind: 'completed', json: JSON.parse(r.json), text: r.text, isError: r.isError };
       }
-      if (resolution.tag === 'forward') {
-        [tool, args, forwarded] = [resolution.val.tool, JSON.parse(resolution.val.arguments), true];
+      if (resolved.tag === 'forward') {
+        [tool, args, forwarded] = [resolved.val.tool, JSON.parse(resolved.val.arguments), true];
       }
     }
-    const resolved = this.core.resolve(agent, tool);
-    if (!resolved) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
+    if (!this.core.resolve(agent, tool)) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
     for (const [name, hook] of this.hooks) {
       const verdict = hook(agent, tool, args);
       if (verdict.tag === 'deny') return { kind: 'denied', by: name, reason: verdict.val };
@@ -288,9 +362,15 @@ export class Shell {
       };
     }
     for (const plugin of this.plugins) {
-      const verdict = plugin.instance.preExecute(agent, tool, argumentsJson);
-      if (verdict.tag === 'deny') return { kind: 'denied', by: plugin.id, reason: verdict.val };
+      if (plugin.quarantined) continue;
+      // A trapped plugin's verdict is gone with it; the restriction check
+      // below still holds the rest of the chain.
+      const verdict = this.#contain(plugin, 'pre-execute', () => plugin.instance.preExecute(agent, tool, argumentsJson));
+      if (verdict !== TRAPPED && verdict.tag === 'deny') return { kind: 'denied', by: plugin.id, reason: verdict.val };
     }
+    // A quarantined plugin's tools are gone: resolve again.
+    const resolved = this.core.resolve(agent, tool);
+    if (!resolved) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
     if (!this.core.effective(agent).some((t) => t.name === tool)) {
       return {
         kind: 'refused',
@@ -302,11 +382,12 @@ export class Shell {
       if (invalid) return invalid;
     }
     if (resolved.owner === undefined) return emulatedRun(resolved, args);
-    const owner = this.plugins.find((p) => p.id === resolved.owner);
+    const owner = this.plugins.find((p) => p.id === resolved.owner && !p.quarantined);
     if (!owner) {
       throw new Error(`tool \`${tool}\` belongs to plugin \`${resolved.owner}\`, which is gone`);
     }
-    const result = owner.instance.execute(agent, tool, argumentsJson);
+    const result = this.#contain(owner, 'execute', () => owner.instance.execute(agent, tool, argumentsJson));
+    if (result === TRAPPED) return this.#failedTool(tool, owner);
     if (!result.ok) {
       throw new Error(
         `plugin \`${owner.id}\` refused to run \`${tool}\`: ${describePluginError(result.error)}`,
@@ -323,15 +404,31 @@ export class Shell {
     return { kind: 'completed', json, text: result.value.text, isError: result.value.isError };
   }
 
-  /** Registers a plugin's guard tools in `agent`'s scope and tells the plugin about the agent. */
-  #attach(plugin, agent, parent) {
+  /** A call to `tool` whose plugin trapped running it. */
+  #failedTool(tool, plugin) {
+    return {
+      kind: 'refused',
+      reason: `tool \`${tool}\` failed: its plugin \`${plugin.id}\` is disabled (${plugin.quarantined.reason})`,
+    };
+  }
+
+  /**
+   * Registers a plugin's guard tools in `agent`'s scope and tells the plugin
+   * about the agent. A trap quarantines the plugin (gives `TRAPPED`), unless
+   * `contain` is false: then it is thrown, for a plugin being installed.
+   */
+  #attach(plugin, agent, parent, { contain = true } = {}) {
+    if (plugin.quarantined) return undefined;
     this.#registerGuards(plugin, agent);
-    const created = plugin.instance.agentCreated(agent, parent);
+    const call = () => plugin.instance.agentCreated(agent, parent);
+    const created = contain ? this.#contain(plugin, 'agent-created', call) : call();
+    if (created === TRAPPED) return TRAPPED;
     if (!created.ok) {
       throw new Error(
         `plugin \`${plugin.id}\` refused agent \`${agent}\`: ${describePluginError(created.error)}`,
       );
     }
+    return undefined;
   }
 
   /** Registers a plugin's guard tools in `agent`'s own scope. */
@@ -343,8 +440,80 @@ export class Shell {
     }
   }
 
+  /**
+   * A plugin's guard tools may not take a name the shell or another plugin
+   * already uses (an agent would reach them instead of the real tool, even
+   * where its chain denies that tool), nor one name twice.
+   */
+  #checkGuardNames(id, guards) {
+    const seen = new Set();
+    for (const guard of guards) {
+      if (seen.has(guard.name)) {
+        throw new Error(`plugin \`${id}\` declares its tool \`${escape(guard.name)}\` twice`);
+      }
+      seen.add(guard.name);
+      const taken = this.core.tools.find((t) => t.name === guard.name);
+      if (taken) {
+        const by = taken.owner !== undefined ? `a tool of plugin \`${taken.owner}\`` : `a ${originName(taken.origin)} tool`;
+        throw new Error(
+          `plugin \`${id}\` declares a tool \`${escape(guard.name)}\`, but that name is already ${by}: a plugin cannot take another tool's name`,
+        );
+      }
+    }
+  }
+
+  /** Plugin `id`, unless it is quarantined: then why. */
+  #live(id) {
+    const plugin = this.plugin(id);
+    if (plugin.quarantined) throw new Error(String(plugin.quarantined));
+    return plugin;
+  }
+
+  /** The error a call that just quarantined `plugin` throws. */
+  #disabled(plugin) {
+    const q = plugin.quarantined;
+    return new Error(`plugin \`${plugin.id}\` failed in ${q.during} and is disabled: ${q.reason}`);
+  }
+
+  /** Runs `fn`, a call into `plugin`: a trap quarantines the plugin and gives `TRAPPED`. */
+  #contain(plugin, during, fn) {
+    try {
+      return fn();
+    } catch (e) {
+      if (!(e instanceof PluginTrap)) throw e;
+      this.#quarantine(plugin, during, e);
+      return TRAPPED;
+    }
+  }
+
+  /**
+   * Stops calling `plugin` after it trapped in `during`, as the Rust
+   * harness's `Shell::quarantine`: lifts every layer it installed and
+   * removes its tools, so every agent gets what the rest of its chain
+   * authorizes (a plugin only ever hides, so dropping it cannot widen past
+   * that), and tells the other plugins (a trap there quarantines that one
+   * too, once each).
+   */
+  #quarantine(plugin, during, trap) {
+    if (plugin.quarantined) return;
+    plugin.quarantined = new Quarantine(plugin.id, during, failureReason(trap));
+    pushLog(plugin.instance.logs, 'error', String(plugin.quarantined));
+    this.core.unregisterOwnedBy(plugin.id);
+    this.core.liftAll(plugin.id);
+    // A plugin's error value can only be logged here.
+    try {
+      this.#notifyRegistryChanged();
+    } catch (e) {
+      pushLog(plugin.instance.logs, 'warn', e.message);
+    }
+  }
+
   #notifyRegistryChanged() {
-    for (const plugin of this.plugins) unwrap(plugin, plugin.instance.registryChanged());
+    for (const plugin of this.plugins) {
+      if (plugin.quarantined) continue;
+      const changed = this.#contain(plugin, 'registry-changed', () => plugin.instance.registryChanged());
+      if (changed !== TRAPPED) unwrap(plugin, changed);
+    }
   }
 }
 

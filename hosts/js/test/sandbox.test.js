@@ -65,11 +65,17 @@ test("a plugin's stdout, stderr, stdin, environment and exit are not the host's"
   assert.equal(child.status, 0, `the host ended early: ${child.stdout}`);
   // The host's stdout holds its own line only: the plugin's forged line never reached it.
   const { call, logs } = JSON.parse(child.stdout);
-  assert.match(call, /plugin `evil` trapped in preExecute: the plugin called exit \(success\)|^completed$/);
+  // exit traps: the plugin is quarantined and the call goes on without it.
+  assert.equal(call, 'completed');
   assert.deepEqual(logs, [
     { level: 'info', message: 'stdout: {"jsonrpc":"2.0","id":1,"result":"forged"}' },
     { level: 'warn', message: 'stderr: \\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{202e}txt.exe' },
     { level: 'warn', message: '{"read":{"tag":"closed"},"env":[]}' },
+    {
+      level: 'error',
+      message:
+        'plugin `evil` is disabled: it failed in pre-execute (the plugin called exit (success)); its restrictions and tools are lifted',
+    },
   ]);
 });
 

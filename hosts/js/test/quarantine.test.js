@@ -1,0 +1,191 @@
+// A plugin that traps is quarantined, as in the Rust harness: never called
+// again, its tools and restriction layers gone, the other plugins told; the
+// shell goes on without it. A plugin that fails to start leaves nothing.
+
+import assert from 'node:assert/strict';
+import { test } from 'node:test';
+
+import { loadComponent } from '../src/component.js';
+import { Shell } from '../src/shell.js';
+import { Tool, builtin } from '../src/tools.js';
+import { fakeComponent } from './fake-plugin.js';
+import { hostileComponent } from './hostile-component.js';
+
+const component = await loadComponent();
+const names = (tools) => tools.map((t) => t.name);
+
+function shell() {
+  const s = new Shell();
+  s.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
+  s.createAgent('main');
+  return s;
+}
+
+test('a real component that traps in pre-execute is quarantined and the shell goes on without it', async () => {
+  const s = shell();
+  s.installPlugin('lazy-tools', component, null);
+  s.installPlugin('trap', await hostileComponent({ 'pre-execute': 'unreachable' }), null);
+  // Its view is empty: while it runs, the agent is shown nothing.
+  assert.deepEqual(s.nextRequest('main'), []);
+  assert.equal(s.call('main', 'bash', {}).kind, 'completed');
+  assert.deepEqual(s.quarantined().map(String), [
+    'plugin `trap` is disabled: it failed in pre-execute (wasm trap: wasm `unreachable` instruction executed); its restrictions and tools are lifted',
+  ]);
+  // jco refuses every later call into a trapped instance: the shell makes none.
+  assert.equal(s.call('main', 'read', {}).kind, 'completed');
+  assert.ok(names(s.nextRequest('main')).includes('bash'));
+  s.createAgent('worker', 'main');
+  s.registerTools([new Tool('grep', '', builtin())]);
+  assert.ok(names(s.nextRequest('main/worker')).includes('grep'));
+  assert.doesNotThrow(() => s.assemble('main'));
+  assert.throws(() => s.explain('trap', 'main', 'bash'), { message: /^plugin `trap` is disabled: it failed in pre-execute/ });
+  s.disposePlugin('trap');
+  assert.deepEqual(s.quarantined(), []);
+});
+
+test('a real component that traps in registry-changed is quarantined when tools come', async () => {
+  const s = shell();
+  s.installPlugin('trap', await hostileComponent({ 'registry-changed': 'unreachable' }), null);
+  s.registerTools([new Tool('grep', '', builtin())]);
+  assert.deepEqual(s.quarantined().map((q) => q.during), ['registry-changed']);
+  assert.deepEqual(names(s.nextRequest('main')), ['bash', 'read', 'grep']);
+});
+
+/** A plugin with a guard tool that restricts every agent to `read` and traps in export `at`. */
+const trapping = (at) =>
+  fakeComponent((imports) => {
+    const host = imports['dsh:tool-restriction/host'];
+    return {
+      guardTools: () => [{ name: 'guard', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      agentCreated(agent) {
+        if (at === 'agent-created' && agent === 'main/worker') throw new Error('boom');
+        host.restrict(agent, ['read']);
+      },
+      registryChanged() {
+        if (at === 'registry-changed') throw new Error('boom');
+      },
+      visibleTools(agent) {
+        if (at === 'visible-tools') throw new Error('boom');
+        return host.allowedTools(agent).val;
+      },
+      systemPrompt() {
+        if (at === 'system-prompt') throw new Error('boom');
+        return 'text';
+      },
+      preExecute() {
+        if (at === 'pre-execute') throw new Error('boom');
+        return { tag: 'pass' };
+      },
+      resolveCall() {
+        if (at === 'resolve-call') throw new Error('boom');
+        return { tag: 'direct' };
+      },
+      execute() {
+        if (at === 'execute') throw new Error('boom');
+        return { json: '{}', text: 'ran', isError: false };
+      },
+      agentDisposed() {
+        if (at === 'agent-disposed') throw new Error('boom');
+      },
+    };
+  });
+
+test('a trap in any call quarantines the plugin: its layers lifted, its tools removed, the others told', () => {
+  const cases = [
+    ['visible-tools', (s) => s.nextRequest('main')],
+    ['system-prompt', (s) => s.systemPrompt('main')],
+    ['pre-execute', (s) => assert.equal(s.call('main', 'read', {}).kind, 'completed')],
+    ['agent-created', (s) => s.createAgent('worker', 'main')],
+    ['registry-changed', (s) => s.registerTools([new Tool('grep', '', builtin())])],
+    ['agent-disposed', (s) => s.disposeAgent('main/child')],
+    [
+      'resolve-call',
+      (s) =>
+        assert.deepEqual(s.call('main', 'guard', {}), {
+          kind: 'refused',
+          reason: 'tool `guard` failed: its plugin `p` is disabled (boom)',
+        }),
+    ],
+    [
+      'execute',
+      (s) =>
+        assert.deepEqual(s.call('main', 'guard', {}), {
+          kind: 'refused',
+          reason: 'tool `guard` failed: its plugin `p` is disabled (boom)',
+        }),
+    ],
+  ];
+  for (const [at, act] of cases) {
+    const s = shell();
+    s.createAgent('child', 'main');
+    s.installPlugin('p', trapping(at), null);
+    s.installPlugin('other', fakeComponent(), null);
+    assert.deepEqual(names(s.core.effective('main')), ['read', 'guard'], at);
+    let toldOther = 0;
+    const other = s.plugin('other').instance;
+    const changed = other.registryChanged.bind(other);
+    other.registryChanged = () => (toldOther++, changed());
+    act(s);
+    assert.deepEqual(s.quarantined().map((q) => q.during), [at], at);
+    assert.ok(toldOther > 0, `${at}: the other plugin was not told`);
+    // Nothing of it is in force: every agent gets what the rest of its chain authorizes.
+    assert.deepEqual(names(s.core.effective('main')), ['bash', 'read', ...(at === 'registry-changed' ? ['grep'] : [])], at);
+    assert.ok(!s.core.tools.some((t) => t.owner === 'p'), at);
+    assert.doesNotThrow(() => s.nextRequest('main'), at);
+  }
+});
+
+test('a plugin whose guard tool takes a name already used is refused before anything is installed', () => {
+  const s = new Shell();
+  s.registerTools([new Tool('bash', '', builtin()), new Tool('load_tools', 'a shell tool', builtin())]);
+  for (const agents of [[], ['main']]) {
+    for (const agent of agents) s.createAgent(agent);
+    const generation = s.core.generation;
+    assert.throws(() => s.installPlugin('lazy-tools', component, null), {
+      message:
+        "plugin `lazy-tools` declares a tool `load_tools`, but that name is already a built-in tool: a plugin cannot take another tool's name",
+    });
+    assert.deepEqual(s.plugins, []);
+    assert.equal(s.core.generation, generation);
+    // The shell still works: a new agent, a request.
+    s.createAgent(`after${agents.length}`);
+    assert.deepEqual(names(s.nextRequest(`after${agents.length}`)), ['bash', 'load_tools']);
+  }
+  const twice = fakeComponent(() => ({
+    guardTools: () => ['g', 'g'].map((name) => ({ name, description: '', parameters: '{}', origin: { tag: 'builtin' } })),
+  }));
+  assert.throws(() => s.installPlugin('p', twice, null), { message: 'plugin `p` declares its tool `g` twice' });
+});
+
+test('a plugin that refuses or traps on an agent while installed leaves nothing behind, and can be installed again', async () => {
+  const refusing = (how) =>
+    fakeComponent((imports) => ({
+      guardTools: () => [{ name: 'guard', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      agentCreated(agent) {
+        imports['dsh:tool-restriction/host'].restrict(agent, ['read']);
+        if (agent === 'main/worker') {
+          if (how === 'refuses') throw { payload: { tag: 'host', val: 'no workers' } };
+          throw new Error('boom');
+        }
+      },
+    }));
+  for (const [how, message] of [
+    ['refuses', 'plugin `p` refused agent `main/worker`: the host refused: no workers'],
+    ['traps', 'plugin `p` failed in agent-created: boom'],
+  ]) {
+    const s = shell();
+    s.createAgent('worker', 'main');
+    assert.throws(() => s.installPlugin('p', refusing(how), null), { message }, how);
+    assert.deepEqual(s.plugins, [], how);
+    assert.ok(!s.core.tools.some((t) => t.owner === 'p'), how);
+    assert.equal(s.core.restriction('main', 'p'), undefined, how);
+    s.installPlugin('p', fakeComponent(), null);
+    assert.deepEqual(names(s.nextRequest('main/worker')), ['bash', 'read'], how);
+  }
+  // A trap in configure: the plugin is not installed, and says where it failed.
+  const s = shell();
+  assert.throws(() => s.installPlugin('trap', fakeComponent(() => ({ configure: () => { throw new Error('boom'); } })), null), {
+    message: 'plugin `trap` failed in configure: boom',
+  });
+  assert.deepEqual(s.plugins, []);
+});
