@@ -80,6 +80,12 @@ export class ShellCore {
     // 1 to 256 characters without whitespace, control characters or bidirectional controls.
     // Punctuation stays.
     const bidi = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
+    if (typeof tool.name !== 'string') {
+      throw new ShellError(`invalid tool name ${String(tool.name)}: a tool's name is a string, not a ${typeof tool.name}`);
+    }
+    if (typeof tool.description !== 'string') {
+      throw new ShellError(`tool \`${tool.name}\`: its description is a string, not a ${typeof tool.description}`);
+    }
     if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name)) {
       throw new ShellError(
         `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,

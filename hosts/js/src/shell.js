@@ -65,16 +65,42 @@ export class Shell {
     return this.plugins.filter((p) => p.quarantined).map((p) => p.quarantined);
   }
 
-  /** Registers tools and tells every plugin once. */
+  /** Registers tools and tells every plugin once; a tool refused registers none of them. */
   registerTools(tools) {
-    for (const tool of tools) this.core.register(tool);
+    this.#registerAll(tools);
     this.#notifyRegistryChanged();
   }
 
-  /** Registers a catalog's MCP servers (with their descriptions) and tools. */
+  /**
+   * Registers a catalog's MCP servers (with their descriptions) and tools.
+   * The whole catalog is checked first: one that is not valid registers
+   * nothing.
+   */
   registerCatalog(catalog) {
+    const tools = catalogTools(catalog);
+    const before = new Map(this.core.groups);
     for (const server of catalog.servers) this.core.setGroup(server.name, server.description ?? '');
-    this.registerTools(catalogTools(catalog));
+    try {
+      this.#registerAll(tools);
+    } catch (e) {
+      this.core.groups = before;
+      throw e;
+    }
+    this.#notifyRegistryChanged();
+  }
+
+  /** Registers `tools`, or none of them. */
+  #registerAll(tools) {
+    const done = [];
+    try {
+      for (const tool of tools) {
+        this.core.register(tool);
+        done.push(tool);
+      }
+    } catch (e) {
+      for (const tool of done.reverse()) this.core.unregister(tool.name, tool.scope);
+      throw e;
+    }
   }
 
   unregisterTools(names, scope = undefined) {
@@ -665,6 +691,12 @@ function mustBeList(value, place) {
   }
 }
 
+/** Throws unless `value` is a string (or missing, when `optional`): `what` is said of it. */
+function mustBeString(value, place, what, optional = false) {
+  if (typeof value === 'string' || (optional && value === undefined)) return;
+  throw new Error(`${place}: ${what} is a string; this is ${jsonKind(value)}`);
+}
+
 function checkKeys(object, what, place) {
   mustBeObject(object, what === 'catalog' ? 'the catalog' : `a ${what}`, place);
   const plain = (k) => k.replace(/[_-]/gu, '').toLowerCase();
@@ -724,13 +756,21 @@ export function catalogTools(catalog) {
       throw new Error(`/servers/${s}/tools: missing; a server lists its tools there (\`[]\` for none)`);
     }
     mustBeList(server.tools, `/servers/${s}/tools`);
+    mustBeString(server.name, `/servers/${s}/name`, "a server's name", true);
     if (!server.name) throw new Error(`/servers/${s}/name: a server has an empty name`);
+    mustBeString(server.description, `/servers/${s}/description`, `the description of server \`${server.name}\``, true);
+    if (server.category !== null) {
+      mustBeString(server.category, `/servers/${s}/category`, `the category of server \`${server.name}\``, true);
+    }
     const prefix = `${clean(server.name)}__`;
     if (!prefixes.has(prefix)) prefixes.set(prefix, s);
     return server.tools.map((tool, t) => {
       const place = `/servers/${s}/tools/${t}`;
       checkKeys(tool, 'tool', place);
+      mustBeString(tool.name, `${place}/name`, `the name of a tool of server \`${server.name}\``, true);
       if (!tool.name) throw new Error(`${place}: a tool of server \`${server.name}\` has an empty name`);
+      const of = `tool \`${tool.name}\` of server \`${server.name}\``;
+      mustBeString(tool.description, `${place}/description`, `the description of ${of}`, true);
       // `null` is no parameters, as a missing schema is; a schema without `type` is taken.
       const schema = tool.inputSchema ?? { type: 'object', properties: {} };
       if (typeof schema !== 'object' || Array.isArray(schema) || ('type' in schema && schema.type !== 'object')) {
@@ -770,7 +810,14 @@ export function catalogTools(catalog) {
             );
           }
         }
-        const texts = (key) => (extra[key] ?? []).map(String);
+        const texts = (key) => {
+          const list = extra[key];
+          if (list === undefined) return [];
+          mustBeList(list, `${place}/x-lazy-tools/${key}`);
+          const one = { keywords: 'a keyword', examples: 'an example', descriptions: 'a description' }[key];
+          list.forEach((text, i) => mustBeString(text, `${place}/x-lazy-tools/${key}/${i}`, `${one} of ${of}`));
+          return list;
+        };
         registered.searchText = {
           keywords: texts('keywords'),
           examples: texts('examples'),

@@ -304,3 +304,68 @@ test('a tool name the model could not call is refused', () => {
   for (const name of ['x'.repeat(256), 'get.forecast', 'a?c', '名前']) shell.register(new Tool(name, 'd', builtin()));
   assert.equal(shell.tools.length, 4);
 });
+
+test('a catalog field of the wrong type is an error at its place, and the catalog registers nothing', async () => {
+  const { loadComponent } = await import('../src/component.js');
+  const component = await loadComponent();
+  const cases = [
+    [
+      { servers: [{ name: 'gh', tools: [{ name: 'issue', description: 42 }] }] },
+      '/servers/0/tools/0/description: the description of tool `issue` of server `gh` is a string; this is a number',
+    ],
+    [
+      { servers: [{ name: 'gh', description: { text: 'x' }, tools: [{ name: 'issue' }] }] },
+      '/servers/0/description: the description of server `gh` is a string; this is an object',
+    ],
+    [{ servers: [{ name: 7, tools: [{ name: 'issue' }] }] }, "/servers/0/name: a server's name is a string; this is a number"],
+    [
+      { servers: [{ name: 'gh', tools: [{ name: ['issue'] }] }] },
+      '/servers/0/tools/0/name: the name of a tool of server `gh` is a string; this is an array',
+    ],
+    [
+      { servers: [{ name: 'gh', category: 1, tools: [] }] },
+      '/servers/0/category: the category of server `gh` is a string; this is a number',
+    ],
+    [
+      { servers: [{ name: 'gh', tools: [{ name: 'issue', 'x-lazy-tools': { keywords: 'bug' } }] }] },
+      '/servers/0/tools/0/x-lazy-tools/keywords: a list, [...]; this is a string',
+    ],
+    [
+      { servers: [{ name: 'gh', tools: [{ name: 'issue', 'x-lazy-tools': { examples: ['file a bug', 3] } }] }] },
+      '/servers/0/tools/0/x-lazy-tools/examples/1: an example of tool `issue` of server `gh` is a string; this is a number',
+    ],
+    // Valid up to its last server, whose tool's name a built-in holds: nothing of it stays.
+    [
+      { servers: [{ name: 'fs', description: 'Files.', tools: [{ name: 'read' }] }, { name: 'x', tools: [{ name: 'y' }] }], late: true },
+      'a tool named `x__y` is already registered in the global scope',
+    ],
+  ];
+  for (const [catalog, message] of cases) {
+    const shell = new Shell();
+    shell.registerTools([new Tool('bash', '', builtin())]);
+    if (catalog.late) {
+      delete catalog.late;
+      shell.registerTools([new Tool('x__y', '', builtin())]);
+    }
+    shell.createAgent('main');
+    shell.installPlugin('lazy-tools', component, null);
+    const before = names(shell.core.tools);
+    assert.throws(() => shell.registerCatalog(catalog), { message });
+    assert.deepEqual(names(shell.core.tools), before, message);
+    assert.deepEqual([...shell.core.groups], [], message);
+    // The plugin and the shell go on.
+    shell.registerTools([new Tool('read', '', builtin())]);
+    assert.ok(names(shell.nextRequest('main')).includes('read'), message);
+  }
+  assert.deepEqual(names(catalogTools({ servers: [{ name: 's', category: null, tools: [{ name: 't', description: 'd' }] }] })), ['s__t']);
+});
+
+test('a tool whose name or description is not a string is refused at register', () => {
+  const shell = new ShellCore();
+  assert.throws(() => shell.register(new Tool(7, 'd', builtin())), {
+    message: "invalid tool name 7: a tool's name is a string, not a number",
+  });
+  assert.throws(() => shell.register(new Tool('t', { text: 'd' }, builtin())), {
+    message: 'tool `t`: its description is a string, not a object',
+  });
+});
