@@ -86,6 +86,11 @@ export class ShellCore {
     if (typeof tool.description !== 'string') {
       throw new ShellError(`tool \`${tool.name}\`: its description is a string, not a ${typeof tool.description}`);
     }
+    if (!tool.name.isWellFormed()) {
+      throw new ShellError(
+        `invalid tool name ${JSON.stringify(tool.name)}: it holds half of a character (a lone UTF-16 surrogate), which UTF-8 cannot carry to a plugin`,
+      );
+    }
     if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name)) {
       throw new ShellError(
         `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,

@@ -23,7 +23,7 @@ export function toolToWit(tool) {
 
 /**
  * The registry as one WIT 0.3.0 `tool-table`: every tool's name, description
- * and parameters joined, where each ends in UTF-8 bytes, and each distinct
+ * and parameters joined (each well-formed), where each ends in UTF-8 bytes, and each distinct
  * origin once. A list of `tool-def` is lowered string by string, each through
  * a call into the plugin's allocator; a table is a few values in all.
  * `undefined` when the texts pass 4 GiB, which a table cannot address.
@@ -36,7 +36,10 @@ export function registryTable(tools) {
   const originAt = new Map();
   let bytes = 0;
   tools.forEach((tool, i) => {
-    [tool.name, tool.description, tool.parametersJson].forEach((text, j) => {
+    [tool.name, tool.description, tool.parametersJson].forEach((raw, j) => {
+      // Half a character (a lone surrogate) becomes U+FFFD, as jco writes it
+      // into a string: its UTF-8 bytes are counted as the plugin reads them.
+      const text = raw.toWellFormed();
       texts.push(text);
       bytes += Buffer.byteLength(text, 'utf8');
       ends[3 * i + j] = bytes;

@@ -369,3 +369,26 @@ test('a tool whose name or description is not a string is refused at register', 
     message: 'tool `t`: its description is a string, not a object',
   });
 });
+
+test('half a character: a name with a lone surrogate is refused; a text with one is sent as the plugin reads it', async () => {
+  const { registryTable } = await import('../src/host-imports.js');
+  const { loadComponent } = await import('../src/component.js');
+  const component = await loadComponent();
+  assert.throws(() => new ShellCore().register(new Tool('emoji\ud83d', 'd', builtin())), {
+    message:
+      'invalid tool name "emoji\\ud83d": it holds half of a character (a lone UTF-16 surrogate), which UTF-8 cannot carry to a plugin',
+  });
+  const table = registryTable([new Tool('half', '\ude00 a description', builtin()), new Tool('next', 'Next.', builtin())]);
+  assert.equal(table.ends[table.ends.length - 1], Buffer.byteLength(table.texts));
+  assert.equal(table.texts.slice(4, 5), '\ufffd');
+  // Through the plugin, with the registry as a table and as a list: the same tools, no refusal.
+  for (const tables of [false, true]) {
+    const shell = new Shell();
+    shell.core.registryTables = tables;
+    shell.registerTools([new Tool('bash', 'Run.', builtin()), new Tool('half', '\ude00 half an emoji', builtin())]);
+    shell.createAgent('main');
+    shell.installPlugin('lazy-tools', component, { defer: ['bash'] });
+    assert.deepEqual(names(shell.nextRequest('main')).filter((n) => ['bash', 'half'].includes(n)), ['half'], `tables ${tables}`);
+    assert.deepEqual(shell.plugin('lazy-tools').instance.logs, [], `tables ${tables}`);
+  }
+});
