@@ -14,12 +14,27 @@ export class YamlError extends Error {
 
 const escapeKey = (key) => key.replaceAll('~', '~0').replaceAll('/', '~1');
 
+/**
+ * The Rust harness's limits on a YAML file (its `MAX_FILE_BYTES` and
+ * serde-saphyr's node and depth budgets): real files are a few KiB; more is
+ * a mistake, or an attack on the shell's memory. Nodes are counted as read,
+ * an alias's every time it is used, so that a few lines of aliases of
+ * aliases cannot stand for billions of values.
+ */
+export const MAX_FILE_BYTES = 8 << 20;
+export const MAX_NODES = 250_000;
+export const MAX_DEPTH = 64;
+
 export class LocatedValue {
   /**
    * Parses `text`, read from `file` (used in messages only). Booleans are
    * YAML 1.2's (`true`, `false`): a tool named `no` or `on` stays a string.
    */
   static parse(file, text) {
+    const bytes = Buffer.byteLength(text);
+    if (bytes > MAX_FILE_BYTES) {
+      throw new YamlError(file, 1, 1, `the file is ${bytes} bytes, larger than ${MAX_FILE_BYTES >> 20} MiB, the most a YAML file here may have`);
+    }
     const lineCounter = new LineCounter();
     const doc = parseDocument(text, { version: '1.2', lineCounter, prettyErrors: false });
     const problem = doc.errors[0];
@@ -32,21 +47,31 @@ export class LocatedValue {
       const { line, col } = lineCounter.linePos(node?.range?.[0] ?? 0);
       return { line, column: col };
     };
-    const walk = (node, pointer, seen) => {
+    let nodes = 0;
+    const walk = (node, pointer, seen, depth = 0) => {
+      nodes += 1;
+      if (nodes > MAX_NODES || depth > MAX_DEPTH) {
+        const { line, column } = placeOf(node);
+        const message =
+          nodes > MAX_NODES
+            ? `the document has more YAML nodes than a file here may have (${MAX_NODES}, an alias's counted each time it is used)`
+            : `the document is nested deeper than a file here may be (${MAX_DEPTH})`;
+        throw new YamlError(file, line, column, message);
+      }
       if (isAlias(node)) {
         const target = node.resolve(doc);
         if (!target || seen.has(target)) {
           const { line, column } = placeOf(node);
           throw new YamlError(file, line, column, `alias \`${node.source}\` does not resolve`);
         }
-        return walk(target, pointer, new Set(seen).add(target));
+        return walk(target, pointer, new Set(seen).add(target), depth);
       }
       if (isMap(node)) {
         const object = {};
         for (const pair of node.items) {
           const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
           const at = `${pointer}/${escapeKey(key)}`;
-          object[key] = walk(pair.value, at, seen);
+          object[key] = walk(pair.value, at, seen, depth + 1);
           // A mapping entry is shown at its key.
           places.set(at, placeOf(pair.key));
         }
@@ -56,11 +81,11 @@ export class LocatedValue {
         return node.items.map((item, i) => {
           const at = `${pointer}/${i}`;
           places.set(at, placeOf(item));
-          return walk(item, at, seen);
+          return walk(item, at, seen, depth + 1);
         });
       }
       if (isScalar(node)) return node.value ?? null;
-      if (isPair(node)) return walk(node.value, pointer, seen);
+      if (isPair(node)) return walk(node.value, pointer, seen, depth);
       return null;
     };
     places.set('', placeOf(doc.contents));

@@ -392,3 +392,25 @@ test('half a character: a name with a lone surrogate is refused; a text with one
     assert.deepEqual(shell.plugin('lazy-tools').instance.logs, [], `tables ${tables}`);
   }
 });
+
+test('a YAML file of aliases of aliases, nested past 64 or larger than 8 MiB is refused, located, before it is expanded', () => {
+  // 7 lines that would expand to 10^6 values.
+  let laughs = 'a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n';
+  for (let i = 1; i <= 6; i++) laughs += `a${i}: &a${i} [${Array(10).fill(`*a${i - 1}`).join(', ')}]\n`;
+  assert.throws(() => LocatedValue.parse('profile.yml', laughs), {
+    message: /^profile\.yml:\d+:\d+: the document has more YAML nodes than a file here may have \(250000, an alias's counted each time it is used\)$/,
+  });
+  // A few aliases stay: each use is counted, not refused.
+  assert.deepEqual(LocatedValue.parse('p.yml', 'base: &b [read, bash]\nmore: *b\n').value, {
+    base: ['read', 'bash'],
+    more: ['read', 'bash'],
+  });
+  const deep = `${'['.repeat(65)}x${']'.repeat(65)}`;
+  assert.throws(() => LocatedValue.parse('p.yml', deep), {
+    message: 'p.yml:1:66: the document is nested deeper than a file here may be (64)',
+  });
+  assert.doesNotThrow(() => LocatedValue.parse('p.yml', `${'['.repeat(64)}x${']'.repeat(64)}`));
+  assert.throws(() => LocatedValue.parse('p.yml', `# ${'x'.repeat(8 << 20)}\n`), {
+    message: `p.yml:1:1: the file is ${(8 << 20) + 3} bytes, larger than 8 MiB, the most a YAML file here may have`,
+  });
+});
