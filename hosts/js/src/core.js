@@ -61,11 +61,15 @@ export class ShellCore {
     if (!this.groupLoader) throw new Error(`the shell cannot load group \`${name}\`: it has no loader`);
     const tools = this.groupLoader(name);
     for (const tool of tools) {
-      const same = this.tools.some(
-        (t) => t.name === tool.name && t.scope === tool.scope && t.parametersJson === tool.parametersJson && t.description === tool.description,
-      );
-      if (same) continue;
-      this.register(tool);
+      // As the Rust harness: a tool already registered in that scope (from a
+      // cached listing, say) is kept as it is, and the load goes on.
+      if (this.tools.some((t) => t.name === tool.name && t.scope === tool.scope)) continue;
+      try {
+        this.register(tool);
+      } catch (e) {
+        e.message = `group \`${name}\`: ${e.message}`;
+        throw e;
+      }
       this.loadedOutside = true;
     }
     return tools;

@@ -77,3 +77,26 @@ test('json subsets compare keys given and whole lists', () => {
   assert.equal(jsonSubset({ b: [{ x: 2 }] }, actual, ''), '/b/0/x');
   assert.equal(jsonSubset({ d: 1 }, actual, ''), '/d');
 });
+
+test('a lazy group that lists a tool already registered with another description keeps that tool and loads the rest', () => {
+  const files = {
+    'case.yml': `# The shell registered db__query from a cached listing; the server, once started, describes it anew.
+tools: [bash, {name: db__query, server: db, description: Run a SQL query (cached listing).}]
+agents: [main]
+lazy_groups:
+  - name: db
+    description: A SQL database.
+    tools:
+      - {name: db__query, server: db, description: Run a SQL query.}
+      - {name: db__tables, server: db, description: List the tables.}
+steps:
+  - call: {agent: main, tool: load_tools, args: {group_id: db}, expect: {outcome: ok}}
+  - call: {agent: main, tool: db__tables, expect: {outcome: ok}}
+`,
+    'profile.yml': 'strategy: dispatch\ndefer: ["db__*"]\n',
+  };
+  let shell;
+  withCase(files, (dir) => runCase(dir, component, () => (shell = new Shell())));
+  const db = shell.core.tools.filter((t) => t.origin.val === 'db').map((t) => `${t.name}: ${t.description}`);
+  assert.deepEqual(db, ['db__query: Run a SQL query (cached listing).', 'db__tables: List the tables.']);
+});
