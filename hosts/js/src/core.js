@@ -6,6 +6,7 @@
 // own scope; layers intersect along the chain, so an agent never sees what
 // its parent cannot.
 
+import { escape } from './terminal.js';
 import { scopeName } from './tools.js';
 
 export class ShellError extends Error {
@@ -16,6 +17,34 @@ export class ShellError extends Error {
 }
 
 const AGENT_NAME = /^[A-Za-z0-9_-]+$/;
+
+/**
+ * The deepest agent chain (`main` is 1, `main/worker` 2), and the longest
+ * agent id in bytes, as in the Rust harness: a chain this deep is a runaway
+ * spawn loop or a hostile id, and every request of an agent walks its chain.
+ */
+export const MAX_AGENT_DEPTH = 64;
+export const MAX_AGENT_ID_BYTES = 1024;
+
+/** The start of a refused id, escaped: the message names it without carrying all of it. */
+function shortened(id) {
+  const chars = [...id];
+  return chars.length > 40 ? `${escape(chars.slice(0, 40).join(''))}…` : escape(id);
+}
+
+/** Throws unless `id` is within `MAX_AGENT_DEPTH` and `MAX_AGENT_ID_BYTES`. */
+export function checkAgentId(id) {
+  const depth = id.split('/').length;
+  if (depth > MAX_AGENT_DEPTH) {
+    throw new ShellError(
+      `agent \`${shortened(id)}\` is ${depth} agents deep; a chain holds at most ${MAX_AGENT_DEPTH} (\`main\` is 1)`,
+    );
+  }
+  const bytes = Buffer.byteLength(id);
+  if (bytes > MAX_AGENT_ID_BYTES) {
+    throw new ShellError(`agent id \`${shortened(id)}\` is ${bytes} bytes long; an id holds at most ${MAX_AGENT_ID_BYTES}`);
+  }
+}
 
 export class ShellCore {
   /** @type {import('./tools.js').Tool[]} in registration order */
@@ -140,9 +169,14 @@ export class ShellCore {
   }
 
   createAgent(id, parent = undefined) {
-    const name = id.slice(id.lastIndexOf('/') + 1);
-    if (!AGENT_NAME.test(name)) {
-      throw new ShellError(`invalid agent name \`${id}\`: use letters, digits, \`-\` and \`_\``);
+    checkAgentId(id);
+    // An id is its parent's id and one name more: `main/a/b` made under
+    // `main` would be a child of an agent that does not exist, and escape
+    // what `main/a`'s restrictions allow.
+    const cut = id.lastIndexOf('/');
+    const [above, name] = cut < 0 ? [undefined, id] : [id.slice(0, cut), id.slice(cut + 1)];
+    if (!AGENT_NAME.test(name) || above !== parent) {
+      throw new ShellError(`invalid agent name \`${escape(id)}\`: use letters, digits, \`-\` and \`_\``);
     }
     if (this.agents.has(id)) throw new ShellError(`agent \`${id}\` already exists`);
     if (parent !== undefined) this.requireAgent(parent);

@@ -414,3 +414,30 @@ test('a YAML file of aliases of aliases, nested past 64 or larger than 8 MiB is 
     message: `p.yml:1:1: the file is ${(8 << 20) + 3} bytes, larger than 8 MiB, the most a YAML file here may have`,
   });
 });
+
+test("an agent's id is its parent's and one name more, at most 64 deep and 1024 bytes, as in the Rust harness", () => {
+  const shell = new Shell();
+  shell.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
+  shell.createAgent('main');
+  shell.createAgent('a', 'main');
+  shell.restrict('main/a', 'parent', ['read']);
+  // `main/a/b` made under `main` would escape `main/a`'s restriction.
+  assert.throws(() => shell.createAgent('a/b', 'main'), {
+    message: 'invalid agent name `main/a/b`: use letters, digits, `-` and `_`',
+  });
+  assert.throws(() => shell.core.createAgent('main/a/b', 'main'), /invalid agent name `main\/a\/b`/);
+  assert.throws(() => shell.core.createAgent('x', 'main'), /invalid agent name `x`/);
+  assert.throws(() => shell.createAgent('\u001b[2J', 'main'), { message: 'invalid agent name `main/\\u{1b}[2J`: use letters, digits, `-` and `_`' });
+  assert.equal(shell.createAgent('b', 'main/a'), 'main/a/b');
+  assert.deepEqual(names(shell.nextRequest('main/a/b')), ['read']);
+  let id = 'main';
+  for (let depth = 2; depth <= 64; depth++) id = shell.createAgent('x', id);
+  assert.equal(id.split('/').length, 64);
+  assert.throws(() => shell.createAgent('x', id), {
+    message: `agent \`main/${'x/'.repeat(17)}x…\` is 65 agents deep; a chain holds at most 64 (\`main\` is 1)`,
+  });
+  assert.equal(shell.createAgent('y'.repeat(1024 - 5), 'main').length, 1024);
+  assert.throws(() => shell.createAgent('y'.repeat(1024 - 4), 'main'), {
+    message: `agent id \`main/${'y'.repeat(35)}…\` is 1025 bytes long; an id holds at most 1024`,
+  });
+});
