@@ -17,8 +17,9 @@ export const MAX_ARGUMENT_BYTES = 8 << 20;
 /** A plugin rejected its config; `errors` are its `config-error`s. */
 export class ConfigRejected extends Error {
   constructor(plugin, errors) {
-    const lines = errors.map((e) => `  ${describeConfigError(e)}`).join('\n');
-    super(`plugin \`${plugin}\` rejected its config:\n${lines}`);
+    // Each error one line, shown as text: the plugin's words, and the config's it quotes, are not obeyed.
+    const lines = errors.map((e) => `  ${escape(describeConfigError(e))}`).join('\n');
+    super(`plugin \`${escape(plugin)}\` rejected its config:\n${lines}`);
     this.name = 'ConfigRejected';
     this.errors = errors;
   }
@@ -734,6 +735,17 @@ function schemaKind(schema) {
  * looks misspelt.
  */
 export function catalogTools(catalog) {
+  try {
+    return readCatalog(catalog);
+  } catch (e) {
+    // A name or key from the catalog is shown, never obeyed: a server named
+    // with an escape sequence must not rewrite the user's terminal.
+    e.message = escape(e.message);
+    throw e;
+  }
+}
+
+function readCatalog(catalog) {
   checkKeys(catalog, 'catalog', '');
   if (catalog.servers === undefined) throw new Error('/servers: missing; a catalog lists its servers there');
   mustBeList(catalog.servers, '/servers');

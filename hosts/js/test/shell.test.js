@@ -441,3 +441,26 @@ test("an agent's id is its parent's and one name more, at most 64 deep and 1024 
     message: `agent id \`main/${'y'.repeat(35)}…\` is 1025 bytes long; an id holds at most 1024`,
   });
 });
+
+test('a catalog error or a rejected config shows control and bidi characters as escapes, one line each', async () => {
+  const { ConfigRejected } = await import('../src/shell.js');
+  const { fakeComponent } = await import('./fake-plugin.js');
+  assert.throws(() => catalogTools({ servers: [{ name: 'gh\u001b[2J\u001b]0;owned\u0007\u202e', tools: [{ name: 't' }, { name: 't' }] }] }), {
+    message:
+      '/servers/0/tools/1: tool `t` of server `gh\\u{1b}[2J\\u{1b}]0;owned\\u{7}\\u{202e}` is listed twice (first at /servers/0/tools/0)',
+  });
+  assert.throws(() => catalogTools({ servers: [{ name: 's', tools: [{ name: 't', 'x-lazy-tools': { 'k\u001b[31m': 1 } }] }] }), {
+    message: '/servers/0/tools/0/x-lazy-tools/k\\u{1b}[31m: unknown key `k\\u{1b}[31m`; it holds `keywords`, `examples`, `descriptions`',
+  });
+  const rejecting = fakeComponent(() => ({
+    configure() {
+      throw { payload: [{ pointer: '/defer/0', message: 'unknown tool `x\u001b[2J`\nforged: line \u2066' }] };
+    },
+  }));
+  const shell = new Shell();
+  assert.throws(() => shell.installPlugin('p', rejecting, { defer: ['x'] }), (e) => {
+    assert.ok(e instanceof ConfigRejected);
+    assert.equal(e.message, 'plugin `p` rejected its config:\n  /defer/0: unknown tool `x\\u{1b}[2J`\\nforged: line \\u{2066}');
+    return true;
+  });
+});
