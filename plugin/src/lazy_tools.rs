@@ -1150,13 +1150,19 @@ impl<H: Host> Loads for LazyTools<H> {
         self.ensure_fresh(agent)
     }
 
-    fn tool_named<'a>(&self, name: &'a str) -> Cow<'a, str> {
+    fn tool_named<'a>(&self, agent: &str, name: &'a str) -> Cow<'a, str> {
         if self.registry.contains(name) {
             return Cow::Borrowed(name);
         }
+        let allowed = |registered: &str| {
+            let id = self.names.get(registered);
+            let state = self.agents.get(agent);
+            id.zip(state)
+                .is_some_and(|(id, state)| state.allowed().contains(id))
+        };
         match self.registry.shown_as(name) {
-            Some(registered) => Cow::Owned(registered.to_owned()),
-            None => Cow::Borrowed(name),
+            Some(registered) if allowed(registered) => Cow::Owned(registered.to_owned()),
+            _ => Cow::Borrowed(name),
         }
     }
 
@@ -1594,7 +1600,11 @@ mod tests {
             "{ambiguous}"
         );
         // A name registered as it is wins over one that only shows so.
-        assert_eq!(plugin.tool_named("files__copy"), "files__copy");
+        assert_eq!(plugin.tool_named("main", "files__copy"), "files__copy");
+        // A name the agent may not call is not told by its line.
+        plugin.host.denied = vec!["files__write ".into()];
+        plugin.registry_changed().unwrap();
+        assert_eq!(plugin.tool_named("main", "files__write"), "files__write");
         let mut plugin = LazyTools::new(TestHost {
             tools: plugin.host.tools.clone(),
             denied: Vec::new(),

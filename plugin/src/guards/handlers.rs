@@ -46,8 +46,9 @@ pub trait Loads {
     /// Brings the agent's view up to date with the host.
     fn refresh(&mut self, agent: &str) -> Result<(), PluginError>;
     /// The registered name the model means by `name`: `name` itself when a tool has it, else
-    /// the one tool whose name shows as `name` in the plugin's lines (one line, trimmed).
-    fn tool_named<'a>(&self, name: &'a str) -> Cow<'a, str>;
+    /// the one tool whose name shows as `name` in the plugin's lines (one line, trimmed), when
+    /// the agent may call it.
+    fn tool_named<'a>(&self, agent: &str, name: &'a str) -> Cow<'a, str>;
     /// Loads one tool by exact name, never beyond what the agent may call.
     fn activate(&mut self, agent: &str, name: &str) -> Result<Match, PluginError>;
     /// The core tools (and their family) that loading `name` brings along.
@@ -109,7 +110,7 @@ pub fn tool_search(
     let mut seen = HashSet::new();
     let mut families = HashSet::new();
     for name in &args.tool_names {
-        let name = loads.tool_named(name.trim()).into_owned();
+        let name = loads.tool_named(agent, name.trim()).into_owned();
         if seen.insert(name.clone()) {
             let (first, core) =
                 activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
@@ -160,7 +161,7 @@ pub fn defer_execute_tool(
     }
     loads.refresh(agent)?;
     let (mut seen, mut families) = (HashSet::new(), HashSet::new());
-    let name = loads.tool_named(args.tool_name.trim()).into_owned();
+    let name = loads.tool_named(agent, args.tool_name.trim()).into_owned();
     let (m, core) = activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
     loads.install(agent)?;
     let output = ActivateOutput {
@@ -209,7 +210,7 @@ pub fn load_tools(
         Some(names) => {
             let mut wanted = Vec::new();
             for name in names {
-                let name = loads.tool_named(name.trim()).into_owned();
+                let name = loads.tool_named(agent, name.trim()).into_owned();
                 if members.contains(&name) {
                     wanted.push(name);
                 } else {
@@ -298,7 +299,7 @@ pub fn resolve_call(
         ));
     }
     loads.refresh(agent)?;
-    let name = &*loads.tool_named(name);
+    let name = &*loads.tool_named(agent, name);
     let implicitly_loaded = match loads.target(agent, name)? {
         Err(reason) => {
             return reject(format!(
