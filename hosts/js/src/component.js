@@ -84,9 +84,18 @@ export class PluginComponent {
 
   /** Instantiates the component with `imports` (see host-imports.js). */
   instantiate(imports) {
+    // The linear memories of the instance's core modules, for `memoryBytes`.
+    const memories = [];
+    const instantiateCore = (module, importObject) => {
+      const instance = new WebAssembly.Instance(module, importObject);
+      for (const value of Object.values(instance.exports)) {
+        if (value instanceof WebAssembly.Memory) memories.push(value);
+      }
+      return instance;
+    };
     let root;
     try {
-      root = this.instantiateWith(this.getCoreModule, imports);
+      root = this.instantiateWith(this.getCoreModule, imports, instantiateCore);
     } catch (e) {
       // A newer contract's import this host does not implement yet.
       if (/undefined instance import/.test(e.message)) {
@@ -94,8 +103,16 @@ export class PluginComponent {
       }
       throw e;
     }
+    this.#memories.set(root.restriction, memories);
     return root.restriction;
   }
+
+  /** The bytes of linear memory the instance whose exports are `exports` holds now. */
+  memoryBytes(exports) {
+    return (this.#memories.get(exports) ?? []).reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
+  }
+
+  #memories = new WeakMap();
 }
 
 const loaded = new Map();

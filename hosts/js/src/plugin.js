@@ -33,28 +33,53 @@ export function describeConfigError(error) {
   return error.pointer ? `${error.pointer}: ${error.message}` : error.message;
 }
 
+/**
+ * The linear memory one plugin instance may hold (the Rust harness's
+ * `Limits::memory_bytes`). wasm in node cannot refuse a `memory.grow` past
+ * it, so it is checked after each call: a plugin found above it is failed
+ * as if it trapped, and the shell quarantines it.
+ */
+export const MAX_PLUGIN_MEMORY_BYTES = 256 << 20;
+
 export class PluginInstance {
   /**
    * @param {string} id the plugin's id in the shell
    * @param {object} exports the component's `restriction` interface
    * @param {Array<{level: string, message: string}>} logs filled by `host.log`
+   * @param {() => number} memoryBytes the linear memory the instance holds now
    */
-  constructor(id, exports, logs) {
+  constructor(id, exports, logs, memoryBytes = () => 0) {
     this.id = id;
     this.exports = exports;
     this.logs = logs;
+    this.memoryBytes = memoryBytes;
+  }
+
+  /** Lets the instance go (its memory with it): the shell never calls it again. */
+  release() {
+    this.exports = undefined;
+    this.memoryBytes = () => 0;
   }
 
   /** Calls export `name`; a thrown payload is an error value, anything else a trap. */
   #call(name, ...args) {
+    if (this.exports === undefined) throw new PluginTrap(this.id, name, new Error('the instance was released'));
+    let result;
     try {
-      return { ok: true, value: this.exports[name](...args) };
+      result = { ok: true, value: this.exports[name](...args) };
     } catch (e) {
-      if (e !== null && typeof e === 'object' && Object.hasOwn(e, 'payload')) {
-        return { ok: false, error: e.payload };
-      }
-      throw new PluginTrap(this.id, name, e);
+      if (e === null || typeof e !== 'object' || !Object.hasOwn(e, 'payload')) throw new PluginTrap(this.id, name, e);
+      result = { ok: false, error: e.payload };
     }
+    const memory = this.memoryBytes();
+    if (memory > MAX_PLUGIN_MEMORY_BYTES) {
+      throw new PluginTrap(
+        this.id,
+        name,
+        new Error(`ran out of memory: it holds ${memory} bytes of linear memory (limit ${MAX_PLUGIN_MEMORY_BYTES})`),
+      );
+    }
+    return result;
   }
 
   /** Calls an export whose result has no error case. */

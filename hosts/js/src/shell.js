@@ -175,11 +175,8 @@ export class Shell {
       throw new Error(`a plugin with id \`${id}\` is already installed`);
     }
     const logs = [];
-    const instance = new PluginInstance(
-      id,
-      component.instantiate(importObject(this.core, id, logs)),
-      logs,
-    );
+    const exports = component.instantiate(importObject(this.core, id, logs));
+    const instance = new PluginInstance(id, exports, logs, () => component.memoryBytes?.(exports) ?? 0);
     const failed = (during, trap) => new Error(`plugin \`${id}\` failed in ${during}: ${failureReason(trap)}`, { cause: trap });
     const starting = (during, fn) => {
       try {
@@ -524,6 +521,8 @@ export class Shell {
   #quarantine(plugin, during, trap) {
     if (plugin.quarantined) return;
     plugin.quarantined = new Quarantine(plugin.id, during, failureReason(trap));
+    // Never called again: its memory goes (its log stays).
+    plugin.instance.release();
     pushLog(plugin.instance.logs, 'error', String(plugin.quarantined));
     this.core.unregisterOwnedBy(plugin.id);
     this.core.liftAll(plugin.id);

@@ -189,3 +189,19 @@ test('a plugin that refuses or traps on an agent while installed leaves nothing 
   });
   assert.deepEqual(s.plugins, []);
 });
+
+test('a real component that grows its memory past 256 MiB in a call is quarantined after it', async () => {
+  const s = shell();
+  // 64 pages and 4,096 more: 260 MiB.
+  s.installPlugin('greedy', await hostileComponent({ 'system-prompt': '(drop (memory.grow (i32.const 4096))) i32.const 1024' }), null);
+  assert.deepEqual(s.systemPrompt('main'), []);
+  assert.deepEqual(s.quarantined().map(String), [
+    'plugin `greedy` is disabled: it failed in system-prompt (ran out of memory: it holds 272629760 bytes of linear memory (limit 268435456)); its restrictions and tools are lifted',
+  ]);
+  assert.deepEqual(names(s.nextRequest('main')), ['bash', 'read']);
+  // Below the limit a plugin runs on.
+  const t = shell();
+  t.installPlugin('fine', await hostileComponent({ 'system-prompt': '(drop (memory.grow (i32.const 1024))) i32.const 1024' }), null);
+  t.systemPrompt('main');
+  assert.deepEqual(t.quarantined(), []);
+});
