@@ -56,12 +56,56 @@ pub const MAX_CONFIG_BYTES: usize = 1 << 20;
 pub const MAX_LIST_ENTRIES: usize = 2_000;
 /// The most families a config may declare.
 pub const MAX_FAMILIES: usize = 500;
+/// The most patterns a config may hold in all: each entry of `defer`, `noDefer`, `neverDefer`,
+/// `alwaysDefer`, a family's `members` and `core` and a group's `members` is one. A pattern
+/// with a `*` inside keeps a compiled regex (some 8 KB natively): 30,000 of them, within the
+/// per-list limits, took 237 MB and half a second to configure natively, and the component
+/// ran out of its memory; 10,000 take 82 MB and 0.2 s. Past the cap, entries are checked but
+/// not compiled.
+pub const MAX_PATTERNS: usize = 10_000;
 /// How much of an entry an error quotes back.
 const MAX_QUOTED_CHARS: usize = 200;
 
 /// What is wrong with a list of `len` entries at `at`, if it is too long.
 fn too_many(at: &[&str], len: usize, max: usize) -> Option<ConfigError> {
     (len > max).then(|| ConfigError::new(pointer(at), format!("{len} entries; at most {max}")))
+}
+
+/// The patterns read so far across the config's lists, against [`MAX_PATTERNS`].
+#[derive(Debug, Default)]
+struct PatternCount {
+    seen: usize,
+    /// Where in the errors the one at the first pattern past the cap sits: it says how many
+    /// there are once every list is read.
+    past: Option<usize>,
+}
+
+impl PatternCount {
+    /// Counts the entry `text` at `at`: false past the cap, where the entry is only checked,
+    /// not compiled. The first entry past it gets the error.
+    fn admit(&mut self, at: &str, text: &str, errors: &mut Vec<ConfigError>) -> bool {
+        self.seen += 1;
+        if self.seen <= MAX_PATTERNS {
+            return true;
+        }
+        if self.past.is_none() {
+            self.past = Some(errors.len());
+            errors.push(ConfigError::new(at, String::new()).with_entry(text));
+        }
+        false
+    }
+
+    /// Says how many patterns there are in the error at the first past the cap.
+    fn finish(self, errors: &mut [ConfigError]) {
+        if let Some(error) = self.past.and_then(|i| errors.get_mut(i)) {
+            error.message = format!(
+                "{} patterns in all; at most {MAX_PATTERNS} across defer, noDefer, neverDefer, \
+                 alwaysDefer, families and groups (this is pattern {})",
+                self.seen,
+                MAX_PATTERNS + 1
+            );
+        }
+    }
 }
 
 /// One problem in the configuration, located by a JSON pointer.
@@ -369,8 +413,9 @@ impl Config {
             }
         }
         let switch = parse_switch(map, &mut errors);
-        let defer = parse_list(map, "defer", Action::Defer, &mut errors);
-        let no_defer = parse_list(map, "noDefer", Action::NoDefer, &mut errors);
+        let mut count = PatternCount::default();
+        let defer = parse_list(map, "defer", Action::Defer, &mut count, &mut errors);
+        let no_defer = parse_list(map, "noDefer", Action::NoDefer, &mut count, &mut errors);
         let rules = match (defer, no_defer) {
             (None, None) => None,
             (defer, no_defer) => Some(
@@ -385,19 +430,19 @@ impl Config {
         if let Some(budget) = parse_count(map, "tokenBudget", 1, &mut errors) {
             config.token_budget = budget;
         }
-        if let Some(list) = parse_pattern_list(map, "neverDefer", &mut errors) {
+        if let Some(list) = parse_pattern_list(map, "neverDefer", &mut count, &mut errors) {
             config.never_defer = ListSetting {
                 list,
                 written: true,
             };
         }
-        if let Some(list) = parse_pattern_list(map, "alwaysDefer", &mut errors) {
+        if let Some(list) = parse_pattern_list(map, "alwaysDefer", &mut count, &mut errors) {
             config.always_defer = ListSetting {
                 list,
                 written: true,
             };
         }
-        config.families = parse_families(map, &mut errors);
+        config.families = parse_families(map, &mut count, &mut errors);
         if let Some(mode) = parse_catalog_mode(map, &mut errors) {
             config.catalog = mode;
         }
@@ -410,7 +455,8 @@ impl Config {
         if let Some(strategy) = parse_strategy(map, &mut errors) {
             config.strategy = strategy;
         }
-        config.groups = parse_groups(map, &mut errors);
+        config.groups = parse_groups(map, &mut count, &mut errors);
+        count.finish(&mut errors);
         if errors.is_empty() {
             Ok(config)
         } else {
@@ -485,6 +531,7 @@ fn parse_patterns(
     value: &Value,
     at: &[&str],
     key: &'static str,
+    count: &mut PatternCount,
     errors: &mut Vec<ConfigError>,
 ) -> PatternList {
     let mut list = PatternList::default();
@@ -513,6 +560,7 @@ fn parse_patterns(
             ));
             continue;
         };
+        let admitted = count.admit(&pointer(&here), text, errors);
         let trimmed = text.trim();
         let problem = if trimmed.is_empty() {
             Some("blank entry: write a tool name or a pattern".to_string())
@@ -523,8 +571,14 @@ fn parse_patterns(
         } else {
             None
         };
-        match problem.map_or_else(|| Pattern::new(trimmed), Err) {
-            Ok(pattern) => list.patterns.push((trimmed.to_string(), pattern)),
+        let compiled = match problem {
+            Some(problem) => Err(problem),
+            None if admitted => Pattern::new(trimmed).map(Some),
+            None => Pattern::check(trimmed).map(|()| None),
+        };
+        match compiled {
+            Ok(Some(pattern)) => list.patterns.push((trimmed.to_string(), pattern)),
+            Ok(None) => {}
             Err(message) => errors.push(ConfigError::new(pointer(&here), message).with_entry(text)),
         }
     }
@@ -534,14 +588,19 @@ fn parse_patterns(
 fn parse_pattern_list(
     map: &Map<String, Value>,
     key: &'static str,
+    count: &mut PatternCount,
     errors: &mut Vec<ConfigError>,
 ) -> Option<PatternList> {
     let value = map.get(key)?;
-    Some(parse_patterns(value, &[key], key, errors))
+    Some(parse_patterns(value, &[key], key, count, errors))
 }
 
 /// `families: {name: {members: [...], core: [...]}}`.
-fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<Family> {
+fn parse_families(
+    map: &Map<String, Value>,
+    count: &mut PatternCount,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<Family> {
     let Some(value) = map.get("families") else {
         return Vec::new();
     };
@@ -580,7 +639,7 @@ fn parse_families(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Ve
             }
         }
         let mut list = |key: &'static str| match fields.get(key) {
-            Some(value) => parse_patterns(value, &["families", name, key], key, errors),
+            Some(value) => parse_patterns(value, &["families", name, key], key, count, errors),
             None => {
                 errors.push(ConfigError::new(
                     pointer(&["families", name]),
@@ -619,7 +678,11 @@ fn parse_strategy(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Op
 pub const MAX_GROUP_TEXT_CHARS: usize = 2_000;
 
 /// `groups: {name: {displayName?, description, members: [...]}}`.
-fn parse_groups(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<GroupDecl> {
+fn parse_groups(
+    map: &Map<String, Value>,
+    count: &mut PatternCount,
+    errors: &mut Vec<ConfigError>,
+) -> Vec<GroupDecl> {
     let Some(value) = map.get("groups") else {
         return Vec::new();
     };
@@ -697,7 +760,13 @@ fn parse_groups(map: &Map<String, Value>, errors: &mut Vec<ConfigError>) -> Vec<
         let display_name = text("displayName", false);
         let description = text("description", true).unwrap_or_default();
         let members = match fields.get("members") {
-            Some(value) => parse_patterns(value, &["groups", name, "members"], "members", errors),
+            Some(value) => parse_patterns(
+                value,
+                &["groups", name, "members"],
+                "members",
+                count,
+                errors,
+            ),
             None => {
                 errors.push(ConfigError::new(
                     pointer(&["groups", name]),
@@ -722,6 +791,7 @@ fn parse_list(
     map: &Map<String, Value>,
     key: &'static str,
     action: Action,
+    count: &mut PatternCount,
     errors: &mut Vec<ConfigError>,
 ) -> Option<Vec<Rule>> {
     let value = map.get(key)?;
@@ -749,10 +819,16 @@ fn parse_list(
             ));
             continue;
         };
-        match parse_entry(text, action)
-            .and_then(|(action, pattern)| Pattern::new(&pattern).map(|pattern| (action, pattern)))
-        {
-            Ok((action, pattern)) => rules.push(Rule {
+        let admitted = count.admit(&at, text, errors);
+        match parse_entry(text, action).and_then(|(action, pattern)| {
+            if admitted {
+                Pattern::new(&pattern).map(|pattern| Some((action, pattern)))
+            } else {
+                Pattern::check(&pattern).map(|()| None)
+            }
+        }) {
+            Ok(None) => {}
+            Ok(Some((action, pattern))) => rules.push(Rule {
                 action,
                 pattern,
                 source: RuleSource::Entry {
@@ -988,6 +1064,91 @@ mod tests {
         assert_eq!(
             errors[0].message,
             "config of 1048577 bytes; at most 1048576"
+        );
+    }
+
+    /// A config of `groups` (names to how many members) after one entry in each other list but
+    /// alwaysDefer, two in the family.
+    fn config_of(groups: &[(&str, usize)]) -> Value {
+        let groups: Map<String, Value> = groups
+            .iter()
+            .map(|&(name, n)| {
+                let members: Vec<String> = (0..n).map(|i| format!("{name}_{i}")).collect();
+                (
+                    name.to_string(),
+                    json!({"description": "d", "members": members}),
+                )
+            })
+            .collect();
+        json!({
+            "defer": ["d*"],
+            "noDefer": ["n"],
+            "neverDefer": ["v"],
+            "alwaysDefer": [],
+            "families": {"f": {"members": ["m_*"], "core": ["c"]}},
+            "groups": groups,
+        })
+    }
+
+    #[test]
+    fn patterns_are_capped_across_the_whole_config() {
+        // 5 entries outside groups, 4 full groups and one of 1,995: the cap, accepted.
+        let groups = [("g0", 2_000), ("g1", 2_000), ("g2", 2_000), ("g3", 2_000)];
+        let at_cap = [&groups[..], &[("g4", 1_995)]].concat();
+        let config = Config::from_value(&config_of(&at_cap)).unwrap();
+        let members: usize = config.groups.iter().map(|g| g.members.patterns.len()).sum();
+        assert_eq!(members + 5, MAX_PATTERNS);
+
+        // One more (in alwaysDefer, read before the groups): the last member of g4 is the
+        // first past the cap. A group after it is still checked (its blank entry is
+        // reported, nothing is compiled), and so is every other key.
+        let past = [&at_cap[..], &[("g5", 0)]].concat();
+        let mut config = config_of(&past);
+        config["alwaysDefer"] = json!(["a"]);
+        config["groups"]["g5"]["members"] = json!(["ok_*_y", " "]);
+        config["tokenBudget"] = json!(0);
+        let errors = Config::from_value(&config).unwrap_err();
+        let pointers: Vec<_> = errors.iter().map(|e| e.pointer.as_str()).collect();
+        assert_eq!(
+            pointers,
+            [
+                "/tokenBudget",
+                "/groups/g4/members/1994",
+                "/groups/g5/members/1"
+            ]
+        );
+        assert_eq!(
+            errors[1].to_string(),
+            "/groups/g4/members/1994: 10003 patterns in all; at most 10000 across defer, \
+             noDefer, neverDefer, alwaysDefer, families and groups (this is pattern 10001)"
+        );
+        assert_eq!(errors[1].entry.as_deref(), Some("g4_1994"));
+        assert!(errors[2].message.contains("blank entry"));
+    }
+
+    #[test]
+    fn the_cap_counts_every_list() {
+        let many = |prefix: &str, n: usize| -> Vec<String> {
+            (0..n).map(|i| format!("{prefix}{i}")).collect()
+        };
+        // 2,000 in each of defer, noDefer, neverDefer and the group, 2 in the family and
+        // 1,998 in alwaysDefer: the cap.
+        let mut config = config_of(&[("g0", 2_000)]);
+        config["alwaysDefer"] = json!(many("a", 1_998));
+        config["defer"] = json!(many("d", 2_000));
+        config["noDefer"] = json!(many("n", 2_000));
+        config["noDefer"][0] = json!("Defer(x)");
+        config["neverDefer"] = json!(many("v", 2_000));
+        assert!(Config::from_value(&config).is_ok());
+        // Two more in alwaysDefer, read before the groups: the group's last two are past it.
+        config["alwaysDefer"] = json!(many("a", 2_000));
+        let errors = Config::from_value(&config).unwrap_err();
+        assert_eq!(errors.len(), 1);
+        assert_eq!(errors[0].pointer, "/groups/g0/members/1998");
+        assert!(
+            errors[0]
+                .message
+                .starts_with("10002 patterns in all; at most 10000 ")
         );
     }
 

@@ -8,13 +8,11 @@ use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 /// pattern's compiled size grows with its length.
 pub const MAX_PATTERN_CHARS: usize = 1_000;
 
-/// One compiled pattern, with the text the user wrote.
+/// One compiled pattern: what it takes to match (only a star inside the pattern compiles a
+/// glob, a regex). The text the user wrote is kept by whoever holds the pattern.
 #[derive(Debug, Clone)]
 pub struct Pattern {
-    text: String,
-    /// A set of one: building a set reports a regex that cannot be built,
-    /// where `Glob::compile_matcher` panics (and the plugin would trap).
-    matcher: GlobSet,
+    shape: Shape,
 }
 
 impl Pattern {
@@ -22,22 +20,24 @@ impl Pattern {
     /// an error, never a panic.
     pub fn new(text: &str) -> Result<Self, String> {
         let glob = to_glob(text)?;
-        let matcher = GlobSetBuilder::new()
-            .add(glob)
-            .build()
-            .map_err(|e| format!("pattern cannot be compiled: {e}"))?;
-        Ok(Self {
-            text: text.to_string(),
-            matcher,
-        })
+        let shape = Shape::of(text, || {
+            // A set of one: building a set reports a regex that cannot be built,
+            // where `Glob::compile_matcher` panics (and the plugin would trap).
+            GlobSetBuilder::new()
+                .add(glob)
+                .build()
+                .map_err(|e| format!("pattern cannot be compiled: {e}"))
+        })?;
+        Ok(Self { shape })
     }
 
-    pub fn text(&self) -> &str {
-        &self.text
+    /// What [`Pattern::new`] would say of `text`, without compiling it: nothing is kept.
+    pub fn check(text: &str) -> Result<(), String> {
+        to_glob(text).map(drop)
     }
 
     pub fn is_match(&self, name: &str) -> bool {
-        self.matcher.is_match(name)
+        self.shape.is_match(name)
     }
 }
 
@@ -49,7 +49,8 @@ pub struct PatternSet {
 
 /// What a pattern takes to match. The common ones (`*`, `mcp__github__*`, `read`,
 /// `*browser_*`) are tested on the name itself: a first fetch classifies every tool against
-/// every list, and in the component globset's regex for `*` made up most of that.
+/// every list, and in the component globset's regex for `*` made up most of that; and a
+/// config of thousands of names would have kept thousands of compiled globs.
 #[derive(Debug, Clone)]
 enum Shape {
     Any,
@@ -62,8 +63,8 @@ enum Shape {
 }
 
 impl Shape {
-    fn of(pattern: &Pattern) -> Self {
-        let text = pattern.text();
+    /// The shape of `text`; `glob` compiles it, called only for a star inside.
+    fn of(text: &str, glob: impl FnOnce() -> Result<GlobSet, String>) -> Result<Self, String> {
         let after_lead = text.trim_start_matches('*');
         let literal = after_lead.trim_end_matches('*');
         let (lead, trail) = (
@@ -71,16 +72,16 @@ impl Shape {
             literal.len() < after_lead.len(),
         );
         if literal.contains('*') {
-            return Shape::Glob(pattern.matcher.clone());
+            return glob().map(Shape::Glob);
         }
-        match (lead, trail) {
+        Ok(match (lead, trail) {
             // No star at all (the empty pattern too: it matches the empty name only).
             (false, false) => Shape::Exact(text.to_string()),
             _ if literal.is_empty() => Shape::Any,
             (false, true) => Shape::Prefix(literal.to_string()),
             (true, false) => Shape::Suffix(literal.to_string()),
             (true, true) => Shape::Contains(literal.to_string()),
-        }
+        })
     }
 
     fn is_match(&self, name: &str) -> bool {
@@ -98,7 +99,7 @@ impl Shape {
 impl PatternSet {
     pub fn new<'a>(patterns: impl IntoIterator<Item = &'a Pattern>) -> Self {
         Self {
-            shapes: patterns.into_iter().map(Shape::of).collect(),
+            shapes: patterns.into_iter().map(|p| p.shape.clone()).collect(),
         }
     }
 
@@ -200,6 +201,92 @@ mod tests {
             let alone = patterns.iter().position(|p| p.is_match(&name));
             proptest::prop_assert_eq!(set.first_match(&name), alone);
         }
+    }
+
+    /// What a pattern means, said the slow way: `*` takes any run of characters, every other
+    /// character itself, and the pattern covers the whole name.
+    fn reference(pattern: &[char], name: &[char]) -> bool {
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some(('*', rest)) => (0..=name.len()).any(|i| reference(rest, &name[i..])),
+            Some((c, rest)) => name.first() == Some(c) && reference(rest, &name[1..]),
+        }
+    }
+
+    /// The pattern's glob, compiled whatever its shape: how every pattern matched before the
+    /// shapes.
+    fn glob_alone(text: &str) -> GlobSet {
+        GlobSetBuilder::new()
+            .add(to_glob(text).unwrap())
+            .build()
+            .unwrap()
+    }
+
+    proptest::proptest! {
+        /// A pattern matches as the reference says, whatever its shape and characters (glob
+        /// characters, `.`, `/`, line breaks and non-ASCII included).
+        #[test]
+        fn a_pattern_matches_as_the_reference_does(
+            text in r"[ab_.?\[\]{},\\/\né*]{0,6}",
+            name in r"[ab_.?\[\]{},\\/\né]{0,7}",
+        ) {
+            let chars = |s: &str| s.chars().collect::<Vec<_>>();
+            let pattern = Pattern::new(&text).unwrap();
+            proptest::prop_assert_eq!(
+                pattern.is_match(&name),
+                reference(&chars(&text), &chars(&name))
+            );
+        }
+
+        /// A pattern matches as its own compiled glob did when every pattern had one (`.`
+        /// aside: see `a_star_then_a_dot_matches_a_name_that_ends_in_two_dots`).
+        #[test]
+        fn a_pattern_matches_as_its_glob_did(
+            text in r"[ab_?\[\]{},\\/\né*]{0,6}",
+            name in r"[ab_?\[\]{},\\/\né]{0,7}",
+        ) {
+            let pattern = Pattern::new(&text).unwrap();
+            proptest::prop_assert_eq!(pattern.is_match(&name), glob_alone(&text).is_match(&name));
+        }
+    }
+
+    #[test]
+    fn a_star_then_a_dot_matches_a_name_that_ends_in_two_dots() {
+        // globset reads `*.` as "the file's extension is empty" and a name that ends in `/..`
+        // or is `..` as having no file name: its glob said no. The pattern says yes, as `*`
+        // means and as the rules' sets already said.
+        for name in ["..", "a/..", "x.."] {
+            assert!(matches("*.", name), "{name}");
+        }
+        assert!(!glob_alone("*.").is_match(".."));
+    }
+
+    #[test]
+    fn only_a_star_inside_compiles_a_glob() {
+        for (text, glob) in [
+            ("read", false),
+            ("", false),
+            ("*", false),
+            ("**", false),
+            ("mcp__github__*", false),
+            ("*_search", false),
+            ("*browser_*", false),
+            ("get_*_by_*", true),
+            ("3*7", true),
+        ] {
+            let shape = Pattern::new(text).unwrap().shape;
+            assert_eq!(matches!(shape, Shape::Glob(_)), glob, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn check_says_what_new_would() {
+        assert_eq!(Pattern::check("a*b"), Ok(()));
+        let huge = "a".repeat(MAX_PATTERN_CHARS + 1);
+        assert_eq!(
+            Pattern::check(&huge).unwrap_err(),
+            Pattern::new(&huge).unwrap_err()
+        );
     }
 
     #[test]
