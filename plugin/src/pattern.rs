@@ -71,7 +71,7 @@ impl Shape {
             after_lead.len() < text.len(),
             literal.len() < after_lead.len(),
         );
-        if literal.contains('*') {
+        if needs_glob(text) {
             return glob().map(Shape::Glob);
         }
         Ok(match (lead, trail) {
@@ -107,6 +107,11 @@ impl PatternSet {
     pub fn first_match(&self, name: &str) -> Option<usize> {
         self.shapes.iter().position(|shape| shape.is_match(name))
     }
+}
+
+/// Whether the pattern `text` compiles a glob (a regex): a `*` inside it, not only at its ends.
+pub fn needs_glob(text: &str) -> bool {
+    text.trim_matches('*').contains('*')
 }
 
 fn to_glob(text: &str) -> Result<Glob, String> {
