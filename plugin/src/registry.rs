@@ -3,7 +3,7 @@
 
 // Fx: the keys are tool and server names from the shell, and SipHash is the slow part of
 // filling these maps with ten thousand tools.
-use std::cell::OnceCell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
@@ -143,7 +143,7 @@ pub struct Registry {
     /// The names that do not show as themselves, by the form the model reads (see
     /// [`Registry::shown_as`]); made at the first lookup after a change, since most
     /// registries have none and most calls name a tool as it is.
-    shown_as: OnceCell<HashMap<String, SmallVec<[String; 1]>>>,
+    shown_as: OnceLock<HashMap<String, SmallVec<[String; 1]>>>,
 }
 
 impl Registry {
@@ -165,7 +165,7 @@ impl Registry {
             group_at,
             groups_revision: next_groups_revision(),
             enrichment: HashMap::default(),
-            shown_as: OnceCell::new(),
+            shown_as: OnceLock::new(),
         }
     }
 
