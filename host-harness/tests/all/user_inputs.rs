@@ -46,6 +46,19 @@ fn harness(home: &Path, args: &[&str], stdin: &[u8]) -> (bool, String, String) {
     )
 }
 
+/// `session --profile p --save <saved>` in `home`, its output piped.
+fn session_saving_to(home: &Path, saved: &Path, stdin: Stdio) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(["session", "--profile", "p", "--save"])
+        .arg(saved)
+        .env("DSH_HOME", home)
+        .stdin(stdin)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
 const LOAD_WEATHER: &[u8] = b"call tool_search {\"tool_names\":[\"weather__get_weather\"]}\n";
 
 /// A byte that is not UTF-8 is said with its line, the session goes on, and what was
@@ -85,20 +98,7 @@ fn a_line_that_is_not_utf8_neither_ends_the_session_nor_loses_its_save() {
 fn a_session_whose_output_fails_still_saves() {
     let home = home("{deferToolLoading: true}");
     let saved = home.path().join("s.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .args([
-            "session",
-            "--profile",
-            "p",
-            "--save",
-            saved.to_str().unwrap(),
-        ])
-        .env("DSH_HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = session_saving_to(home.path(), &saved, Stdio::null());
     // Nobody reads what it writes: its first line fails (a broken pipe).
     drop(child.stdout.take());
     let output = child.wait_with_output().unwrap();
@@ -248,20 +248,7 @@ fn ctrl_c_ends_the_session_and_saves_what_was_loaded() {
     use std::io::{BufRead as _, BufReader, Write as _};
     let home = home("{deferToolLoading: true}");
     let saved = home.path().join("interrupted.json");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .args([
-            "session",
-            "--profile",
-            "p",
-            "--save",
-            saved.to_str().unwrap(),
-        ])
-        .env("DSH_HOME", home.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = session_saving_to(home.path(), &saved, Stdio::piped());
     // The input stays open: the session waits for its next line when Ctrl-C comes.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(LOAD_WEATHER).unwrap();
