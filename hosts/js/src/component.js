@@ -1,13 +1,16 @@
 // The lazy-tools component as JavaScript: the very `.wasm` that cargo builds,
 // transpiled by jco into ES modules plus core wasm modules, kept on disk by
-// the component's sha256, compiled once per process, instantiated per shell.
+// the component's sha256, compiled once per process, instantiated per shell,
+// each instance on a thread of its own (plugin-thread.js).
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { transpile } from '@bytecodealliance/jco';
+
+import { CALL_LIMIT_MS, LONG_CALL_LIMIT_MS, startWorker, threadedExports } from './plugin-thread.js';
 
 /** The repository's root (hosts/js/src -> ../../..). */
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -71,31 +74,43 @@ export async function transpiled(path = componentPath()) {
 
 /**
  * A transpiled component, its core modules compiled once, ready to
- * instantiate any number of times.
+ * instantiate any number of times. Each instance runs on a thread of its
+ * own, every call into it under a deadline (plugin-thread.js): `limits`
+ * holds them, in milliseconds (`call`, `longCall`: the Rust harness's).
  */
 export class PluginComponent {
-  constructor(instantiate, getCoreModule, info) {
-    this.instantiateWith = instantiate;
-    this.getCoreModule = getCoreModule;
+  constructor(glue, modules, info, limits = DEFAULT_LIMITS) {
+    this.glue = glue;
+    this.modules = modules;
+    this.info = info;
     this.sha256 = info.sha256;
     this.size = info.size;
     this.path = info.path;
+    this.limits = Object.freeze({ ...DEFAULT_LIMITS, ...limits });
   }
 
-  /** Instantiates the component with `imports` (see host-imports.js). */
+  /** The same component, its instances under other deadlines (`{call, longCall}`, ms). */
+  withLimits(limits) {
+    return new PluginComponent(this.glue, this.modules, this.info, { ...this.limits, ...limits });
+  }
+
+  /**
+   * Instantiates the component with `imports` (see host-imports.js) on a
+   * thread of its own; its `restriction` exports, each a call across.
+   */
   instantiate(imports) {
-    // The linear memories of the instance's core modules, for `memoryBytes`.
-    const memories = [];
-    const instantiateCore = (module, importObject) => {
-      const instance = new WebAssembly.Instance(module, importObject);
-      for (const value of Object.values(instance.exports)) {
-        if (value instanceof WebAssembly.Memory) memories.push(value);
-      }
-      return instance;
-    };
-    let root;
+    // A worker of an instance let go serves the next one, its JavaScript
+    // loaded and compiled; and a component instantiated more than once keeps
+    // a worker loading it for the next instance, beside the shell's work.
+    const started = this.#idle.pop() ?? startWorker(this.glue, this.modules);
+    if (this.#idle.length === 0 && this.#instances++ > 0) this.#idle.push(startWorker(this.glue, this.modules));
+    let made;
     try {
-      root = this.instantiateWith(this.getCoreModule, imports, instantiateCore);
+      made = threadedExports(started, imports, this.limits, (worker) => {
+        if (this.#idle.length >= MAX_IDLE_WORKERS) return false;
+        this.#idle.push(worker);
+        return true;
+      });
     } catch (e) {
       // A newer contract's import this host does not implement yet.
       if (/undefined instance import/.test(e.message)) {
@@ -103,17 +118,31 @@ export class PluginComponent {
       }
       throw e;
     }
-    this.#memories.set(root.restriction, memories);
-    return root.restriction;
+    this.#threads.set(made.exports, made.thread);
+    return made.exports;
   }
 
-  /** The bytes of linear memory the instance whose exports are `exports` holds now. */
+  /** The thread of the instance whose exports are `exports` (plugin-thread.js). */
+  threadOf(exports) {
+    return this.#threads.get(exports);
+  }
+
+  /** The bytes of linear memory the instance whose exports are `exports` held at the end of its last call. */
   memoryBytes(exports) {
-    return (this.#memories.get(exports) ?? []).reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
+    return this.#threads.get(exports)?.memory ?? 0;
   }
 
-  #memories = new WeakMap();
+  #threads = new WeakMap();
+  /** Workers ready for the next instance, the one most recently used last. */
+  #idle = [];
+  #instances = 0;
 }
+
+/** The most workers a component keeps ready for its next instances. */
+const MAX_IDLE_WORKERS = 2;
+
+/** The deadlines of a plugin call, as the Rust harness's `Limits`. */
+export const DEFAULT_LIMITS = Object.freeze({ call: CALL_LIMIT_MS, longCall: LONG_CALL_LIMIT_MS });
 
 const loaded = new Map();
 
@@ -121,17 +150,15 @@ const loaded = new Map();
 export async function loadComponent(path = componentPath()) {
   if (loaded.has(path)) return loaded.get(path);
   const { outDir, sha256, size } = await transpiled(path);
-  const { instantiate } = await import(pathToFileURL(join(outDir, `${NAME}.js`)).href);
-  // jco names each core module the component holds; compile each once, on
-  // first use.
-  const modules = new Map();
-  const getCoreModule = (file) => {
-    if (!modules.has(file)) {
-      modules.set(file, new WebAssembly.Module(readFileSync(join(outDir, file))));
-    }
-    return modules.get(file);
-  };
-  const component = new PluginComponent(instantiate, getCoreModule, { sha256, size, path });
+  // jco names each core module the component holds: each is compiled once
+  // here, and every instance's thread gets the compiled module.
+  const modules = Object.fromEntries(
+    readdirSync(outDir)
+      .filter((file) => file.endsWith('.wasm'))
+      .map((file) => [file, new WebAssembly.Module(readFileSync(join(outDir, file)))]),
+  );
+  const glue = pathToFileURL(join(outDir, `${NAME}.js`)).href;
+  const component = new PluginComponent(glue, modules, { sha256, size, path });
   loaded.set(path, component);
   return component;
 }

@@ -3,7 +3,10 @@
 // jco turns a `result` the plugin returns as `err` into a thrown
 // `ComponentError` whose own `payload` property holds the error value; any
 // other exception is a trap. Here an error value comes back as
-// `{ok: false, error}` and a trap is thrown as a `PluginTrap`.
+// `{ok: false, error}` and a trap is thrown as a `PluginTrap`. A call past
+// its deadline (plugin-thread.js) is a trap too.
+
+import { RELEASE } from './plugin-thread.js';
 
 export class PluginTrap extends Error {
   constructor(plugin, call, cause) {
@@ -55,8 +58,9 @@ export class PluginInstance {
     this.memoryBytes = memoryBytes;
   }
 
-  /** Lets the instance go (its memory with it): the shell never calls it again. */
+  /** Lets the instance go (its memory and its thread with it): the shell never calls it again. */
   release() {
+    this.exports?.[RELEASE]?.();
     this.exports = undefined;
     this.memoryBytes = () => 0;
   }

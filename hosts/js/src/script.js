@@ -532,6 +532,16 @@ export function runCase(dir, component, newShell, pluginId = 'lazy-tools') {
   }
 
   const shell = newShell();
+  try {
+    return runSteps(shell, script, dir, component, pluginId, config, expectedError);
+  } finally {
+    // The plugins' threads go with the case.
+    shell.close();
+  }
+}
+
+/** runCase's work on `shell`. */
+function runSteps(shell, script, dir, component, pluginId, config, expectedError) {
   setUp(script, shell, dirname(join(dir, 'case.yml')));
   try {
     shell.installPlugin(pluginId, component, config ? config.value : null);

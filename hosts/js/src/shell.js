@@ -177,6 +177,17 @@ export class Shell {
     const logs = [];
     const exports = component.instantiate(importObject(this.core, id, logs));
     const instance = new PluginInstance(id, exports, logs, () => component.memoryBytes?.(exports) ?? 0);
+    try {
+      this.#start(id, component, config, instance);
+    } catch (e) {
+      // Its thread goes with it.
+      instance.release();
+      throw e;
+    }
+  }
+
+  /** Configures `instance`, registers its guard tools and tells it about every agent (installPlugin). */
+  #start(id, component, config, instance) {
     const failed = (during, trap) => new Error(`plugin \`${id}\` failed in ${during}: ${failureReason(trap)}`, { cause: trap });
     const starting = (during, fn) => {
       try {
@@ -265,10 +276,20 @@ export class Shell {
     try {
       if (!plugin.quarantined) plugin.instance.dispose();
     } finally {
+      plugin.instance.release();
       this.core.unregisterOwnedBy(id);
       this.core.liftAll(id);
     }
     this.#notifyRegistryChanged();
+  }
+
+  /**
+   * Lets every plugin instance go, with its thread and its memory, without
+   * calling it (their logs stay): the shell is done with them. A plugin
+   * called after this fails as if it trapped.
+   */
+  close() {
+    for (const plugin of this.plugins) plugin.instance.release();
   }
 
   /** Plugin `id`, quarantined or not. */

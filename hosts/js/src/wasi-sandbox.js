@@ -110,8 +110,8 @@ class LogSink {
   #decoder = new TextDecoder('utf-8');
   #pending = '';
 
-  constructor(logs, level, label) {
-    this.logs = logs;
+  constructor(log, level, label) {
+    this.log = log;
     this.level = level;
     this.label = label;
   }
@@ -125,7 +125,7 @@ class LogSink {
       lines.push(this.#pending);
       this.#pending = '';
     }
-    for (const line of lines) pushLog(this.logs, this.level, `${this.label}: ${line}`);
+    for (const line of lines) this.log(this.level, `${this.label}: ${line}`);
   }
 }
 
@@ -146,11 +146,14 @@ class TerminalOutput {}
 
 /**
  * Every `wasi:cli` and `wasi:io` interface a plugin may import, by name
- * without its version, over the plugin's log `logs`.
+ * without its version, over the plugin's log: `logs` (an array, see
+ * plugin-log.js) or a function `(level, message)` that logs a line (a
+ * plugin on its own thread logs through the shell's `log` import).
  */
 export function sandboxedWasi(logs) {
-  const stdout = new LogSink(logs, 'info', 'stdout');
-  const stderr = new LogSink(logs, 'warn', 'stderr');
+  const log = typeof logs === 'function' ? logs : (level, message) => pushLog(logs, level, message);
+  const stdout = new LogSink(log, 'info', 'stdout');
+  const stderr = new LogSink(log, 'warn', 'stderr');
   return {
     'wasi:cli/environment': {
       getEnvironment: () => [],
