@@ -146,7 +146,7 @@ pub fn entries<'r>(
         .filter_map(|&(at, _)| tools.get(at as usize))
         .collect();
     // A name defined in several scopes shows the definition the agent sees: the nearest
-    // scope's, the first registered among equals, never another agent's (as
+    // scope's, the first registered among equals, another agent's last (as
     // `Registry::lookup` picks).
     let rank = |tool: &ToolDef| tool.origin.rank_in(chain).unwrap_or(usize::MAX);
     seen.dedup_by(|later, kept| {
@@ -156,7 +156,6 @@ pub fn entries<'r>(
         }
         same
     });
-    seen.retain(|tool| tool.origin.rank_in(chain).is_some());
     seen.into_iter()
         .map(|tool| Entry {
             name: &tool.name,

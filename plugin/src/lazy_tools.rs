@@ -1022,9 +1022,8 @@ impl<H: Host> LazyTools<H> {
             let cost = |logged: Option<&[(Origin, u32)]>| match logged {
                 Some(defs) => defs
                     .iter()
-                    .filter_map(|(origin, cost)| Some((origin.rank_in(&chain)?, *cost)))
-                    .min_by_key(|&(rank, _)| rank)
-                    .map_or(0, |(_, cost)| counted_cost(strategy, name, cost)),
+                    .min_by_key(|(origin, _)| origin.rank_in(&chain).unwrap_or(usize::MAX))
+                    .map_or(0, |&(_, cost)| counted_cost(strategy, name, cost)),
                 None => self.eager_cost(&chain, name),
             };
             if state.allowed().contains(id) {
@@ -1795,6 +1794,11 @@ mod tests {
             plugin.schema("main/a/c", "report").unwrap().description,
             "Report of main/a."
         );
+        // A host that does not say an agent's parent: the name the shell lets it call still
+        // loads, with the first definition registered.
+        plugin.agent_created("elsewhere/x", None).unwrap();
+        let found = search(&mut plugin, "elsewhere/x", &["report"]);
+        assert_eq!(found["matches"][0]["status"], "loaded", "{found}");
     }
 
     /// An ancestor's definition shadows a global one: a load holds the ancestor's, and

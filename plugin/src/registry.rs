@@ -389,13 +389,12 @@ impl Registry {
     }
 
     /// The definition the agent of `chain` (itself, then its ancestors, nearest first) sees
-    /// under `name`: the nearest scope's, the first registered among equals; never another
-    /// agent's.
+    /// under `name`: the nearest scope's, the first registered among equals. Another agent's
+    /// only when no scope of the chain nor a global one defines it: a name the shell lets
+    /// the agent call is then in a scope whose parent the host did not say.
     pub fn lookup(&self, name: &str, chain: &[&str]) -> Option<&ToolDef> {
         self.defs(name)
-            .filter_map(|t| Some((t.origin.rank_in(chain)?, t)))
-            .min_by_key(|&(rank, _)| rank)
-            .map(|(_, t)| t)
+            .min_by_key(|t| t.origin.rank_in(chain).unwrap_or(usize::MAX))
     }
 
     /// Every definition registered under `name`, in registration order.
