@@ -22,7 +22,7 @@ pub enum Origin {
 impl Origin {
     /// How near a definition of this origin is to the agent whose `chain` it is (lowest
     /// first), as the shell resolves a name: its own scope's, then its ancestors' nearest
-    /// first, then a global one. `None`: another agent's scope, which this agent never sees.
+    /// first, then a global one. `None`: another agent's scope, not on the chain.
     pub fn rank_in(&self, chain: &[&str]) -> Option<usize> {
         match self {
             Origin::Agent(a) => chain.iter().position(|scope| scope == a),
