@@ -11,19 +11,11 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DEFAULT_LIMITS, loadComponent } from '../src/component.js';
-import { Shell } from '../src/shell.js';
 import { Tool, builtin } from '../src/tools.js';
 import { hostileComponent } from './hostile-component.js';
+import { names, shell } from './two-tools.js';
 
 const component = await loadComponent();
-const names = (tools) => tools.map((t) => t.name);
-
-function shell() {
-  const s = new Shell();
-  s.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
-  s.createAgent('main');
-  return s;
-}
 
 /** Runs `fn`: its value and the milliseconds it took. */
 function timed(fn) {

@@ -10,16 +10,9 @@ import { Shell } from '../src/shell.js';
 import { Tool, builtin } from '../src/tools.js';
 import { fakeComponent } from './fake-plugin.js';
 import { hostileComponent } from './hostile-component.js';
+import { names, shell } from './two-tools.js';
 
 const component = await loadComponent();
-const names = (tools) => tools.map((t) => t.name);
-
-function shell() {
-  const s = new Shell();
-  s.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
-  s.createAgent('main');
-  return s;
-}
 
 test('a real component that traps in pre-execute is quarantined and the shell goes on without it', async () => {
   const s = shell();
