@@ -301,6 +301,12 @@ pub fn first_sentence(description: &str, max_chars: usize) -> String {
     // What can be shown, or tell that a sentence goes on: a description of megabytes is read
     // no further than this, whichever catalog probe asks.
     let text = &text[..window_end(text, max_chars)];
+    sentence_line(text, max_chars)
+}
+
+/// The first sentence of `text` (trimmed), ended by a line break too, on one line and cut to
+/// `max_chars` characters with `…`.
+fn sentence_line(text: &str, max_chars: usize) -> String {
     let end = sentence_end(text);
     let end = text[..end].find(shown::is_line_break).unwrap_or(end);
     let sentence = one_line(&text[..end]);
@@ -384,17 +390,7 @@ mod tests {
     /// description, trimmed, to its first sentence end (and, since, any line break, with
     /// what shows as a space trimmed too).
     fn first_sentence_of_all(description: &str, max_chars: usize) -> String {
-        let text = description.trim_matches(is_blank);
-        let end = sentence_end(text);
-        let end = text[..end].find(shown::is_line_break).unwrap_or(end);
-        let sentence = one_line(&text[..end]);
-        let sentence = sentence.trim();
-        if sentence.chars().count() <= max_chars {
-            return sentence.to_string();
-        }
-        let mut cut: String = sentence.chars().take(max_chars.saturating_sub(1)).collect();
-        cut.push('…');
-        cut
+        sentence_line(description.trim_matches(is_blank), max_chars)
     }
 
     proptest::proptest! {
