@@ -46,6 +46,12 @@ fn harness(home: &Path, args: &[&str], stdin: &[u8]) -> (bool, String, String) {
     )
 }
 
+/// `session --profile p --save <saved>` in `home` with `stdin`, run to its end: as [`harness`].
+fn session_saving(home: &Path, saved: &Path, stdin: &[u8]) -> (bool, String, String) {
+    let saved = saved.to_str().unwrap();
+    harness(home, &["session", "--profile", "p", "--save", saved], stdin)
+}
+
 /// `session --profile p --save <saved>` in `home`, its output piped.
 fn session_saving_to(home: &Path, saved: &Path, stdin: Stdio) -> std::process::Child {
     Command::new(env!("CARGO_BIN_EXE_host-harness"))
@@ -68,17 +74,7 @@ fn a_line_that_is_not_utf8_neither_ends_the_session_nor_loses_its_save() {
     let home = home("{deferToolLoading: true}");
     let saved = home.path().join("s2.json");
     let input = [LOAD_WEATHER, b"explain caf\xe9\ntools\nquit\n"].concat();
-    let (ok, stdout, stderr) = harness(
-        home.path(),
-        &[
-            "session",
-            "--profile",
-            "p",
-            "--save",
-            saved.to_str().unwrap(),
-        ],
-        &input,
-    );
+    let (ok, stdout, stderr) = session_saving(home.path(), &saved, &input);
     assert!(ok, "{stderr}");
     assert!(
         stdout.contains("error: line 2 is not UTF-8 (at byte 12); it is skipped\n"),
@@ -124,17 +120,7 @@ fn saving_onto_a_fifo_or_a_symbolic_link_is_refused_before_the_session_starts() 
     std::os::unix::fs::symlink(&target, &link).unwrap();
     let input = [LOAD_WEATHER, b"quit\n"].concat();
     for (path, kind) in [(&fifo, "a FIFO"), (&link, "a symbolic link")] {
-        let (ok, stdout, stderr) = harness(
-            home.path(),
-            &[
-                "session",
-                "--profile",
-                "p",
-                "--save",
-                path.to_str().unwrap(),
-            ],
-            &input,
-        );
+        let (ok, stdout, stderr) = session_saving(home.path(), path, &input);
         assert!(!ok);
         assert!(
             stderr.contains(&format!(
@@ -181,11 +167,7 @@ fn resuming_and_saving_to_the_same_file_keeps_the_loads_of_agents_not_started() 
     let saved = home.path().join("rt.json");
     let saved = saved.to_str().unwrap();
     let input = [b"spawn worker\n", LOAD_WEATHER, b"quit\n"].concat();
-    let (ok, _, stderr) = harness(
-        home.path(),
-        &["session", "--profile", "p", "--save", saved],
-        &input,
-    );
+    let (ok, _, stderr) = session_saving(home.path(), Path::new(saved), &input);
     assert!(ok, "{stderr}");
     let first = std::fs::read_to_string(saved).unwrap();
     assert!(first.contains("\"main/worker\""), "{first}");
