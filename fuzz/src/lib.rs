@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 
 use lazy_tools::LazyTools;
 use lazy_tools::host::{Host, LogLevel};
-use lazy_tools::registry::{LazyGroup, Origin, ToolDef, ToolGroup};
+use lazy_tools::registry::{LazyGroup, LoadRefusal, Origin, ToolDef, ToolGroup};
 use serde_json::Value;
 
 /// How many of the catalog's tools the plugin-level targets register: enough
@@ -61,8 +61,8 @@ impl Host for FuzzHost {
         Vec::new()
     }
 
-    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
-        Err(format!("no lazy group `{name}`"))
+    fn load_group(&self, _agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
+        Err(LoadRefusal::Failed(format!("no lazy group `{name}`")))
     }
 }
 

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{
-    Enrichment, LazyGroup, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
+    Enrichment, LazyGroup, LoadRefusal, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
 };
 use lazy_tools::tool_table::ToolTable;
 
@@ -138,14 +138,28 @@ impl Host for HostView {
             .collect()
     }
 
-    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
-        let loader = self.core().begin_group_load(name)?;
+    fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
+        let loader = {
+            let mut core = self.core();
+            // Deferral is not authorization: an agent starts no server it may use nothing of.
+            match core.may_load_group(agent, &self.plugin_id, name) {
+                Ok(true) => {}
+                Ok(false) => {
+                    return Err(LoadRefusal::Denied(format!(
+                        "agent `{agent}` may call none of the tools of group `{name}`, so the \
+                         shell did not load it"
+                    )));
+                }
+                Err(e) => return Err(LoadRefusal::Denied(e.to_string())),
+            }
+            core.begin_group_load(name).map_err(LoadRefusal::Failed)?
+        };
         // The loader runs without the shell's lock (it may start a server).
-        let tools = loader.load(name)?;
+        let tools = loader.load(name).map_err(LoadRefusal::Failed)?;
         let mut core = self.core();
         for tool in &tools {
             core.register_loaded(tool.clone())
-                .map_err(|e| format!("group `{name}`: {e}"))?;
+                .map_err(|e| LoadRefusal::Failed(format!("group `{name}`: {e}")))?;
         }
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())

@@ -337,6 +337,49 @@ impl ShellCore {
             .ok_or_else(|| format!("the shell cannot load group `{name}`: it has no loader"))
     }
 
+    /// Whether `agent` may load lazy group `name`: the restrictions along its chain (but
+    /// `plugin`'s own layer on it) allow one of the tools the group declares. Exposure
+    /// layers are left out: they are what a model sees, which their plugins keep once the
+    /// tools are registered. An unknown group is not judged here: loading it fails.
+    pub fn may_load_group(
+        &self,
+        agent: &str,
+        plugin: &str,
+        name: &str,
+    ) -> Result<bool, ShellError> {
+        let chain = self.chain(agent)?;
+        let Some((group, _)) = self.lazy_groups.get(name) else {
+            return Ok(true);
+        };
+        let mut layers = self.restriction_layers(&chain, plugin);
+        if group.tool_names.is_empty() {
+            // Nothing to judge by. A restriction lists registered names only, so it denies
+            // whatever the group will register; a chain without one allows it.
+            return Ok(layers.next().is_none());
+        }
+        let layers: Vec<&BTreeSet<String>> = layers.collect();
+        Ok(group
+            .tool_names
+            .iter()
+            .any(|tool| layers.iter().all(|allow| allow.contains(tool))))
+    }
+
+    /// The allow sets that mask a global tool for the agent at the end of `chain`, but
+    /// `plugin`'s own on that agent.
+    fn restriction_layers<'a>(
+        &'a self,
+        chain: &'a [&str],
+        plugin: &'a str,
+    ) -> impl Iterator<Item = &'a BTreeSet<String>> + 'a {
+        let agent = chain.last().copied();
+        chain.iter().flat_map(move |&scope| {
+            let layers = self.restrictions.get(scope).into_iter().flatten();
+            layers
+                .filter(move |(source, _)| !(Some(scope) == agent && source.as_str() == plugin))
+                .map(|(_, allow)| allow)
+        })
+    }
+
     /// Registers a tool a lazy group's load returned. One of that name
     /// already in its scope is kept (registered from a cached listing; the
     /// backend's own sync replaces a changed one).
@@ -1627,5 +1670,48 @@ mod tests {
         let hostile = format!("main/\u{1b}]0;x{}", "/a".repeat(MAX_AGENT_DEPTH));
         let shown = check_agent_id(&hostile).unwrap_err().to_string();
         assert!(!shown.contains('\u{1b}'), "{shown:?}");
+    }
+
+    /// A lazy group loads for an agent whose chain allows one of its declared tools; the
+    /// asking plugin's own layer on the agent does not count, an ancestor's restriction
+    /// does, and a group that declares no tools loads only for an unrestricted chain.
+    #[test]
+    fn a_lazy_group_loads_for_an_agent_whose_restrictions_allow_one_of_its_tools() {
+        let mut core = core();
+        let declare = |core: &mut ShellCore, name: &str, tools: &[&str]| {
+            core.declare_lazy_group(LazyGroupDecl {
+                name: name.into(),
+                description: String::new(),
+                tool_names: tools.iter().map(|t| t.to_string()).collect(),
+            })
+        };
+        declare(&mut core, "gh", &["gh_issue", "gh_pr"]);
+        declare(&mut core, "unlisted", &[]);
+        let may = |core: &ShellCore, agent: &str, group: &str| {
+            core.may_load_group(agent, "lazy-tools", group).unwrap()
+        };
+        assert!(may(&core, "main/worker", "gh"));
+        assert!(may(&core, "main/worker", "unlisted"));
+        // The plugin's own layer on the agent is what the load changes.
+        core.restrict("main/worker", "lazy-tools", Some(vec!["read".into()]))
+            .unwrap();
+        assert!(may(&core, "main/worker", "gh"));
+        assert!(may(&core, "main/worker", "unlisted"));
+        // Another source's layer, on the agent or on its parent, counts.
+        core.restrict("main", "parent", Some(vec!["read".into()]))
+            .unwrap();
+        assert!(!may(&core, "main/worker", "gh"));
+        assert!(!may(&core, "main", "gh"));
+        assert!(!may(&core, "main/worker", "unlisted"));
+        core.restrict("main", "parent", Some(vec!["gh_issue".into()]))
+            .unwrap();
+        assert!(may(&core, "main/worker", "gh"));
+        core.restrict("main/worker", "policy", Some(vec!["bash".into()]))
+            .unwrap();
+        assert!(!may(&core, "main/worker", "gh"));
+        assert!(may(&core, "main", "gh"));
+        // An unknown group is for the load to report; an unknown agent is an error.
+        assert!(may(&core, "main/worker", "nope"));
+        assert!(core.may_load_group("ghost", "lazy-tools", "gh").is_err());
     }
 }

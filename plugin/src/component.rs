@@ -6,7 +6,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::policy::{Explanation, Rule, ToolState};
-use crate::registry::{Enrichment, LazyGroup, Origin, RegistryDelta, ToolDef, ToolGroup};
+use crate::registry::{
+    Enrichment, LazyGroup, LoadRefusal, Origin, RegistryDelta, ToolDef, ToolGroup,
+};
 use crate::tool_table::ToolTable;
 use crate::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 
@@ -100,8 +102,13 @@ impl Host for WitHost {
             .collect()
     }
 
-    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
-        wit_host::load_group(name).map(|tools| tools.into_iter().map(tool_from_wit).collect())
+    fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
+        wit_host::load_group(agent, name)
+            .map(|tools| tools.into_iter().map(tool_from_wit).collect())
+            .map_err(|refusal| match refusal {
+                wit::LoadRefusal::Denied(reason) => LoadRefusal::Denied(reason),
+                wit::LoadRefusal::Failed(reason) => LoadRefusal::Failed(reason),
+            })
     }
 
     fn registry_revision(&self) -> Option<u64> {

@@ -1,7 +1,7 @@
 //! What the plugin needs from the shell, as a trait so the logic runs and is
 //! tested natively; `component.rs` implements it over the WIT imports.
 
-use crate::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
+use crate::registry::{Enrichment, LazyGroup, LoadRefusal, RegistryDelta, ToolDef, ToolGroup};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -49,9 +49,10 @@ pub trait Host {
     fn agent_generation(&self, agent: &str) -> u64;
     /// The groups the host loads on demand (WIT 0.3.0 `host.lazy-groups`).
     fn lazy_groups(&self) -> Vec<LazyGroup>;
-    /// Loads lazy group `name`: the host registers its tools and returns
-    /// them, or says why it could not (WIT 0.3.0 `host.load-group`).
-    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String>;
+    /// Loads lazy group `name` for `agent`: the host registers its tools and returns
+    /// them, or says why it did not (WIT 0.3.0 `host.load-group`); it refuses an agent
+    /// that may call none of them.
+    fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal>;
     /// Extra search text for registered tools (WIT 0.3.0 `host.tool-enrichment`); none by
     /// default.
     fn tool_enrichment(&self) -> Vec<Enrichment> {

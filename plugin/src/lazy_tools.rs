@@ -20,7 +20,7 @@ use crate::name_facts::{FactsCache, NameFacts};
 use crate::names::{NameId, NameTable, NamesIn};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
-use crate::registry::{LazyGroup, Origin, Registry, ToolDef};
+use crate::registry::{LazyGroup, LoadRefusal, Origin, Registry, ToolDef};
 use crate::search::SearchIndex;
 use crate::shown;
 use crate::state::{AgentState, CatalogCache};
@@ -791,22 +791,25 @@ impl<H: Host> LazyTools<H> {
         }
     }
 
-    /// Asks the host to load lazy group `id`, once per run: later calls get
-    /// what the first one got.
-    fn load_lazy(&mut self, id: &str) -> Result<(), String> {
+    /// Asks the host to load lazy group `id` for `agent`, once per run: later calls get
+    /// what the first one got, but for a refusal of the agent, which another agent (one
+    /// that may call some of its tools) does not inherit.
+    fn load_lazy(&mut self, agent: &str, id: &str) -> Result<(), String> {
         if let Some(done) = self.lazy_loads.get(id) {
             return done.clone().map(|_| ());
         }
-        let outcome = self
-            .host
-            .load_group(id)
-            .map(|tools| tools.into_iter().map(|t| t.name).collect::<Vec<_>>());
-        if let Err(e) = &outcome {
-            self.host.log(
-                LogLevel::Warn,
-                &format!("lazy-tools: the host could not load group `{id}`: {e}"),
-            );
-        }
+        let outcome = self.host.load_group(agent, id);
+        let outcome = match outcome {
+            Ok(tools) => Ok(tools.into_iter().map(|t| t.name).collect::<Vec<_>>()),
+            Err(LoadRefusal::Denied(reason)) => return Err(reason),
+            Err(LoadRefusal::Failed(reason)) => {
+                self.host.log(
+                    LogLevel::Warn,
+                    &format!("lazy-tools: the host could not load group `{id}`: {reason}"),
+                );
+                Err(reason)
+            }
+        };
         self.lazy_loads.insert(id.to_string(), outcome.clone());
         // Its tools are registered now: see them before answering. The loads changed, so
         // the groups are built whole.
@@ -1281,7 +1284,7 @@ impl<H: Host> Loads for LazyTools<H> {
         // The model passes the id a catalog line shows; the host knows the group by its own.
         let id = &self.groups.resolve(id).unwrap_or(id).to_owned();
         let lazy = self.groups.get(id).is_some_and(|g| g.lazy.is_some());
-        if lazy && let Err(reason) = self.load_lazy(id) {
+        if lazy && let Err(reason) = self.load_lazy(agent, id) {
             return Ok(GroupLookup::Failed(reason));
         }
         let state =
@@ -1317,7 +1320,7 @@ impl<H: Host> Loads for LazyTools<H> {
     fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {
         if !self.registry.contains(name)
             && let Some(group) = self.groups.lazy_group_declaring(name).map(str::to_string)
-            && let Err(reason) = self.load_lazy(&group)
+            && let Err(reason) = self.load_lazy(agent, &group)
         {
             return Ok(Err(reason));
         }
@@ -1452,6 +1455,8 @@ mod tests {
         /// Lazy groups the host declares, and the names `load_group` was asked for.
         lazy: Vec<LazyGroup>,
         asked: std::cell::RefCell<Vec<String>>,
+        /// Agents whose chain denies every lazy group's tools: the host refuses them a load.
+        sandboxed: Vec<String>,
     }
 
     impl Host for TestHost {
@@ -1481,9 +1486,16 @@ mod tests {
         fn lazy_groups(&self) -> Vec<LazyGroup> {
             self.lazy.clone()
         }
-        fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
+        fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
             self.asked.borrow_mut().push(name.to_string());
-            Err("no lazy groups".into())
+            // As a shell refuses an agent its chain denies every tool of the group.
+            Err(
+                if self.sandboxed.iter().any(|sandboxed| sandboxed == agent) {
+                    LoadRefusal::Denied(format!("`{agent}` may call none of `{name}`'s tools"))
+                } else {
+                    LoadRefusal::Failed("no lazy groups".into())
+                },
+            )
         }
     }
 
@@ -1503,6 +1515,7 @@ mod tests {
             denied: Vec::new(),
             lazy: Vec::new(),
             asked: Default::default(),
+            sandboxed: Vec::new(),
         });
         plugin.configure(r#"{"defer": ["Defer(*)"]}"#).unwrap();
         for agent in agents {
@@ -1546,8 +1559,12 @@ mod tests {
 
     /// `load_tools` of `group_id` as `main`: the result's JSON.
     fn load(plugin: &mut LazyTools<TestHost>, group_id: &str) -> String {
+        load_as(plugin, "main", group_id)
+    }
+
+    fn load_as(plugin: &mut LazyTools<TestHost>, agent: &str, group_id: &str) -> String {
         let arguments = json!({ "group_id": group_id }).to_string();
-        let result = plugin.execute("main", guards::LOAD_TOOLS, &arguments);
+        let result = plugin.execute(agent, guards::LOAD_TOOLS, &arguments);
         result.unwrap().json
     }
 
@@ -1573,6 +1590,29 @@ mod tests {
         assert_ne!(shown, own);
         load(&mut plugin, &shown);
         assert_eq!(*plugin.host.asked.borrow(), [own]);
+    }
+
+    /// The host refuses a lazy group to an agent that may call none of its tools; that
+    /// refusal is the agent's, so another agent's load still reaches the host. A group that
+    /// failed to load is asked for once per run, whichever agent asks.
+    #[test]
+    fn a_lazy_group_refused_to_one_agent_is_still_asked_for_by_another() {
+        let mut plugin = with_lazy_group("files");
+        plugin
+            .agent_created("main/sandboxed", Some("main"))
+            .unwrap();
+        plugin.host.sandboxed = vec!["main/sandboxed".into()];
+        let answer = load_as(&mut plugin, "main/sandboxed", "files");
+        assert!(
+            answer.contains("may call none of `files`'s tools"),
+            "{answer}"
+        );
+        let answer = load_as(&mut plugin, "main", "files");
+        assert!(answer.contains("no lazy groups"), "{answer}");
+        load_as(&mut plugin, "main/sandboxed", "files");
+        load_as(&mut plugin, "main", "files");
+        // The denial was not kept for `main`; the failure was kept for everyone.
+        assert_eq!(*plugin.host.asked.borrow(), ["files", "files"]);
     }
 
     /// A tool whose name has a line break (or whitespace at an end) is shown on one line,
@@ -1619,6 +1659,7 @@ mod tests {
             denied: Vec::new(),
             lazy: Vec::new(),
             asked: Default::default(),
+            sandboxed: Vec::new(),
         });
         plugin
             .configure(r#"{"defer": ["Defer(*)"], "strategy": "dispatch"}"#)

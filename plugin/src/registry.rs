@@ -91,6 +91,24 @@ pub struct LazyGroup {
     pub tool_names: Vec<String>,
 }
 
+/// Why the host did not load a lazy group (mirrors the WIT `load-refusal`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LoadRefusal {
+    /// The asking agent may call none of the group's tools; another agent may still load it.
+    Denied(String),
+    /// The group could not be loaded, whoever asks.
+    Failed(String),
+}
+
+impl LoadRefusal {
+    /// What the model reads.
+    pub fn reason(&self) -> &str {
+        match self {
+            Self::Denied(reason) | Self::Failed(reason) => reason,
+        }
+    }
+}
+
 /// At most this many keywords, examples and descriptions each of one tool's enrichment.
 pub const MAX_ENRICHMENT_ITEMS: usize = 32;
 /// Each enrichment text is cut to this many characters (a query's limit).

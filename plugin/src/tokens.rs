@@ -266,7 +266,7 @@ mod tests {
 
     use super::*;
     use crate::host::LogLevel;
-    use crate::registry::{LazyGroup, Origin, ToolGroup};
+    use crate::registry::{LazyGroup, LoadRefusal, Origin, ToolGroup};
 
     /// A shell whose tokenizer counts a text's bytes and remembers the texts it was asked to
     /// count; with `counts` false, a shell without a tokenizer.
@@ -315,7 +315,7 @@ mod tests {
         fn lazy_groups(&self) -> Vec<LazyGroup> {
             Vec::new()
         }
-        fn load_group(&self, _: &str) -> Result<Vec<ToolDef>, String> {
+        fn load_group(&self, _: &str, _: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
             unreachable!("costs never load")
         }
     }

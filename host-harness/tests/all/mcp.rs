@@ -106,6 +106,24 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
         "{prompt}"
     );
     assert!(starts(&handle).is_empty());
+    // An agent whose restrictions allow none of the server's tools does not start it.
+    shell.create_agent("sandboxed", Some("main")).unwrap();
+    (shell.restrict("main/sandboxed", "parent", Some(vec!["read".into()]))).unwrap();
+    let arguments = json!({"group_id": "fx"});
+    let refused = completed(
+        shell
+            .call("main/sandboxed", "load_tools", &arguments)
+            .unwrap(),
+    );
+    assert!(refused.is_error, "{}", refused.text);
+    assert!(
+        refused
+            .text
+            .contains("may call none of the tools of group `fx`"),
+        "{}",
+        refused.text
+    );
+    assert!(starts(&handle).is_empty());
     // Loading the group starts its server, once.
     let loaded = call(
         &mut shell,

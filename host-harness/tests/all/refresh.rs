@@ -15,7 +15,7 @@ use host_harness::shell_core::ShellCore;
 use host_harness::tool::SearchText;
 use lazy_tools::LazyTools;
 use lazy_tools::host::{AllowedDelta, Host, LogLevel};
-use lazy_tools::registry::{Enrichment, LazyGroup, RegistryDelta, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, LazyGroup, LoadRefusal, RegistryDelta, ToolDef, ToolGroup};
 use serde_json::json;
 
 struct CountingHost {
@@ -75,8 +75,8 @@ impl Host for CountingHost {
         self.metadata_calls.set(self.metadata_calls.get() + 1);
         self.inner.lazy_groups()
     }
-    fn load_group(&self, name: &str) -> Result<Vec<ToolDef>, String> {
-        self.inner.load_group(name)
+    fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal> {
+        self.inner.load_group(agent, name)
     }
     fn tool_enrichment(&self) -> Vec<Enrichment> {
         self.metadata_calls.set(self.metadata_calls.get() + 1);

@@ -82,6 +82,29 @@ export class ShellCore {
   /** agent id -> source -> Set of exposed names (not inherited, WIT 0.3.0 `host.expose`) */
   exposures = new Map();
 
+  /**
+   * Whether `agent` may load lazy group `name` (WIT 0.3.0 `host.load-group`):
+   * the restrictions along its chain, but `plugin`'s own layer on it, allow one
+   * of the tools the group declares. Exposure layers are left out: they are
+   * what a model sees, which their plugins keep once the tools are registered.
+   * An unknown group is not judged here: loading it fails.
+   */
+  mayLoadGroup(agent, plugin, name) {
+    const chain = this.chain(agent);
+    const group = this.lazyGroups.get(name);
+    if (!group) return true;
+    const layers = [];
+    for (const scope of chain) {
+      for (const [source, allow] of this.restrictions.get(scope) ?? []) {
+        if (!(scope === agent && source === plugin)) layers.push(allow);
+      }
+    }
+    // Nothing to judge by: a restriction lists registered names only, so it
+    // denies whatever the group will register; a chain without one allows it.
+    if (group.decl.toolNames.length === 0) return layers.length === 0;
+    return group.decl.toolNames.some((tool) => layers.every((allow) => allow.has(tool)));
+  }
+
   /** Registers what lazy group `name` loads; counts the load. Returns the tools. */
   loadGroup(name) {
     const group = this.lazyGroups.get(name);

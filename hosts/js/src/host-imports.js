@@ -118,11 +118,23 @@ export function hostInterface(core, pluginId, logs) {
 
     lazyGroups: () => [...core.lazyGroups.values()].map(({ decl }) => decl),
 
-    loadGroup(name) {
+    // A `load-refusal` is `denied` (this agent only: deferral is not
+    // authorization, so an agent starts nothing it may use none of) or `failed`.
+    loadGroup(agent, name) {
+      try {
+        if (!core.mayLoadGroup(agent, pluginId, name)) {
+          return err({
+            tag: 'denied',
+            val: `agent \`${agent}\` may call none of the tools of group \`${name}\`, so the shell did not load it`,
+          });
+        }
+      } catch (e) {
+        return err({ tag: 'denied', val: e.message });
+      }
       try {
         return ok(core.loadGroup(name).map(toolToWit));
       } catch (e) {
-        return err(e.message);
+        return err({ tag: 'failed', val: e.message });
       }
     },
     // WIT 0.3.0: search text beyond each tool's definition.

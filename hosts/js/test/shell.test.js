@@ -36,6 +36,31 @@ test('restrictions intersect along the chain', () => {
   assert.deepEqual(names(c.effective('main/worker', 'p')), ['read', 'bash']);
 });
 
+test('a lazy group loads for an agent whose restrictions allow one of its tools, as in the Rust harness', () => {
+  const c = core();
+  const declare = (name, toolNames) => c.lazyGroups.set(name, { decl: { name, description: '', toolNames }, loads: 0 });
+  declare('gh', ['gh_issue', 'gh_pr']);
+  declare('unlisted', []);
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'gh'));
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'unlisted'));
+  // The asking plugin's own layer on the agent is what the load changes.
+  c.restrict('main/worker', 'lazy-tools', ['read']);
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'gh'));
+  // Another source's layer, on the agent or its parent, counts.
+  c.restrict('main', 'parent', ['read']);
+  assert.ok(!c.mayLoadGroup('main/worker', 'lazy-tools', 'gh'));
+  assert.ok(!c.mayLoadGroup('main', 'lazy-tools', 'gh'));
+  assert.ok(!c.mayLoadGroup('main/worker', 'lazy-tools', 'unlisted'));
+  c.restrict('main', 'parent', ['gh_issue']);
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'gh'));
+  c.restrict('main/worker', 'policy', ['bash']);
+  assert.ok(!c.mayLoadGroup('main/worker', 'lazy-tools', 'gh'));
+  assert.ok(c.mayLoadGroup('main', 'lazy-tools', 'gh'));
+  // An unknown group is for the load to report; an unknown agent is an error.
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'nope'));
+  assert.throws(() => c.mayLoadGroup('ghost', 'lazy-tools', 'gh'), /unknown agent/);
+});
+
 test('a nearer scope shadows a farther tool of the same name', () => {
   const c = core();
   c.register(new Tool('bash', 'the worker bash', ofAgent('main/worker')));

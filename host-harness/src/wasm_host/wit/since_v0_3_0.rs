@@ -4,7 +4,7 @@
 
 use anyhow::Result;
 use lazy_tools::host::{Host as _, LogLevel};
-use lazy_tools::registry::{Enrichment, Origin as PluginOrigin, ToolDef, ToolGroup};
+use lazy_tools::registry::{Enrichment, LoadRefusal, Origin as PluginOrigin, ToolDef, ToolGroup};
 use wasmtime::component::{HasSelf, Linker};
 
 use super::super::PluginState;
@@ -98,11 +98,19 @@ impl dsh::tool_restriction::host::Host for PluginState {
             .collect()
     }
 
-    fn load_group(&mut self, name: String) -> Result<Vec<wit::ToolDef>, String> {
+    fn load_group(
+        &mut self,
+        agent: String,
+        name: String,
+    ) -> Result<Vec<wit::ToolDef>, wit::LoadRefusal> {
         self.host_call(|s| {
             s.host()
-                .load_group(&name)
+                .load_group(&agent, &name)
                 .map(|tools| tools.into_iter().map(def_to_wit).collect())
+                .map_err(|refusal| match refusal {
+                    LoadRefusal::Denied(reason) => wit::LoadRefusal::Denied(reason),
+                    LoadRefusal::Failed(reason) => wit::LoadRefusal::Failed(reason),
+                })
         })
     }
 
