@@ -380,16 +380,41 @@ impl ShellCore {
         })
     }
 
-    /// Registers a tool a lazy group's load returned. One of that name
-    /// already in its scope is kept (registered from a cached listing; the
-    /// backend's own sync replaces a changed one).
+    /// Registers a tool a lazy group's load returned, or gives the one of that name and
+    /// origin (registered from a cached listing) the definition the live server has.
     pub fn register_loaded(&mut self, tool: Tool) -> Result<(), ShellError> {
-        if self.names.contains_in(&tool.name, tool.origin.scope()) {
-            return Ok(());
+        if self.define(tool)? {
+            self.loaded_outside = true;
         }
-        self.register(tool)?;
-        self.loaded_outside = true;
         Ok(())
+    }
+
+    /// Registers `tool`, or, when its scope already holds a tool of its name from the same
+    /// origin and owner, gives that tool this definition in place (its place in the prompt
+    /// kept). Nothing changes when it holds this very definition. Returns whether the
+    /// registry changed. Backends define their tools so: a lazy load may have registered
+    /// what their next sync registers again.
+    pub fn define(&mut self, tool: Tool) -> Result<bool, ShellError> {
+        let scope = tool.origin.scope().map(str::to_owned);
+        let Some(at) = self.names.position(&tool.name, scope.as_deref()) else {
+            self.register(tool)?;
+            return Ok(true);
+        };
+        let held = &self.tools[at];
+        if held.origin != tool.origin || held.owner != tool.owner {
+            // Someone else's name: `register` says whose.
+            self.register(tool)?;
+            return Ok(true);
+        }
+        if *held == tool {
+            return Ok(false);
+        }
+        let searched = held.search_text.is_some() || tool.search_text.is_some();
+        self.tools_changed(scope.as_deref());
+        self.registry_logged(&tool.name);
+        self.metadata_revision += u64::from(searched);
+        self.tools[at] = tool;
+        Ok(true)
     }
 
     /// Whether a lazy load registered tools since the last call (and clears it).
@@ -1713,5 +1738,32 @@ mod tests {
         // An unknown group is for the load to report; an unknown agent is an error.
         assert!(may(&core, "main/worker", "nope"));
         assert!(core.may_load_group("ghost", "lazy-tools", "gh").is_err());
+    }
+
+    /// `define` gives a tool of the same origin its new definition in place, changes
+    /// nothing for the same definition, and never takes another origin's name.
+    #[test]
+    fn define_replaces_a_tool_of_its_origin_in_place_and_no_other() {
+        let mut core = core();
+        let mcp = |description: &str| Tool::new("fx__echo", description, Origin::Mcp("fx".into()));
+        assert!(core.define(mcp("old")).unwrap());
+        core.register(Tool::new("after", "", Origin::Builtin))
+            .unwrap();
+        let revision = core.registry_revision();
+        assert!(!core.define(mcp("old")).unwrap());
+        assert_eq!(core.registry_revision(), revision);
+        assert!(core.define(mcp("new")).unwrap());
+        assert_eq!(core.registry_revision(), revision + 1);
+        let order: Vec<&str> = core.scan().map(|t| t.name.as_str()).collect();
+        assert_eq!(order, ["read", "bash", "gh_issue", "fx__echo", "after"]);
+        assert_eq!(
+            core.resolve("main", "fx__echo")
+                .unwrap()
+                .unwrap()
+                .description,
+            "new"
+        );
+        let builtin = Tool::new("fx__echo", "", Origin::Builtin);
+        assert!(core.define(builtin).is_err());
     }
 }

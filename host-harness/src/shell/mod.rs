@@ -10,6 +10,7 @@ use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use anyhow::{Context as _, Result, anyhow, bail};
+use indexmap::IndexMap;
 use serde_json::Value;
 
 pub use self::backend::{RegistryChange, ToolBackend};
@@ -686,21 +687,44 @@ impl Shell {
         if changes.is_empty() {
             return Ok(());
         }
+        // The batch's last word on each name: a tool removed and registered again is a new
+        // definition, which a lazy load may already have registered. Every change is
+        // applied; one that fails does not stop the rest.
+        let mut last: IndexMap<String, Option<Tool>> = IndexMap::new();
+        let mut failed = Vec::new();
         {
             let mut core = self.core();
             for change in changes {
                 match change {
-                    RegistryChange::Register(tool) => core.register(tool)?,
+                    RegistryChange::Register(tool) => {
+                        last.insert(tool.name.clone(), Some(tool));
+                    }
                     RegistryChange::Unregister(name) => {
-                        core.unregister(&name, None)?;
+                        last.insert(name, None);
                     }
                     RegistryChange::Group { name, description } => {
                         core.set_group(&name, &description)
                     }
                 }
             }
+            for (name, tool) in last {
+                let applied = match tool {
+                    Some(tool) => core.define(tool).map(drop),
+                    None => match core.unregister(&name, None) {
+                        Err(ShellError::NoSuchTool { .. }) => Ok(()),
+                        removed => removed.map(drop),
+                    },
+                };
+                if let Err(e) = applied {
+                    failed.push(e.to_string());
+                }
+            }
         }
-        self.notify_registry_changed()
+        self.notify_registry_changed()?;
+        if !failed.is_empty() {
+            bail!("the tool backend's changes: {}", failed.join("; "));
+        }
+        Ok(())
     }
 
     /// Asks the plugin that owns `tool` to resolve the call (WIT 0.3.0

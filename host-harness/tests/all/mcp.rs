@@ -29,20 +29,26 @@ fn fixture_server(name: &str, args: &[&str]) -> ServerConfig {
 /// lazy-tools deferring everything but the core built-ins (the preset's
 /// entries, always applied) unless `plugin` is false.
 fn session(cache: &Path, servers: Vec<ServerConfig>, plugin: bool) -> (Shell, SharedServers) {
+    // Always defer (the zero-config preset decides by budget, and these
+    // few tools fit in it): the sessions here are about deferred servers.
+    let config = plugin.then(|| json!({"deferToolLoading": true}));
+    session_with(cache, servers, config)
+}
+
+/// [`session`] with lazy-tools configured by `config` (none: no plugin).
+fn session_with(
+    cache: &Path,
+    servers: Vec<ServerConfig>,
+    config: Option<Value>,
+) -> (Shell, SharedServers) {
     let mut shell = Shell::new();
     shell.register_tools(core_builtins()).unwrap();
     let handle = mcp::attach(&mut shell, &McpConfig { servers }, ListingCache::new(cache)).unwrap();
     shell.create_agent("main", None).unwrap();
-    if plugin {
+    if let Some(config) = config {
         let component = WasmHost::global().lazy_tools().unwrap();
-        // Always defer (the zero-config preset decides by budget, and these
-        // few tools fit in it): the sessions here are about deferred servers.
         shell
-            .install_plugin(
-                "lazy-tools",
-                &component,
-                &serde_json::json!({"deferToolLoading": true}),
-            )
+            .install_plugin("lazy-tools", &component, &config)
             .unwrap();
     }
     (shell, handle)
@@ -84,21 +90,12 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
         vec![fixture_server("fx", &[])],
         false,
     ));
-    let mut shell = Shell::new();
-    shell.register_tools(core_builtins()).unwrap();
-    let servers = McpConfig {
-        servers: vec![fixture_server("fx", &[])],
-    };
-    let handle = mcp::attach(&mut shell, &servers, ListingCache::new(cache.path())).unwrap();
-    shell.create_agent("main", None).unwrap();
-    let component = WasmHost::global().lazy_tools().unwrap();
-    shell
-        .install_plugin(
-            "lazy-tools",
-            &component,
-            &json!({"deferToolLoading": true, "strategy": "dispatch"}),
-        )
-        .unwrap();
+    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
+    let (mut shell, handle) = session_with(
+        cache.path(),
+        vec![fixture_server("fx", &[])],
+        Some(dispatch),
+    );
     // Declared from the cached listing: a catalog line, nothing started.
     let prompt = shell.assemble("main").unwrap().system_prompt.unwrap();
     assert!(
@@ -143,6 +140,58 @@ fn a_lazy_server_is_a_lazy_group_that_dispatch_loads_once() {
     call(&mut shell, "load_tools", json!({"group_id": "fx"}));
     assert_eq!(shell.core().lazy_group_loads("fx"), Some(1));
     assert_eq!(starts(&handle).len(), 1);
+}
+
+/// A lazy server whose live tools differ from its cached listing (a newer version started):
+/// its load registers the live tools, and the server set's next sync, which registers them
+/// too, finds them there. No tool is lost, nothing fails, the definitions are the live ones.
+#[test]
+fn a_lazy_server_whose_tools_changed_since_they_were_cached_loads_the_live_ones() {
+    let cache = tempfile::tempdir().unwrap();
+    drop(session(
+        cache.path(),
+        vec![fixture_server("fx", &[])],
+        false,
+    ));
+    let path = ListingCache::new(cache.path()).path(&fixture_server("fx", &[]));
+    let mut older: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let tools = older["tools"].as_array_mut().unwrap();
+    tools.retain(|tool| tool["name"] != "add");
+    let echo = tools
+        .iter_mut()
+        .find(|tool| tool["name"] == "echo")
+        .unwrap();
+    echo["description"] = json!("Echo (an older version).");
+    std::fs::write(&path, older.to_string()).unwrap();
+
+    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
+    let (mut shell, _handle) = session_with(
+        cache.path(),
+        vec![fixture_server("fx", &[])],
+        Some(dispatch),
+    );
+    let loaded = call(&mut shell, "load_tools", json!({"group_id": "fx"}));
+    assert!(!loaded.is_error, "{}", loaded.text);
+    let echoed = call(
+        &mut shell,
+        "deferred_tool_call",
+        json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}}),
+    );
+    assert!(!echoed.is_error, "{}", echoed.text);
+    let sum = call(
+        &mut shell,
+        "deferred_tool_call",
+        json!({"tool_name": "fx__add", "arguments": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(
+        sum.json["structuredContent"],
+        json!({"sum": 3.0}),
+        "{}",
+        sum.text
+    );
+    let core = shell.core();
+    let echo = core.resolve("main", "fx__echo").unwrap().unwrap();
+    assert_ne!(echo.description, "Echo (an older version).");
 }
 
 /// `host-harness session` in a home of its own, whose profile `profile` has only `mcp_yml`
