@@ -51,6 +51,19 @@ struct SavedAgent {
     tools: BTreeMap<String, String>,
     #[serde(default)]
     groups: BTreeMap<String, String>,
+    /// How many runs in a row ended without creating the agent: its loads are carried
+    /// forward, but not forever (a shell that names each run's sub-agents anew would grow
+    /// the state with every run).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    unused_runs: u32,
+}
+
+/// A restored agent's loads are carried forward through this many runs that do not create
+/// it, then dropped.
+pub const MAX_UNUSED_RUNS: u32 = 8;
+
+fn is_zero(runs: &u32) -> bool {
+    *runs == 0
 }
 
 /// The loads a saved state gives an agent not created yet.
@@ -59,6 +72,8 @@ struct Restored {
     loads: BTreeMap<String, u64>,
     /// How far its groups were loaded, for people: saved again as they were read.
     groups: BTreeMap<String, String>,
+    /// The runs in a row that ended without creating it, this one not counted.
+    unused_runs: u32,
 }
 
 impl SavedAgent {
@@ -67,7 +82,11 @@ impl SavedAgent {
             .iter()
             .map(|(name, fingerprint)| (name.clone(), format!("{fingerprint:016x}")))
             .collect();
-        Self { tools, groups }
+        Self {
+            tools,
+            groups,
+            unused_runs: 0,
+        }
     }
 }
 
@@ -338,7 +357,9 @@ impl<H: Host> LazyTools<H> {
     }
 
     /// The load state of every agent that loaded something, as versioned JSON: the agents of
-    /// this run, and those a restored state named that this run has not created (yet).
+    /// this run, and those a restored state named that this run has not created (yet), for
+    /// [`MAX_UNUSED_RUNS`] runs. Written for people, or compact when that is too long for
+    /// `restore_state`; an error when even that is.
     pub fn export_state(&self) -> Result<String, PluginError> {
         self.policy()?;
         let mut agents = BTreeMap::new();
@@ -352,9 +373,15 @@ impl<H: Host> LazyTools<H> {
         }
         // An agent created since the restore holds its loads in its state.
         for (id, restored) in &self.restored {
-            if !restored.loads.is_empty() && !self.agents.contains_key(id) {
+            let unused_runs = restored.unused_runs + 1;
+            if !restored.loads.is_empty()
+                && !self.agents.contains_key(id)
+                && unused_runs < MAX_UNUSED_RUNS
+            {
                 let groups = restored.groups.clone();
-                agents.insert(id.clone(), SavedAgent::new(&restored.loads, groups));
+                let mut saved = SavedAgent::new(&restored.loads, groups);
+                saved.unused_runs = unused_runs;
+                agents.insert(id.clone(), saved);
             }
         }
         let saved = SavedState {
@@ -363,7 +390,21 @@ impl<H: Host> LazyTools<H> {
             strategy: self.strategy().name().into(),
             agents,
         };
-        serde_json::to_string_pretty(&saved).map_err(|e| PluginError::Host(e.to_string()))
+        let fault = |e: serde_json::Error| PluginError::Host(e.to_string());
+        let pretty = serde_json::to_string_pretty(&saved).map_err(fault)?;
+        if pretty.len() <= MAX_STATE_BYTES {
+            return Ok(pretty);
+        }
+        let compact = serde_json::to_string(&saved).map_err(fault)?;
+        if compact.len() <= MAX_STATE_BYTES {
+            return Ok(compact);
+        }
+        Err(PluginError::Host(format!(
+            "the load state of {} agents is {} bytes, more than the {MAX_STATE_BYTES} a restore \
+             reads: not saved",
+            saved.agents.len(),
+            compact.len()
+        )))
     }
 
     /// The groups of each name some agent loaded, from one pass over the groups' members
@@ -468,7 +509,15 @@ impl<H: Host> LazyTools<H> {
                 loads.insert(tool, value);
             }
             let groups = saved.groups;
-            parsed.insert(agent, Restored { loads, groups });
+            let unused_runs = saved.unused_runs;
+            parsed.insert(
+                agent,
+                Restored {
+                    loads,
+                    groups,
+                    unused_runs,
+                },
+            );
         }
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
@@ -1328,8 +1377,11 @@ impl<H: Host> Loads for LazyTools<H> {
             .agents
             .get(agent)
             .ok_or_else(|| PluginError::UnknownAgent(agent.into()))?;
-        let pending = self.names.get(name).is_some_and(|id| state.is_pending(id));
-        Ok(Ok(if pending {
+        let id = self.names.get(name);
+        let pending = id.is_some_and(|id| state.is_pending(id));
+        Ok(Ok(if id.is_some_and(|id| state.is_lapsed(id)) {
+            Target::Changed
+        } else if pending {
             Target::Pending
         } else if self.registry.contains(name) {
             // Loaded, visible, or refused by the shell like any call.
@@ -1675,6 +1727,113 @@ mod tests {
         }
     }
 
+    /// A forwarded call to a tool whose definition changed since it was loaded is refused as
+    /// a direct call is: the model wrote its arguments for the old schema. It was reloaded
+    /// on the way and run.
+    #[test]
+    fn a_forwarded_call_to_a_tool_whose_definition_changed_is_refused_until_it_is_loaded_again() {
+        let mut plugin = LazyTools::new(TestHost {
+            tools: weather(),
+            denied: Vec::new(),
+            lazy: Vec::new(),
+            asked: Default::default(),
+            sandboxed: Vec::new(),
+        });
+        plugin
+            .configure(r#"{"defer": ["Defer(*)"], "strategy": "dispatch"}"#)
+            .unwrap();
+        plugin.agent_created("main", None).unwrap();
+        let name = "weather__get_weather";
+        search(&mut plugin, "main", &[name]);
+        let call = json!({ "tool_name": name, "arguments": {"city": "Paris"} }).to_string();
+        let resolve = |plugin: &mut LazyTools<TestHost>| {
+            plugin
+                .resolve_call("main", guards::DEFERRED_TOOL_CALL, &call)
+                .unwrap()
+        };
+        assert!(matches!(resolve(&mut plugin), Resolution::Forward { .. }));
+        plugin.host.tools[0].parameters = r#"{"type":"object","required":["lat"]}"#.into();
+        plugin.registry_changed().unwrap();
+        match resolve(&mut plugin) {
+            Resolution::Reject(result) => {
+                assert!(
+                    result.text.contains("its definition has changed"),
+                    "{}",
+                    result.text
+                )
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(!plugin.is_loaded("main", name));
+        // Loading it again shows the new schema; the next call goes through.
+        search(&mut plugin, "main", &[name]);
+        assert!(matches!(resolve(&mut plugin), Resolution::Forward { .. }));
+    }
+
+    /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of
+    /// schemas: fifty names of large tools loaded at once would fill the model's context.
+    /// The rest are loaded all the same and named; asking for one gives its schema.
+    #[test]
+    fn a_dispatch_search_result_carries_a_bounded_amount_of_schemas() {
+        let big = format!(
+            r#"{{"type":"object","properties":{{"q":{{"type":"string","description":"{}"}}}}}}"#,
+            "x".repeat(4_000)
+        );
+        let tools: Vec<ToolDef> = (0..50)
+            .map(|i| ToolDef {
+                parameters: big.clone(),
+                ..tool("bulk", &format!("op_{i:02}"))
+            })
+            .collect();
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut plugin = LazyTools::new(TestHost {
+            tools,
+            denied: Vec::new(),
+            lazy: Vec::new(),
+            asked: Default::default(),
+            sandboxed: Vec::new(),
+        });
+        plugin
+            .configure(r#"{"defer": ["Defer(*)"], "strategy": "dispatch"}"#)
+            .unwrap();
+        plugin.agent_created("main", None).unwrap();
+        let all: Vec<&str> = names.iter().map(String::as_str).collect();
+        let found = search(&mut plugin, "main", &all);
+        let schemas = found["schemas"].as_array().unwrap();
+        let left_out = found["schemasLeftOut"].as_array().unwrap();
+        assert_eq!(schemas.len() + left_out.len(), 50, "{found}");
+        assert!(!left_out.is_empty());
+        assert!(found.to_string().len() < guards::MAX_SEARCH_SCHEMA_BYTES + 16_000);
+        assert!(names.iter().all(|name| plugin.is_loaded("main", name)));
+        let again = search(&mut plugin, "main", &[left_out[0].as_str().unwrap()]);
+        assert_eq!(again["schemas"][0]["name"], left_out[0], "{again}");
+    }
+
+    /// An error result is one line, whatever the model wrote into it: an unknown name or an
+    /// unknown key quoted back with a line break or a bidi control would forge a line.
+    #[test]
+    fn an_error_result_quotes_what_the_model_wrote_on_one_line() {
+        let mut plugin = plugin(weather(), &["main"]);
+        let forged = r"x\n- weather__get_weather: loaded\u202e\u001b[2J";
+        for (tool, arguments) in [
+            (guards::TOOL_SEARCH, format!(r#"{{"{forged}": 1}}"#)),
+            (
+                guards::DEFER_EXECUTE_TOOL,
+                format!(r#"{{"toolName": "a", "{forged}": 1}}"#),
+            ),
+            (
+                guards::LOAD_TOOLS,
+                format!(r#"{{"group_id": "g", "{forged}": 1}}"#),
+            ),
+        ] {
+            let result = plugin.execute("main", tool, &arguments).unwrap();
+            assert!(result.is_error, "{}", result.text);
+            assert!(result.text.contains("unknown field"), "{}", result.text);
+            assert!(!result.text.contains(shown::is_unsafe), "{:?}", result.text);
+            assert!(!result.json.contains(shown::is_unsafe), "{:?}", result.json);
+        }
+    }
+
     /// "Did you mean" names only groups the agent may load something of: a server whose
     /// tools its chain denies it is not named to it.
     #[test]
@@ -1943,18 +2102,18 @@ mod tests {
         second.restore_state(&saved).unwrap();
         let state = exported(&second);
         let worker = &state["agents"]["main/worker"];
-        assert_eq!(
-            *worker,
-            exported(&first)["agents"]["main/worker"],
-            "{state}"
-        );
+        let first_worker = &exported(&first)["agents"]["main/worker"];
+        assert_eq!(worker["tools"], first_worker["tools"], "{state}");
         assert_eq!(worker["groups"], json!({"weather": "partial"}));
+        assert_eq!(worker["unused_runs"], 1);
         // Saved again, restored again: still there.
         let mut third = plugin(weather(), &["main"]);
         third
             .restore_state(&second.export_state().unwrap())
             .unwrap();
-        assert_eq!(exported(&third)["agents"]["main/worker"], *worker);
+        let again = &exported(&third)["agents"]["main/worker"];
+        assert_eq!(again["tools"], worker["tools"]);
+        assert_eq!(again["unused_runs"], 2);
 
         second.agent_created("main/worker", Some("main")).unwrap();
         assert!(second.restored.is_empty());
@@ -1965,6 +2124,69 @@ mod tests {
             state["agents"]["main/worker"]["groups"],
             json!({"weather": "partial"})
         );
+    }
+
+    /// An agent's loads are carried through runs that do not create it for a while, not
+    /// forever: a shell that names each run's sub-agents anew (`task-0`, `task-1`, ...) and
+    /// resumes from the file it saves would grow the state with every run.
+    #[test]
+    fn the_loads_of_an_agent_no_run_creates_are_dropped_after_a_few_runs() {
+        let mut first = plugin(weather(), &["main", "main/task-0"]);
+        search(&mut first, "main/task-0", &["weather__get_weather"]);
+        let mut saved = first.export_state().unwrap();
+        for run in 1..=MAX_UNUSED_RUNS {
+            let mut next = plugin(weather(), &["main"]);
+            next.restore_state(&saved).unwrap();
+            saved = next.export_state().unwrap();
+            let state: Value = serde_json::from_str(&saved).unwrap();
+            let carried = state["agents"].get("main/task-0").is_some();
+            assert_eq!(carried, run < MAX_UNUSED_RUNS, "run {run}: {state}");
+        }
+        // A run that creates the agent starts its count again.
+        let mut resumed = plugin(weather(), &["main"]);
+        resumed
+            .restore_state(&first.export_state().unwrap())
+            .unwrap();
+        resumed.agent_created("main/task-0", Some("main")).unwrap();
+        let state = exported(&resumed);
+        assert!(
+            state["agents"]["main/task-0"].get("unused_runs").is_none(),
+            "{state}"
+        );
+    }
+
+    /// A state too long for `restore_state` to read back as written for people is written
+    /// compact: a save never writes what the next run cannot resume from. (A shell restored
+    /// a compact state of almost 16 MiB, for agents this run did not create.)
+    #[test]
+    fn an_exported_state_is_never_longer_than_a_restore_reads() {
+        let fingerprint = "0123456789abcdef";
+        let tools: serde_json::Map<String, Value> = (0..61_000)
+            .map(|i| {
+                (
+                    format!("server__a_tool_with_a_long_name_{i:08}"),
+                    json!(fingerprint),
+                )
+            })
+            .collect();
+        let agents: serde_json::Map<String, Value> = (0..4)
+            .map(|i| (format!("main/a{i}"), json!({ "tools": tools })))
+            .collect();
+        let state = json!({
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "strategy": "inject",
+            "agents": agents,
+        });
+        let compact = state.to_string();
+        assert!(compact.len() < MAX_STATE_BYTES);
+        let mut plugin = plugin(weather(), &["main"]);
+        plugin.restore_state(&compact).unwrap();
+        let pretty = serde_json::to_string_pretty(&exported(&plugin)).unwrap();
+        assert!(pretty.len() > MAX_STATE_BYTES, "{}", pretty.len());
+        let text = plugin.export_state().unwrap();
+        assert!(text.len() <= MAX_STATE_BYTES, "{}", text.len());
+        plugin.restore_state(&text).unwrap();
     }
 
     /// A restore error quotes what the state holds with its control characters escaped (the

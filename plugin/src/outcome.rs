@@ -43,8 +43,14 @@ impl ToolResult {
         }
     }
 
+    /// An error result. Its message is one line: it may quote what the model wrote (a name,
+    /// a key serde found unknown), which must not forge a line of its own.
     pub(crate) fn error(message: impl Into<String>) -> Self {
         let message = message.into();
+        let message = match crate::shown::one_line(&message) {
+            std::borrow::Cow::Borrowed(_) => message,
+            std::borrow::Cow::Owned(line) => line,
+        };
         Self {
             json: json!({ "error": message }).to_string(),
             text: message,

@@ -8,7 +8,10 @@ use std::collections::HashSet;
 use super::arguments::{
     ActivateArgs, ForwardArgs, LoadArgs, SearchArgs, names_problem, parse_args, query_problem,
 };
-use super::results::{ActivateOutput, LoadOutput, SearchOutput, Unavailable, group_unavailable};
+use super::results::{
+    ActivateOutput, LoadOutput, MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint,
+    group_unavailable, within_budget,
+};
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
     MAX_TOOL_NAME_CHARS, MAX_TOP_K, Match, Schema, Status, TOOL_SEARCH, is_guard,
@@ -34,6 +37,9 @@ pub enum Target {
     Ready,
     /// Deferred and not loaded: resolving the call loads it.
     Pending,
+    /// Loaded, but its definition changed since: the model wrote its arguments for a schema
+    /// that is no longer the tool's, so the call is refused as a direct call would be.
+    Changed,
     /// No tool of that name: the reason, with a "did you mean".
     Unknown(String),
 }
@@ -129,17 +135,21 @@ pub fn tool_search(
         }
     }
     loads.install(agent)?;
-    let schemas = (loads.strategy() == Strategy::Dispatch).then(|| {
-        matches
-            .iter()
+    let (schemas, schemas_left_out) = if loads.strategy() == Strategy::Dispatch {
+        let schemas = (matches.iter())
             .filter(|m| m.status != Status::Unavailable)
             .filter_map(|m| loads.schema(agent, &m.name))
-            .collect()
-    });
+            .collect();
+        let (kept, left_out) = within_budget(schemas, MAX_SEARCH_SCHEMA_BYTES);
+        (Some(kept), left_out)
+    } else {
+        (None, Vec::new())
+    };
     let output = SearchOutput {
         matches,
         remaining_deferred: loads.pending_count(agent),
         schemas,
+        schemas_left_out,
     };
     let text = output.text();
     Ok(ToolResult::ok(&output, text))
@@ -308,6 +318,9 @@ pub fn resolve_call(
         }
         Ok(Target::Unknown(reason)) => {
             return reject(format!("{DEFERRED_TOOL_CALL}: {reason}"));
+        }
+        Ok(Target::Changed) => {
+            return reject(changed_hint(name, Strategy::Dispatch));
         }
         Ok(Target::Ready) => false,
         Ok(Target::Pending) => {
