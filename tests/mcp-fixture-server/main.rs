@@ -6,7 +6,7 @@
 //!
 //! ```text
 //! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
-//!                    [--flood-stderr MIB]
+//!                    [--flood-stderr MIB] [--cursor-loop MODE] [--cursor-loop-after-grow]
 //! ```
 //! `--exit-at-start` exits with status 7 before reading anything;
 //! `--flood-stderr 256` first writes 256 MiB on stderr without a newline;
@@ -15,6 +15,10 @@
 //! client must follow `nextCursor`; `--alike-names` offers `echo.loud` and
 //! `echo-loud` too, two names that a shell writes alike; `--bad-entries` lists two entries a
 //! shell must leave out: a tool with an empty name and `echo` again.
+//! `--cursor-loop repeat|endless|empty` makes tools/list never end: the last page names its own
+//! cursor again (`repeat`), or pages follow forever with distinct cursors, each with
+//! `--page-size` new tools (`endless`) or none (`empty`); with `--cursor-loop-after-grow`, only
+//! once `grow` ran.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,7 +38,17 @@ struct Fixture {
     page_size: usize,
     alike_names: bool,
     bad_entries: bool,
+    cursor_loop: Option<CursorLoop>,
+    cursor_loop_after_grow: bool,
     grown: Arc<AtomicBool>,
+}
+
+/// How tools/list never ends (`--cursor-loop`).
+#[derive(Clone, Copy)]
+enum CursorLoop {
+    Repeat,
+    Endless,
+    Empty,
 }
 
 impl Fixture {
@@ -154,10 +168,36 @@ impl ServerHandler for Fixture {
             .transpose()?
             .unwrap_or(0);
         let end = (start + self.page_size).min(tools.len());
-        let page = json!({
-            "tools": tools[start.min(end)..end],
-            "nextCursor": (end < tools.len()).then(|| end.to_string()),
-        });
+        let looping = self
+            .cursor_loop
+            .filter(|_| !self.cursor_loop_after_grow || self.grown.load(Ordering::SeqCst));
+        let page = match looping {
+            Some(_) if end < tools.len() => json!({
+                "tools": tools[start..end],
+                "nextCursor": end.to_string(),
+            }),
+            None => json!({
+                "tools": tools[start.min(end)..end],
+                "nextCursor": (end < tools.len()).then(|| end.to_string()),
+            }),
+            Some(CursorLoop::Repeat) => json!({
+                "tools": tools[start.min(end)..end],
+                "nextCursor": start.to_string(),
+            }),
+            // The real tools, then `more_<n>` without end.
+            Some(CursorLoop::Endless) => json!({
+                "tools": (start..start + self.page_size)
+                    .map(|i| tools.get(i).cloned().unwrap_or_else(|| {
+                        json!({"name": format!("more_{i}"), "inputSchema": {"type": "object"}})
+                    }))
+                    .collect::<Vec<_>>(),
+                "nextCursor": (start + self.page_size).to_string(),
+            }),
+            Some(CursorLoop::Empty) => json!({
+                "tools": tools[start.min(end)..end],
+                "nextCursor": (start.max(end) + 1).to_string(),
+            }),
+        };
         serde_json::from_value(page).map_err(|e| ErrorData::internal_error(e.to_string(), None))
     }
 
@@ -271,6 +311,8 @@ fn main() {
         page_size: 2,
         alike_names: false,
         bad_entries: false,
+        cursor_loop: None,
+        cursor_loop_after_grow: false,
         grown: Arc::new(AtomicBool::new(false)),
     };
     while let Some(arg) = args.next() {
@@ -297,6 +339,15 @@ fn main() {
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,
             "--bad-entries" => fixture.bad_entries = true,
+            "--cursor-loop" => {
+                fixture.cursor_loop = Some(match args.next().as_deref() {
+                    Some("repeat") => CursorLoop::Repeat,
+                    Some("endless") => CursorLoop::Endless,
+                    Some("empty") => CursorLoop::Empty,
+                    other => panic!("--cursor-loop needs repeat, endless or empty, not {other:?}"),
+                })
+            }
+            "--cursor-loop-after-grow" => fixture.cursor_loop_after_grow = true,
             "--flood-stderr" => {
                 use std::io::Write as _;
                 let mib = value("--flood-stderr");

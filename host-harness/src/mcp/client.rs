@@ -8,6 +8,7 @@
 //! would turn a broken server into a hang), and stops its whole process group.
 
 use std::collections::VecDeque;
+use std::hash::BuildHasher as _;
 use std::pin::Pin;
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -17,6 +18,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
+    PaginatedRequestParams,
 };
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -39,6 +41,8 @@ const STDERR_LINE_BYTES: usize = 4 * (STDERR_LINE_CHARS + 1);
 const QUOTE_CHARS: usize = 80;
 /// Bounds on what a server may send in a listing.
 const MAX_TOOLS: usize = 10_000;
+/// A listing of at most [`MAX_TOOLS`] tools needs no more pages, unless some are empty.
+const MAX_PAGES: usize = MAX_TOOLS;
 /// How long a stopping server gets after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(500);
 /// How long an error waits for the server's exit and last stderr lines.
@@ -202,12 +206,13 @@ impl Connection {
                 Ok(service) => service,
                 Err(e) => return Err(broken_or(&watch, Fault::Handshake(e)).await),
             };
-            let tools = until_broken(&watch, service.list_all_tools()).await;
+            let tools = until_broken(&watch, list_tools(&service)).await;
             let description = describe(&service, &config.name);
             connection = Some(service);
             match tools? {
                 Ok(tools) => Ok::<_, Fault>((tools, description)),
-                Err(e) => {
+                Err(Listed::Refused(why)) => Err(Fault::BadListing(why)),
+                Err(Listed::Failed(e)) => {
                     Err(broken_or(&watch, Fault::Handshake(format!("tools/list: {e}"))).await)
                 }
             }
@@ -279,14 +284,15 @@ impl Connection {
 
     /// The tools again, after `notifications/tools/list_changed`.
     pub async fn relist(&self, description: String, timeout: Duration) -> Result<Listing, Fault> {
-        let tools = tokio::time::timeout(timeout, self.service.list_all_tools());
+        let tools = tokio::time::timeout(timeout, list_tools(&self.service));
         match until_broken(&self.watch, tools).await? {
             Err(_) => Err(Fault::CallTimeout(timeout)),
             Ok(Ok(tools)) => listing(description, tools),
-            Ok(Err(ServiceError::McpError(error))) => {
+            Ok(Err(Listed::Refused(why))) => Err(Fault::BadListing(why)),
+            Ok(Err(Listed::Failed(ServiceError::McpError(error)))) => {
                 Err(Fault::BadListing(error.message.to_string()))
             }
-            Ok(Err(_)) => Err(self.closed().await),
+            Ok(Err(Listed::Failed(_))) => Err(self.closed().await),
         }
     }
 
@@ -345,6 +351,51 @@ async fn until_broken<T>(watch: &Watch, work: impl Future<Output = T>) -> Result
             Err(Fault::Broken(watch.reason().await.unwrap_or_default()))
         }
     }
+}
+
+/// Why [`list_tools`] has no listing.
+enum Listed {
+    /// The request failed (an error answer, a closed connection).
+    Failed(ServiceError),
+    /// The server's pages make a listing the harness does not take.
+    Refused(String),
+}
+
+/// Every page of the server's `tools/list`, following `nextCursor`. The SDK's `list_all_tools`
+/// follows it as long as it is set, so a server whose cursor never ends would fill the memory
+/// until the timeout: this loop stops at a cursor given before, at more than [`MAX_TOOLS`]
+/// tools, and at more than [`MAX_PAGES`] pages.
+async fn list_tools(
+    service: &RunningService<RoleClient, Handler>,
+) -> Result<Vec<rmcp::model::Tool>, Listed> {
+    // Hashes, not the cursors: a cursor may be as long as a message.
+    let hashes = std::hash::RandomState::new();
+    let mut cursors = std::collections::HashSet::new();
+    let mut tools = Vec::new();
+    let mut cursor = None;
+    for page in 1..=MAX_PAGES {
+        let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
+        let listed = service.list_tools(params).await.map_err(Listed::Failed)?;
+        tools.extend(listed.tools);
+        if tools.len() > MAX_TOOLS {
+            return Err(Listed::Refused(format!(
+                "more than {MAX_TOOLS} tools (the most the harness takes) by page {page}"
+            )));
+        }
+        let Some(next) = listed.next_cursor else {
+            return Ok(tools);
+        };
+        if !cursors.insert(hashes.hash_one(&next)) {
+            return Err(Listed::Refused(format!(
+                "page {page} gives the nextCursor `{}` again: the listing would never end",
+                printable(&next, QUOTE_CHARS)
+            )));
+        }
+        cursor = Some(next);
+    }
+    Err(Listed::Refused(format!(
+        "more than {MAX_PAGES} pages (the most the harness reads)"
+    )))
 }
 
 /// A failed handshake is better explained by what the watchers saw.

@@ -670,6 +670,101 @@ fn tools_list_changed_registers_the_new_tools() {
     assert_eq!(call(&mut shell, "fx__extra", json!({})).text, "extra ran");
 }
 
+/// The faults of the servers that did not start, by server.
+fn start_faults(handle: &SharedServers) -> Vec<(String, String)> {
+    handle
+        .lock()
+        .events()
+        .iter()
+        .filter_map(|e| match e {
+            Event::StartFailed { server, fault, .. } => Some((server.clone(), fault.clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A tools/list whose `nextCursor` never ends is refused as soon as it repeats a cursor, lists
+/// more tools than the harness takes or more pages than it reads, not when the start times
+/// out (its pages used to fill the memory until then).
+#[test]
+fn a_tools_list_that_never_ends_is_refused_at_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let looping = |mode: &str| {
+        let mut server = fixture_server(mode, &["--page-size", "500", "--cursor-loop", mode]);
+        server.start_timeout = Duration::from_secs(20);
+        server
+    };
+    let began = std::time::Instant::now();
+    let (_shell, handle) = session(
+        cache.path(),
+        vec![looping("repeat"), looping("endless"), looping("empty")],
+        false,
+    );
+    let invalid = "sent an invalid tools/list:";
+    assert_eq!(
+        start_faults(&handle),
+        [
+            (
+                "repeat".to_string(),
+                format!(
+                    "{invalid} page 2 gives the nextCursor `0` again: the listing would never end"
+                )
+            ),
+            (
+                "endless".to_string(),
+                format!("{invalid} more than 10000 tools (the most the harness takes) by page 21")
+            ),
+            (
+                "empty".to_string(),
+                format!("{invalid} more than 10000 pages (the most the harness reads)")
+            ),
+        ]
+    );
+    assert!(
+        began.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        began.elapsed()
+    );
+}
+
+/// The same holds for the listing after `notifications/tools/list_changed`: the server fails
+/// with why, at once, not after its call timeout.
+#[test]
+fn a_relist_that_never_ends_fails_the_server_at_once() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut server = fixture_server(
+        "fx",
+        &["--cursor-loop", "repeat", "--cursor-loop-after-grow"],
+    );
+    server.call_timeout = Duration::from_secs(5);
+    let (mut shell, handle) = session(cache.path(), vec![server], false);
+    assert_eq!(
+        call(&mut shell, "fx__grow", json!({})).text,
+        "added the tool `extra`"
+    );
+    let failed = || {
+        handle.lock().events().iter().find_map(|e| match e {
+            Event::Failed { fault, .. } => Some(fault.clone()),
+            _ => None,
+        })
+    };
+    // The notification may trail the call's result a little; a sync relists.
+    for _ in 0..50 {
+        if failed().is_some() {
+            break;
+        }
+        visible(&mut shell);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert_eq!(
+        failed().as_deref(),
+        Some(
+            "sent an invalid tools/list: page 3 gives the nextCursor `4` again: the listing \
+             would never end"
+        )
+    );
+}
+
 /// Has the fixture server add its tool `extra` and announce it, and waits until the shell
 /// registered it: the notification may trail the call's result a little.
 fn grow(shell: &mut Shell) {
