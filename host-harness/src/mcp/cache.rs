@@ -13,6 +13,33 @@ use crate::catalog::McpTool;
 
 /// Larger files are not trusted as a cache (a real server lists far less).
 const MAX_CACHE_BYTES: u64 = 16 * 1024 * 1024;
+/// The most tools the harness takes from a server, live or cached.
+pub const MAX_TOOLS: usize = 10_000;
+
+/// Why a listing of `count` tools is more than the harness takes.
+pub fn too_many(count: usize) -> Option<String> {
+    (count > MAX_TOOLS).then(|| format!("{count} tools; at most {MAX_TOOLS}"))
+}
+
+/// The names of a listing's entries so far, by the first entry that had each: an entry that
+/// names no tool, or a tool listed before, cannot be one.
+#[derive(Default)]
+pub struct Names(std::collections::HashMap<String, usize>);
+
+impl Names {
+    /// Takes entry `at`'s `name`, or says why it cannot be a tool (`has an empty name`,
+    /// `is named ..., as tool N is`).
+    pub fn take(&mut self, at: usize, name: &str) -> Result<(), String> {
+        if name.is_empty() {
+            return Err("has an empty name".into());
+        }
+        if let Some(first) = self.0.get(name) {
+            return Err(format!("is named `{name}`, as tool {first} is"));
+        }
+        self.0.insert(name.to_string(), at);
+        Ok(())
+    }
+}
 
 /// What a server said about itself when it last started.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -24,6 +51,21 @@ pub struct Listing {
     /// no name, or a name listed again). Not cached: the cache holds what was kept.
     #[serde(skip)]
     pub left_out: Vec<String>,
+}
+
+impl Listing {
+    /// Why the harness would not take this listing from a server: more than [`MAX_TOOLS`]
+    /// tools, or a tool with no name or a name listed before.
+    fn refused(&self) -> Option<String> {
+        if let Some(why) = too_many(self.tools.len()) {
+            return Some(why);
+        }
+        let mut names = Names::default();
+        self.tools.iter().enumerate().find_map(|(at, tool)| {
+            let why = names.take(at, &tool.name).err()?;
+            Some(format!("tool {at} {why}"))
+        })
+    }
 }
 
 /// One MCP tool, as `tools/list` gave it.
@@ -82,12 +124,26 @@ impl ListingCache {
                 return None;
             }
         };
-        match serde_json::from_slice(&text) {
-            Ok(listing) => Some(listing),
+        let listing: Listing = match serde_json::from_slice(&text) {
+            Ok(listing) => listing,
             Err(e) => {
                 tracing::warn!("ignoring the unreadable MCP cache {}: {e}", path.display());
+                return None;
+            }
+        };
+        // The harness never writes such a file: it was edited, or written by something else.
+        // It would register what a live listing may not (and a huge count makes plugins that
+        // index the tools run out of time).
+        match listing.refused() {
+            Some(why) => {
+                tracing::warn!(
+                    "ignoring the MCP cache {}: {why}, which the harness does not take from a server; the \
+                     server starts to list its tools",
+                    path.display()
+                );
                 None
             }
+            None => Some(listing),
         }
     }
 

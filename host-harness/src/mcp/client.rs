@@ -28,7 +28,7 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::watch;
 
-use super::cache::{CachedTool, Listing};
+use super::cache::{CachedTool, Listing, MAX_TOOLS, Names, too_many};
 use super::config::{Launch, ServerConfig};
 
 /// How much of the server's stderr is kept for error messages.
@@ -39,8 +39,6 @@ const STDERR_LINE_CHARS: usize = 300;
 const STDERR_LINE_BYTES: usize = 4 * (STDERR_LINE_CHARS + 1);
 /// How much of a malformed line is quoted.
 const QUOTE_CHARS: usize = 80;
-/// Bounds on what a server may send in a listing.
-const MAX_TOOLS: usize = 10_000;
 /// A listing of at most [`MAX_TOOLS`] tools needs no more pages, unless some are empty.
 const MAX_PAGES: usize = MAX_TOOLS;
 /// How long a stopping server gets after SIGTERM before SIGKILL.
@@ -430,28 +428,23 @@ fn describe(service: &RunningService<RoleClient, Handler>, name: &str) -> String
 /// The server's tools as the shell keeps them. A tool without a name, or with a name listed
 /// before, is left out and said so (`left_out`): the server's other tools stay usable.
 fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing, Fault> {
-    if tools.len() > MAX_TOOLS {
-        return Err(Fault::BadListing(format!(
-            "{} tools; at most {MAX_TOOLS}",
-            tools.len()
-        )));
+    if let Some(why) = too_many(tools.len()) {
+        return Err(Fault::BadListing(why));
     }
-    let mut seen = std::collections::HashMap::new();
+    let mut names = Names::default();
     let mut listed = Vec::with_capacity(tools.len());
     let mut left_out = Vec::new();
     for (at, tool) in tools.into_iter().enumerate() {
         let name = tool.name.to_string();
-        if name.is_empty() {
-            left_out.push(format!("tool {at} of its tools/list has an empty name"));
+        if let Err(why) = names.take(at, &name) {
+            let kept = if name.is_empty() {
+                ""
+            } else {
+                "; the first is kept"
+            };
+            left_out.push(format!("tool {at} of its tools/list {why}{kept}"));
             continue;
         }
-        if let Some(first) = seen.get(&name) {
-            left_out.push(format!(
-                "tool {at} of its tools/list is named `{name}`, as tool {first} is; the first is kept"
-            ));
-            continue;
-        }
-        seen.insert(name.clone(), at);
         let value = serde_json::to_value(&tool).map_err(|e| Fault::BadListing(e.to_string()))?;
         listed.push(CachedTool {
             name,

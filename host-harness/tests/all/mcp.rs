@@ -385,6 +385,50 @@ fn a_lazy_server_that_fails_to_start_is_said_to_keep_its_cached_tools() {
     );
 }
 
+/// A cached listing is held to what a live one may hold: a file with more tools than a server
+/// may list, or a name twice, is ignored and said so, and its server starts to list its tools
+/// (250,000 cached tools used to register, and lazy-tools ran out of time indexing them).
+#[test]
+fn a_cached_listing_a_server_could_not_send_is_ignored_and_the_server_started() {
+    let home = tempfile::tempdir().unwrap();
+    let mcp_yml =
+        "mcpServers:\n  many:\n    command: {fixture}\n  twice:\n    command: {fixture}\n";
+    let steps = "steps:\n  - visible: {agent: main, includes: [many__echo, twice__echo]}\n";
+    steps_session(home.path(), "cached", mcp_yml, steps);
+    let tool = |name: String| json!({"name": name, "inputSchema": {"type": "object"}});
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(home.path().join("cache/mcp")).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let tools: Vec<Value> = if name.starts_with("many-") {
+            (0..10_001).map(|i| tool(format!("t{i}"))).collect()
+        } else {
+            vec![tool("a".into()), tool("b".into()), tool("a".into())]
+        };
+        let listing = json!({"description": "edited", "tools": tools});
+        std::fs::write(&path, listing.to_string()).unwrap();
+        files.push((name, path));
+    }
+    files.sort();
+    let stderr = steps_session(home.path(), "cached", mcp_yml, steps);
+    let [(_, many), (_, twice)] = &files[..] else {
+        panic!("{files:?}")
+    };
+    for (path, why) in [
+        (many, "10001 tools; at most 10000"),
+        (twice, "tool 2 is named `a`, as tool 0 is"),
+    ] {
+        assert!(
+            stderr.contains(&format!(
+                "ignoring the MCP cache {}: {why}, which the harness does not take from a server; the server \
+                 starts to list its tools",
+                path.display()
+            )),
+            "{stderr}"
+        );
+    }
+}
+
 #[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
