@@ -85,7 +85,7 @@ impl Fixture {
                 "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "huge", "bad-utf8", "error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "long-garbage", "deep", "huge", "bad-utf8", "error"]}},
                     "required": ["mode"]
                 }
             }),
@@ -255,6 +255,27 @@ impl ServerHandler for Fixture {
                         use std::io::Write as _;
                         let mut out = std::io::stdout().lock();
                         let _ = out.write_all(b"this is not JSON-RPC {{{\n");
+                        let _ = out.flush();
+                    }
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(text("unreachable".into()))
+                }
+                // What a client's JSON parser drops: more than 1 MiB that is not JSON, and a
+                // notification nested 200 levels deep (serde_json stops at 128).
+                mode @ ("long-garbage" | "deep") => {
+                    let line = if mode == "deep" {
+                        format!(
+                            r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":{}1{}}}}}"#,
+                            "[".repeat(200),
+                            "]".repeat(200)
+                        )
+                    } else {
+                        format!("not JSON {}", "x".repeat(2 << 20))
+                    };
+                    {
+                        use std::io::Write as _;
+                        let mut out = std::io::stdout().lock();
+                        let _ = writeln!(out, "{line}");
                         let _ = out.flush();
                     }
                     tokio::time::sleep(Duration::from_secs(3600)).await;

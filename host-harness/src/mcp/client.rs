@@ -639,25 +639,25 @@ fn signal_group(pid: u32, signal: i32) {
 }
 
 /// The server's stdout on its way to the SDK, read line by line on the side:
-/// a line that is not JSON, or longer than the SDK takes, breaks the
-/// connection at once.
+/// a line the SDK would drop (not JSON, nested deeper than it parses, or
+/// longer than it reads) breaks the connection at once, as the request it
+/// answered would otherwise wait out its whole timeout.
 struct Inspect {
     inner: ChildStdout,
     watch: Arc<Watch>,
+    /// The current line so far, up to [`MAX_MESSAGE_BYTES`].
     line: Vec<u8>,
     /// The current line's bytes so far, `\n` included.
     length: usize,
-    /// The current line is longer than is worth checking.
-    long: bool,
 }
 
-/// Lines longer than this are left to the SDK's own checks.
-const CHECKED_LINE_BYTES: usize = 1 << 20;
 /// The longest line (one JSON-RPC message, `\n` included) the SDK reads from a
 /// stdio server. It drops a longer one and reads on, so the request it
 /// answered would wait out its whole timeout: `Inspect` breaks the
 /// connection instead.
 const MAX_MESSAGE_BYTES: usize = rmcp::transport::async_rw::DEFAULT_MAX_LINE_LENGTH;
+/// A byte order mark, which the SDK skips at the start of a line.
+const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
 impl Inspect {
     fn new(inner: ChildStdout, watch: Arc<Watch>) -> Self {
@@ -666,7 +666,6 @@ impl Inspect {
             watch,
             line: Vec::new(),
             length: 0,
-            long: false,
         }
     }
 
@@ -684,37 +683,47 @@ impl Inspect {
                     MAX_MESSAGE_BYTES >> 20
                 ));
             }
-            if !self.long {
-                if self.line.len() + body.len() > CHECKED_LINE_BYTES {
-                    self.long = true;
-                    self.line.clear();
-                } else {
-                    self.line.extend_from_slice(body);
-                }
+            if self.length <= MAX_MESSAGE_BYTES {
+                self.line.extend_from_slice(body);
             }
             if ends {
-                if !self.long {
+                if self.length <= MAX_MESSAGE_BYTES {
                     self.check_line();
                 }
                 self.line.clear();
                 self.length = 0;
-                self.long = false;
             }
         }
     }
 
+    /// Parses the line as the SDK does (into a `serde_json::Value`, whose
+    /// recursion limit the SDK's parse has too), so that what it would drop
+    /// is seen here.
     fn check_line(&self) {
-        let line = self.line.trim_ascii();
-        if line.is_empty() {
+        let line = self.line.strip_prefix(UTF8_BOM).unwrap_or(&self.line);
+        if line.trim_ascii().is_empty() {
             return;
         }
-        if serde_json::from_slice::<serde::de::IgnoredAny>(line).is_err() {
-            let quoted = printable(&String::from_utf8_lossy(line), QUOTE_CHARS);
-            self.watch
-                .break_with(format!("sent malformed JSON-RPC on stdout: `{quoted}`"));
-        }
+        let Err(e) = serde_json::from_slice::<Value>(line) else {
+            return;
+        };
+        let quoted = printable(&String::from_utf8_lossy(line.trim_ascii()), QUOTE_CHARS);
+        // serde_json says so only in its message: its error codes are private.
+        let reason = if e.to_string().starts_with("recursion limit exceeded") {
+            format!(
+                "sent a message nested more than {JSON_DEPTH} levels deep on stdout, more than \
+                 the client reads: `{quoted}`"
+            )
+        } else {
+            format!("sent malformed JSON-RPC on stdout: `{quoted}`")
+        };
+        self.watch.break_with(reason);
     }
 }
+
+/// serde_json's recursion limit (arrays and objects in one another), which
+/// the SDK's parse of a message has.
+const JSON_DEPTH: usize = 128;
 
 impl AsyncRead for Inspect {
     fn poll_read(

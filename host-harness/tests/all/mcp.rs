@@ -915,6 +915,47 @@ fn malformed_json_rpc_breaks_the_connection_at_once() {
     );
 }
 
+/// Lines the SDK's JSON parser drops, as long as a message may be or nested deeper than it
+/// parses, break the connection at once with why (they used to pass the check, which read 1 MiB
+/// of a line and no depth, and the call waited out its timeout).
+#[test]
+fn a_line_the_client_cannot_parse_breaks_the_connection_at_once() {
+    let cache = tempfile::tempdir().unwrap();
+    // A long timeout: the error must come from the line, not the clock.
+    let servers = ["long", "deep"].map(|name| {
+        let mut server = fixture_server(name, &[]);
+        server.call_timeout = Duration::from_secs(30);
+        server
+    });
+    let (mut shell, _handle) = session(cache.path(), servers.to_vec(), false);
+    for (server, mode, said) in [
+        (
+            "long",
+            "long-garbage",
+            "sent malformed JSON-RPC on stdout: `not JSON xxx",
+        ),
+        (
+            "deep",
+            "deep",
+            "sent a message nested more than 128 levels deep on stdout, more than the client \
+             reads: `{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",",
+        ),
+    ] {
+        let began = std::time::Instant::now();
+        let tool = format!("{server}__misbehave");
+        let broken = call(&mut shell, &tool, json!({"mode": mode}));
+        assert!(broken.is_error);
+        assert!(
+            broken.text.starts_with(&format!(
+                "MCP server `{server}` could not run `misbehave`: {said}"
+            )),
+            "{}",
+            broken.text
+        );
+        assert!(began.elapsed() < Duration::from_secs(20), "{mode}");
+    }
+}
+
 #[test]
 fn a_message_longer_than_the_client_reads_breaks_the_connection_at_once() {
     let cache = tempfile::tempdir().unwrap();
