@@ -507,6 +507,8 @@ impl Process {
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
+        #[cfg(target_os = "linux")]
+        die_with_parent(&mut cmd);
         let mut child: Child = cmd.spawn().map_err(|e| Fault::Spawn {
             command: command.to_string(),
             reason: e.to_string(),
@@ -562,6 +564,29 @@ impl Drop for Process {
         if self.waiter.is_some() {
             signal_group(self.pid, libc::SIGKILL);
         }
+    }
+}
+
+/// Has the kernel kill the server (its process, not its group) when the harness ends without
+/// stopping it: killed by SIGKILL, or stopped by a second Ctrl-C. Strictly, when the thread
+/// that spawned it ends: the spawning threads (the session's, or the one a call runs on) live
+/// as long as the servers they start.
+#[cfg(target_os = "linux")]
+fn die_with_parent(cmd: &mut tokio::process::Command) {
+    let parent = std::process::id();
+    // SAFETY: the closure runs in the forked child before exec and only makes the
+    // async-signal-safe calls prctl(2) and getppid(2).
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // The harness ended before the signal was set: nothing would send it.
+            if u32::try_from(libc::getppid()).ok() != Some(parent) {
+                return Err(std::io::Error::other("the harness ended"));
+            }
+            Ok(())
+        });
     }
 }
 

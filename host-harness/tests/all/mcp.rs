@@ -1108,6 +1108,63 @@ fn no_server_process_outlives_the_session() {
     }
 }
 
+/// SIGTERM ends an interactive session as `quit` does: its servers are stopped, with what
+/// they started in their group (a wrapper's helper here); they used to outlive the harness.
+#[test]
+fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
+    use std::io::{BufRead as _, BufReader, Write as _};
+    let home = tempfile::tempdir().unwrap();
+    let helper = home.path().join("helper.pid");
+    let mcp_yml = format!(
+        "mcpServers:\n  fx:\n    command: sh\n    args: [-c, 'sleep 1234 & echo $! > {}; exec \"$0\"', {{fixture}}]\n    lazyStart: false\n",
+        helper.display()
+    );
+    let mut child = session_process(home.path(), "linger", &mcp_yml, &["--no-catalog".as_ref()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The input stays open: the session waits for its next line when SIGTERM comes.
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"tools\n").unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut seen = String::new();
+    while !seen.contains("fx__echo") {
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).unwrap();
+        assert!(read > 0, "the session ended early: {seen}");
+        seen.push_str(&line);
+    }
+    let helper: u32 = std::fs::read_to_string(&helper)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(rest.contains("interrupted: the session ends"), "{rest}");
+    let outlived = !gone(helper);
+    if outlived {
+        let _ = std::process::Command::new("kill")
+            .arg(helper.to_string())
+            .status();
+    }
+    assert!(
+        !outlived,
+        "the server's helper {helper} outlived the session"
+    );
+    drop(stdin);
+}
+
 // ---- the reference servers from npm ----
 
 /// `target/mcp-servers`, installed from the repository's lock file with

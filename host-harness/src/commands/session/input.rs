@@ -3,7 +3,8 @@
 //! Lines are read on a thread of their own, so that Ctrl-C ends the session at once even
 //! while the read waits for a line (the terminal would restart it after the signal): the
 //! session then saves its state as after `quit`. A second Ctrl-C stops the harness without
-//! waiting for that.
+//! waiting for that. SIGTERM and SIGHUP (a `kill`, a closed terminal) count as Ctrl-C: the
+//! session's MCP servers are stopped and its state saved, rather than left running unsaved.
 
 use std::io::{BufRead, Read as _};
 use std::sync::Arc;
@@ -21,7 +22,7 @@ pub enum Input {
     Line(Line),
     /// The end of the input.
     End,
-    /// The person pressed Ctrl-C.
+    /// The person pressed Ctrl-C (or the harness got SIGTERM or SIGHUP).
     Interrupted,
 }
 
@@ -99,7 +100,7 @@ mod interrupts {
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::mpsc::SyncSender;
 
-    use signal_hook::consts::SIGINT;
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     use signal_hook::iterator::Signals;
 
     use super::Input;
@@ -108,11 +109,16 @@ mod interrupts {
         queue: SyncSender<std::io::Result<Input>>,
         interrupted: Arc<AtomicBool>,
     ) -> std::io::Result<()> {
-        // The order matters: the second Ctrl-C finds the flag the first one set.
+        // The order matters: the second signal (of any of them) finds the flag the first set.
         let second = Arc::new(AtomicBool::new(false));
-        signal_hook::flag::register_conditional_default(SIGINT, Arc::clone(&second))?;
-        signal_hook::flag::register(SIGINT, second)?;
-        let mut signals = Signals::new([SIGINT])?;
+        let ending = [SIGINT, SIGTERM, SIGHUP];
+        for signal in ending {
+            signal_hook::flag::register_conditional_default(signal, Arc::clone(&second))?;
+        }
+        for signal in ending {
+            signal_hook::flag::register(signal, Arc::clone(&second))?;
+        }
+        let mut signals = Signals::new(ending)?;
         std::thread::spawn(move || {
             for _ in signals.forever() {
                 interrupted.store(true, Ordering::SeqCst);
