@@ -495,6 +495,31 @@ impl Process {
         cwd: &Option<std::path::PathBuf>,
         watch: &Arc<Watch>,
     ) -> Result<(Self, ChildStdout, tokio::process::ChildStdin), Fault> {
+        let spawn_fault = |reason: String| Fault::Spawn {
+            command: command.to_string(),
+            reason,
+        };
+        // Else a missing folder reads as a missing command: spawn(2) says only "not found".
+        if let Some(cwd) = cwd {
+            match std::fs::metadata(cwd) {
+                Ok(meta) if meta.is_dir() => {}
+                Ok(_) => {
+                    return Err(spawn_fault(format!(
+                        "its cwd `{}` is not a directory",
+                        cwd.display()
+                    )));
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Err(spawn_fault(format!(
+                        "its cwd `{}` does not exist",
+                        cwd.display()
+                    )));
+                }
+                Err(e) => {
+                    return Err(spawn_fault(format!("its cwd `{}`: {e}", cwd.display())));
+                }
+            }
+        }
         let mut cmd = tokio::process::Command::new(command);
         cmd.args(args)
             .envs(env)
@@ -509,10 +534,7 @@ impl Process {
         }
         #[cfg(target_os = "linux")]
         die_with_parent(&mut cmd);
-        let mut child: Child = cmd.spawn().map_err(|e| Fault::Spawn {
-            command: command.to_string(),
-            reason: e.to_string(),
-        })?;
+        let mut child: Child = cmd.spawn().map_err(|e| spawn_fault(e.to_string()))?;
         let pid = child.id().unwrap_or_default();
         let (Some(stdout), Some(stdin), Some(stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())

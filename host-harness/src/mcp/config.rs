@@ -9,7 +9,7 @@
 //!     env: {MEMORY_FILE_PATH: /tmp/memory.json}
 //!     cwd: /tmp
 //!   remote:
-//!     url: https://example.com/mcp
+//!     url: http://localhost:3001/mcp  # plain http: no TLS is compiled in
 //!     headers: {Authorization: "Bearer ..."}
 //!     lazyStart: false          # harness extras, all optional
 //!     callTimeoutSeconds: 60
@@ -41,6 +41,8 @@ const MAX_SERVERS: usize = 256;
 const MAX_TEXT: usize = 8 * 1024;
 const MAX_ITEMS: usize = 256;
 const MAX_TIMEOUT_SECONDS: u64 = 24 * 60 * 60;
+/// A shorter timeout is a typo (`1e-10`), and would round to no time at all.
+const MIN_TIMEOUT_SECONDS: f64 = 0.001;
 
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 pub const DEFAULT_START_TIMEOUT: Duration = Duration::from_secs(30);
@@ -301,13 +303,18 @@ fn server(name: &str, entry: &Value, at: &str) -> Result<ServerConfig, Found> {
                 }
             }
             let url = text(url, &url_at, &mut found);
-            if let Some(url) = &url
-                && !(url.starts_with("http://") || url.starts_with("https://"))
-            {
-                found.push((
+            match &url {
+                Some(url) if url.starts_with("https://") => found.push((
                     url_at.clone(),
-                    format!("`{url}` is not an http:// or https:// URL"),
-                ));
+                    format!(
+                        "`{url}` is an https:// URL, and this harness is built without TLS: \
+                         only http:// URLs work (a local server, or a local proxy)"
+                    ),
+                )),
+                Some(url) if !url.starts_with("http://") => {
+                    found.push((url_at.clone(), format!("`{url}` is not an http:// URL")))
+                }
+                _ => {}
             }
             let headers = string_map(entry.get("headers"), &pointer(&[at, "headers"]), &mut found);
             for (key, value) in &headers {
@@ -393,18 +400,18 @@ fn seconds(
 ) -> Duration {
     match entry.get(key) {
         None | Some(Value::Null) => default,
-        Some(Value::Number(n)) => {
-            match n.as_f64() {
-                Some(s) if s > 0.0 && s <= MAX_TIMEOUT_SECONDS as f64 => Duration::from_secs_f64(s),
-                _ => {
-                    found.push((
-                    pointer(&[at, key]),
-                    format!("`{key}` must be more than 0 and at most {MAX_TIMEOUT_SECONDS}, found {n}"),
-                ));
-                    default
-                }
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(s) if (MIN_TIMEOUT_SECONDS..=MAX_TIMEOUT_SECONDS as f64).contains(&s) => {
+                Duration::from_secs_f64(s)
             }
-        }
+            _ => {
+                found.push((
+                    pointer(&[at, key]),
+                    format!("`{key}` must be at least {MIN_TIMEOUT_SECONDS} (1 ms) and at most {MAX_TIMEOUT_SECONDS}, found {n}"),
+                ));
+                default
+            }
+        },
         Some(other) => {
             found.push((
                 pointer(&[at, key]),
@@ -504,7 +511,7 @@ mod tests {
     #[test]
     fn reads_the_shape_users_write() {
         let config = parse(
-            "mcpServers:\n  memory:\n    command: npx\n    args: [-y, server-memory]\n    env: {PORT: 8080}\n    cwd: /tmp\n  remote:\n    url: https://example.com/mcp\n    headers: {Authorization: Bearer x}\n    lazyStart: false\n    callTimeoutSeconds: 2.5\n",
+            "mcpServers:\n  memory:\n    command: npx\n    args: [-y, server-memory]\n    env: {PORT: 8080}\n    cwd: /tmp\n  remote:\n    url: http://example.com/mcp\n    headers: {Authorization: Bearer x}\n    lazyStart: false\n    callTimeoutSeconds: 2.5\n",
         )
         .unwrap();
         assert_eq!(config.servers.len(), 2);
@@ -522,7 +529,7 @@ mod tests {
         assert_eq!(memory.call_timeout, DEFAULT_CALL_TIMEOUT);
         let remote = config.server("remote").unwrap();
         assert!(
-            matches!(&remote.launch, Launch::Http { url, .. } if url == "https://example.com/mcp")
+            matches!(&remote.launch, Launch::Http { url, .. } if url == "http://example.com/mcp")
         );
         assert_eq!(remote.lazy_start, Some(false));
         assert_eq!(remote.call_timeout, Duration::from_millis(2500));
@@ -531,16 +538,20 @@ mod tests {
     #[test]
     fn every_problem_is_located() {
         let err = parse(
-            "mcpServers:\n  a__b:\n    command: x\n  web:\n    url: ftp://x\n    args: [a]\n  bad:\n    command: x\n    lazyStart: yes\n    callTimeoutSeconds: 0\n    comand: y\n  none: {}\n",
+            "mcpServers:\n  a__b:\n    command: x\n  web:\n    url: ftp://x\n    args: [a]\n  bad:\n    command: x\n    lazyStart: yes\n    callTimeoutSeconds: 0\n    comand: y\n  none: {}\n  tls:\n    url: https://example.com/mcp\n    startTimeoutSeconds: 1e-10\n",
         )
         .unwrap_err();
         let expected = [
             "mcp.yml:2:3: server `a__b`: a server name cannot hold `__`",
             "mcp.yml:6:5: server `web`: `args` is for `command` servers",
-            "mcp.yml:5:5: server `web`: `ftp://x` is not an http:// or https:// URL",
+            "mcp.yml:5:5: server `web`: `ftp://x` is not an http:// URL",
             "mcp.yml:11:5: server `bad`: unknown key `comand`; did you mean `command`?",
             "mcp.yml:9:5: server `bad`: `lazyStart` must be true or false, found a string",
-            "mcp.yml:10:5: server `bad`: `callTimeoutSeconds` must be more than 0",
+            "mcp.yml:10:5: server `bad`: `callTimeoutSeconds` must be at least 0.001 (1 ms)",
+            "mcp.yml:14:5: server `tls`: `https://example.com/mcp` is an https:// URL, and this \
+             harness is built without TLS: only http:// URLs work",
+            "mcp.yml:15:5: server `tls`: `startTimeoutSeconds` must be at least 0.001 (1 ms) and \
+             at most 86400, found 1e-10",
             "mcp.yml:12:3: server `none`: needs `command` (stdio) or `url` (HTTP)",
         ];
         for line in expected {

@@ -429,6 +429,42 @@ fn a_cached_listing_a_server_could_not_send_is_ignored_and_the_server_started() 
     }
 }
 
+/// A `cwd` that is not there is named as the reason, not the command (spawn(2) says only
+/// "not found", which read as a missing command).
+#[test]
+fn a_missing_cwd_is_named_not_the_command() {
+    let cache = tempfile::tempdir().unwrap();
+    let missing = cache.path().join("gone");
+    let file = cache.path().join("file");
+    std::fs::write(&file, "").unwrap();
+    let with_cwd = |name: &str, cwd: &Path| {
+        let mut server = fixture_server(name, &[]);
+        if let mcp::config::Launch::Stdio { cwd: at, .. } = &mut server.launch {
+            *at = Some(cwd.to_path_buf());
+        }
+        server
+    };
+    let (_shell, handle) = session(
+        cache.path(),
+        vec![with_cwd("missing", &missing), with_cwd("file", &file)],
+        false,
+    );
+    let start = format!("could not start `{}`: its cwd", fixture());
+    assert_eq!(
+        start_faults(&handle),
+        [
+            (
+                "missing".to_string(),
+                format!("{start} `{}` does not exist", missing.display())
+            ),
+            (
+                "file".to_string(),
+                format!("{start} `{}` is not a directory", file.display())
+            ),
+        ]
+    );
+}
+
 #[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
@@ -1379,7 +1415,7 @@ fn a_session_runs_the_servers_of_the_profiles_mcp_yml() {
     );
     assert!(
         err.contains(&format!(
-            "{}:5:5: server `web`: `ftp://x` is not an http:// or https:// URL",
+            "{}:5:5: server `web`: `ftp://x` is not an http:// URL",
             file.display()
         )),
         "{err}"
