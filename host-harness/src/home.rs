@@ -23,19 +23,46 @@ pub struct DshHome {
 }
 
 impl DshHome {
+    /// The home at `root`, made absolute: paths recorded in profiles and
+    /// handed to cargo (which runs in a bundle's folder) must not depend on
+    /// the folder the harness was started in.
     pub fn new(root: impl Into<PathBuf>) -> Self {
-        Self { root: root.into() }
+        let root = root.into();
+        Self {
+            root: std::path::absolute(&root).unwrap_or(root),
+        }
     }
 
     /// `$DSH_HOME`, or `~/.dsh`.
     pub fn from_env() -> Result<Self> {
         if let Some(root) = std::env::var_os("DSH_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::new(root));
+            return Self::checked(Path::new(&root), "DSH_HOME");
         }
         let home = std::env::var_os("HOME")
             .filter(|v| !v.is_empty())
             .context("neither DSH_HOME nor HOME is set: set DSH_HOME to the shell's home folder")?;
-        Ok(Self::new(Path::new(&home).join(".dsh")))
+        Self::checked(&Path::new(&home).join(".dsh"), "HOME")
+    }
+
+    /// The home at `root` (from the variable `var`), refused when it cannot
+    /// be made absolute or is not UTF-8: cargo takes only UTF-8 paths, and
+    /// profiles record paths as text.
+    fn checked(root: &Path, var: &str) -> Result<Self> {
+        let shown = || crate::terminal::escape(&root.to_string_lossy()).into_owned();
+        let absolute = std::path::absolute(root).with_context(|| {
+            format!(
+                "the shell's home {} (from {var}) cannot be made absolute",
+                shown()
+            )
+        })?;
+        if absolute.to_str().is_none() {
+            bail!(
+                "the shell's home {} (from {var}) is not UTF-8: plugins cannot be built or \
+                 recorded there; set DSH_HOME to a folder whose path is UTF-8",
+                crate::terminal::escape(&absolute.to_string_lossy())
+            );
+        }
+        Ok(Self { root: absolute })
     }
 
     pub fn root(&self) -> &Path {
@@ -174,5 +201,15 @@ mod tests {
         );
         assert!(home.checkout_dir("lazy-tools").is_ok());
         assert!(home.build_dir("x/../../etc").is_err());
+    }
+
+    #[test]
+    fn a_relative_home_is_made_absolute() {
+        let home = DshHome::new("rel/home");
+        assert!(home.root().is_absolute(), "{}", home.root().display());
+        assert_eq!(
+            home.root(),
+            std::env::current_dir().unwrap().join("rel/home")
+        );
     }
 }

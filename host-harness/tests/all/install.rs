@@ -1095,3 +1095,73 @@ fn another_repository_cannot_take_over_an_installed_id() {
         );
     }
 }
+
+/// Runs `host-harness` in `cwd` with `DSH_HOME` set to `home` as given
+/// (relative, or not UTF-8).
+fn harness_at(cwd: &Path, home: &std::ffi::OsStr, args: &[&str]) -> (bool, String, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(args)
+        .env("DSH_HOME", home)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        String::from_utf8(output.stdout).unwrap(),
+        String::from_utf8(output.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn a_relative_home_is_the_same_home_from_anywhere() {
+    let w = world();
+    let profile = "relative-home";
+    // The world's home, named relative to its parent folder.
+    let parent = w.home.parent().unwrap();
+    let relative = w.home.file_name().unwrap();
+    let source = format!("git:{}", w.url());
+    let (ok, stdout, stderr) = harness_at(
+        parent,
+        relative,
+        &["plugin", "--profile", profile, "add", &source],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("lazy-tools"), "{stdout}");
+    // The component is recorded where it is, whatever folder reads it.
+    let row = &w.rows(profile)[0];
+    let component = row.component.as_deref().unwrap();
+    assert!(Path::new(component).is_absolute(), "{component}");
+    assert!(Path::new(component).starts_with(&w.home), "{component}");
+    // Cargo built in the home, not in a folder of the checkout.
+    assert!(find_named(&w.home.join("plugins"), "build").is_empty());
+    let (ok, stdout, stderr) = harness(&["plugin", "--profile", profile, "list"], "");
+    assert!(ok, "{stderr}");
+    assert!(
+        stdout.contains(&format!("component  {component}")),
+        "{stdout}"
+    );
+}
+
+#[test]
+fn a_home_whose_path_is_not_utf8_is_refused_up_front() {
+    use std::os::unix::ffi::OsStrExt as _;
+    let work = tempfile::tempdir().unwrap();
+    let home = std::ffi::OsStr::from_bytes(b"caf\xe9");
+    let (ok, _, stderr) = harness_at(
+        work.path(),
+        home,
+        &["plugin", "--profile", "p", "add", "link:/nowhere"],
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "the shell's home {}/caf\u{fffd} (from DSH_HOME) is not UTF-8: plugins cannot be \
+             built or recorded there; set DSH_HOME to a folder whose path is UTF-8",
+            work.path().display()
+        )),
+        "{stderr}"
+    );
+    // Nothing was made in it.
+    assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
+}
