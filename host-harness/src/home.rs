@@ -140,7 +140,8 @@ impl DshHome {
 
     /// Takes the home's lock until the guard is dropped: `plugin add` and
     /// `remove` share checkouts and build dirs, so two at once would race.
-    pub fn lock(&self) -> Result<HomeLock> {
+    /// When another holds it, says so on `progress` once, then waits.
+    pub fn lock(&self, progress: &mut dyn std::io::Write) -> Result<HomeLock> {
         std::fs::create_dir_all(&self.root)
             .with_context(|| format!("creating {}", self.root.display()))?;
         let path = self.root.join(".lock");
@@ -150,8 +151,22 @@ impl DshHome {
             .write(true)
             .open(&path)
             .with_context(|| format!("opening {}", path.display()))?;
-        file.lock()
-            .with_context(|| format!("locking {}", path.display()))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                // Best effort: the wait is the same without the note.
+                let _ = writeln!(
+                    progress,
+                    "waiting for another plugin add or remove (lock {})",
+                    crate::terminal::escape(&path.display().to_string())
+                );
+                file.lock()
+                    .with_context(|| format!("locking {}", path.display()))?;
+            }
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).with_context(|| format!("locking {}", path.display()));
+            }
+        }
         Ok(HomeLock { _file: file })
     }
 }

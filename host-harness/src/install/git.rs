@@ -35,7 +35,22 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
     }
     let wanted = rev.unwrap_or("HEAD");
     run(
-        git(dir)?.args(["fetch", "--depth", "1", "--no-tags", "--", "origin", wanted]),
+        git(dir)?.args([
+            // A server that stops answering fails the fetch rather than
+            // hanging `add` for ever (http and https; the variables
+            // GIT_HTTP_LOW_SPEED_LIMIT and _TIME still override these).
+            "-c",
+            "http.lowSpeedLimit=1000",
+            "-c",
+            "http.lowSpeedTime=60",
+            "fetch",
+            "--depth",
+            "1",
+            "--no-tags",
+            "--",
+            "origin",
+            wanted,
+        ]),
         &format!("fetching `{wanted}` from {url}"),
     )?;
     run(

@@ -55,7 +55,7 @@ pub fn add(
 ) -> Result<Vec<Added>> {
     let source = Source::parse(source)?;
     let dir = home.profile_dir(profile)?;
-    let _lock = home.lock()?;
+    let _lock = home.lock(progress)?;
     // A broken cordis.yml is never rewritten: the user fixes it first.
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
     let patch = match Profile::load_patch(&dir) {
@@ -181,7 +181,7 @@ pub fn remove(
     progress: &mut dyn Write,
 ) -> Result<PluginRow> {
     let dir = existing_profile_dir(home, profile)?;
-    let _lock = home.lock()?;
+    let _lock = home.lock(progress)?;
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
     let patch = Profile::load_patch(&dir).ok();
     let Some(index) = rows.iter().position(|r| r.id == id) else {

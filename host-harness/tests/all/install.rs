@@ -1165,3 +1165,109 @@ fn a_home_whose_path_is_not_utf8_is_refused_up_front() {
     // Nothing was made in it.
     assert_eq!(std::fs::read_dir(work.path()).unwrap().count(), 0);
 }
+
+/// Starts `host-harness` with `home` and `vars`, its stderr piped.
+fn spawn_harness(home: &Path, args: &[&str], vars: &[(&str, &str)]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(args)
+        .env("DSH_HOME", home)
+        .envs(vars.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// Waits up to `secs` seconds for `child`; kills it if it is still running.
+fn wait_within(child: &mut std::process::Child, secs: u64) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while std::time::Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    None
+}
+
+#[test]
+fn a_server_that_never_answers_fails_the_fetch() {
+    use std::io::Read as _;
+    // Accepts connections and never answers on them.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    let home = tempfile::tempdir().unwrap();
+    let source = format!("git:http://127.0.0.1:{port}/repo");
+    // Git's own variable shortens the minute the harness allows to 2 s.
+    let mut child = spawn_harness(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        &[("GIT_HTTP_LOW_SPEED_TIME", "2")],
+    );
+    let status = wait_within(&mut child, 30).expect("the fetch still hangs after 30 s");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    assert!(
+        stderr.contains(&format!(
+            "fetching `HEAD` from http://127.0.0.1:{port}/repo failed:"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Operation too slow"), "{stderr}");
+}
+
+#[test]
+fn a_second_add_says_it_waits_for_the_first() {
+    use std::io::BufRead as _;
+    let home = tempfile::tempdir().unwrap();
+    let lock_path = home.path().join(".lock");
+    // Another add or remove, holding the home's lock.
+    let held = std::fs::File::create(&lock_path).unwrap();
+    held.lock().unwrap();
+    let mut child = spawn_harness(
+        home.path(),
+        &["plugin", "--profile", "p", "add", "link:/nowhere"],
+        &[],
+    );
+    let stderr = child.stderr.take().unwrap();
+    let (send, receive) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stderr).lines() {
+            send.send(line.unwrap()).unwrap();
+        }
+    });
+    let first = receive.recv_timeout(std::time::Duration::from_secs(20));
+    // Let it go on either way, so that it ends.
+    drop(held);
+    let status = wait_within(&mut child, 30).expect("add still waits after the lock is free");
+    assert_eq!(
+        first.expect("add waited without a word"),
+        format!(
+            "waiting for another plugin add or remove (lock {})",
+            lock_path.display()
+        )
+    );
+    // Then it did its work: the folder is missing.
+    assert!(!status.success());
+    let rest: Vec<String> = receive.iter().collect();
+    assert!(
+        rest.iter()
+            .any(|l| l.contains("link:/nowhere: no such folder")),
+        "{rest:?}"
+    );
+}
