@@ -391,10 +391,7 @@ fn build_row(
     let sha256 = hex(&Sha256::digest(&bytes));
     // Components are kept by content: another profile pinned to another
     // revision keeps its own.
-    let component = home.component_path(&sha256);
-    if !component.is_file() {
-        write_atomic(&component, &bytes)?;
-    }
+    let component = store_component(home, &sha256, &bytes)?;
     let (loaded, from) = WasmHost::global()
         .load_cached(&component, Some(&sha256), cache)
         .map_err(anyhow::Error::from)?;
@@ -441,6 +438,23 @@ fn build_row(
         place: insert.place.clone(),
         component_place: insert.place.clone(),
     })
+}
+
+/// Keeps the component `bytes` (of sha256 `sha256`) in the home and returns
+/// its path. A file already there is rewritten when its bytes differ, so
+/// that adding the plugin again repairs a damaged one.
+fn store_component(home: &DshHome, sha256: &str, bytes: &[u8]) -> Result<PathBuf> {
+    let component = home.component_path(sha256);
+    let intact = crate::bounded::read(
+        &component,
+        crate::bounded::MAX_COMPONENT_BYTES,
+        "a component",
+    )
+    .is_ok_and(|kept| hex(&Sha256::digest(&kept)) == sha256);
+    if !intact {
+        write_atomic(&component, bytes)?;
+    }
+    Ok(component)
 }
 
 /// Whether a row recorded from `recorded` comes from where `source` is:
@@ -541,6 +555,32 @@ mod tests {
             "- {{id: {id}, name: {id}, component: c.wasm, sha256: '{}'}}\n",
             sha256.to_string().repeat(64)
         )
+    }
+
+    #[test]
+    fn a_damaged_component_is_rewritten() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = DshHome::new(dir.path());
+        let bytes = b"\0asm component";
+        let sha256 = hex(&Sha256::digest(bytes));
+        // Missing: written.
+        let path = store_component(&home, &sha256, bytes).unwrap();
+        assert_eq!(path, home.component_path(&sha256));
+        assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        // Damaged (cut short, or changed): written again.
+        for damaged in [&b"\0asm"[..], b"\0asm c0mponent"] {
+            std::fs::write(&path, damaged).unwrap();
+            store_component(&home, &sha256, bytes).unwrap();
+            assert_eq!(std::fs::read(&path).unwrap(), bytes);
+        }
+        // Intact: left as it is (the same file).
+        let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        store_component(&home, &sha256, bytes).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().modified().unwrap(),
+            before
+        );
     }
 
     #[test]
