@@ -18,7 +18,7 @@ use sha2::{Digest, Sha256};
 
 use crate::atomic_write::write_atomic;
 use crate::home::DshHome;
-use crate::profile::rows::{Layer, PluginRow};
+use crate::profile::rows::{Layer, PatchLayer, PluginRow};
 use crate::profile::{
     PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
 };
@@ -56,6 +56,7 @@ pub fn add(
     let source = Source::parse(source)?;
     let dir = home.profile_dir(profile)?;
     let _lock = home.lock(progress)?;
+    remove_stale_staging(home, progress);
     // A broken cordis.yml is never rewritten: the user fixes it first.
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
     let patch = match Profile::load_patch(&dir) {
@@ -88,12 +89,12 @@ pub fn add(
     };
     let manifest = load_patch_file(&manifest_path, &shown, Layer::Bundle)
         .map_err(|e| anyhow!("the bundle's manifest is not valid:\n{e}"))?;
-    let Some(first) = manifest.inserts.first() else {
+    if manifest.inserts.is_empty() {
         bail!(
             "the bundle's manifest {} inserts no plugin",
             shown.display()
         );
-    };
+    }
     // An id the user's layer already inserts would be listed twice.
     for insert in &manifest.inserts {
         if let Some(mine) = patch
@@ -129,6 +130,70 @@ pub fn add(
             );
         }
     }
+    // What this add creates for a plugin not installed here is deleted
+    // again if it fails: no row would ever lead `remove` to it.
+    let mut created = Vec::new();
+    for insert in &manifest.inserts {
+        if rows.iter().any(|r| r.id == insert.id) {
+            continue;
+        }
+        for dir in [home.plugin_dir(&insert.id)?, home.build_root(&insert.id)?] {
+            if !dir.exists() {
+                created.push(dir);
+            }
+        }
+    }
+    let result = install_fetched(
+        home, profile, &dir, &source, fetched, &manifest, &mut rows, progress,
+    );
+    if result.is_err() {
+        for dir in created.iter().filter(|d| d.exists()) {
+            if let Err(e) = std::fs::remove_dir_all(dir) {
+                let _ = writeln!(
+                    progress,
+                    "warning: could not delete {}: {e}",
+                    self::shown(dir)
+                );
+            }
+        }
+    }
+    result
+}
+
+/// Deletes the `.staging-*` folders of adds that were interrupted: with the
+/// home's lock held, no other add is using one. Best effort.
+fn remove_stale_staging(home: &DshHome, progress: &mut dyn Write) {
+    let Ok(entries) = std::fs::read_dir(home.plugins_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if !entry.file_name().to_string_lossy().starts_with(".staging-") {
+            continue;
+        }
+        if let Err(e) = std::fs::remove_dir_all(entry.path()) {
+            let _ = writeln!(
+                progress,
+                "warning: could not delete {}: {e}",
+                shown(&entry.path())
+            );
+        }
+    }
+}
+
+/// The rest of `add`, once the bundle is fetched and checked: builds each
+/// plugin it inserts and records them in `rows` and the profile at `dir`.
+#[allow(clippy::too_many_arguments)]
+fn install_fetched(
+    home: &DshHome,
+    profile: &str,
+    dir: &Path,
+    source: &Source,
+    fetched: Fetched,
+    manifest: &PatchLayer,
+    rows: &mut Vec<PluginRow>,
+    progress: &mut dyn Write,
+) -> Result<Vec<Added>> {
+    let first = &manifest.inserts[0];
     let revision = fetched.revision.clone();
     let source_dir = fetched.settle(home, &first.id)?;
 
@@ -138,7 +203,7 @@ pub fn add(
     for insert in &manifest.inserts {
         let row = build_row(
             home,
-            &source,
+            source,
             &source_dir,
             revision.clone(),
             insert,
@@ -165,9 +230,9 @@ pub fn add(
         added.push(Added { row, change });
     }
     if added.iter().any(|a| a.change != Change::Unchanged) {
-        store::write_installed(&dir, profile, &rows)?;
+        store::write_installed(dir, profile, rows)?;
     }
-    store::create_patch_file(&dir, profile)?;
+    store::create_patch_file(dir, profile)?;
     Ok(added)
 }
 

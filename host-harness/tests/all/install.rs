@@ -1271,3 +1271,47 @@ fn a_second_add_says_it_waits_for_the_first() {
         "{rest:?}"
     );
 }
+
+#[test]
+fn a_failed_or_interrupted_add_leaves_no_checkout_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // What an add killed while cloning leaves.
+    let stale = home.path().join("plugins/.staging-old/src");
+    std::fs::create_dir_all(&stale).unwrap();
+    std::fs::write(stale.join("Cargo.toml"), "").unwrap();
+    // A bundle with no Cargo.toml: fetched and checked out, then cargo fails.
+    let source = repo_of(
+        &work.path().join("bundle"),
+        &[
+            (
+                "cordis.patch.yml",
+                "- insert:\n    - {id: shadow, name: shadow}\n",
+                false,
+            ),
+            ("rust-toolchain.toml", &toolchain_file(), false),
+        ],
+    );
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("cargo could not build package `shadow`"),
+        "{stderr}"
+    );
+    let left = |dir: &str| -> Vec<String> {
+        std::fs::read_dir(home.path().join(dir))
+            .map(|entries| {
+                entries
+                    .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    assert_eq!(left("plugins"), Vec::<String>::new());
+    assert_eq!(left("build"), Vec::<String>::new());
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
+}
