@@ -576,10 +576,12 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
         unused.push(home.plugin_dir(&removed.id)?);
         unused.push(home.build_root(&removed.id)?);
     }
+    // Another profile's row may name the file without its sha256 (edited by
+    // hand): by path counts as much as by sha256.
     if let Some(sha256) = &removed.sha256
-        && !others.iter().any(|r| r.sha256.as_ref() == Some(sha256))
-        && !inserted
+        && !others
             .iter()
+            .chain(&inserted)
             .any(|r| uses_component(r, sha256, &home.component_path(sha256)))
     {
         unused.push(home.component_path(sha256));
@@ -595,7 +597,7 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
     Ok(unused.into_iter().filter(|p| p.exists()).collect())
 }
 
-/// Whether a row the user inserts uses the component `sha256` (kept at
+/// Whether a row (installed or inserted) uses the component `sha256` (kept at
 /// `path`): by its recorded sha256, or by naming that file.
 fn uses_component(row: &PluginRow, sha256: &str, path: &Path) -> bool {
     if row.sha256.as_deref() == Some(sha256) {
@@ -742,6 +744,16 @@ mod tests {
             &format!(
                 "- insert:\n    - {{id: mine, name: mine, component: /elsewhere.wasm, sha256: '{sha}'}}\n"
             ),
+        );
+        assert!(!unused_files(&home, &removed).unwrap().contains(&component));
+        // By path in another profile's cordis.yml, with no sha256.
+        profile(
+            "two",
+            &format!(
+                "- {{id: other, name: other, component: {}}}\n",
+                component.display()
+            ),
+            "",
         );
         assert!(!unused_files(&home, &removed).unwrap().contains(&component));
         // Once no insert uses it, it goes.
