@@ -422,6 +422,17 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
         Source::Link { path } => {
             let dir = std::fs::canonicalize(path)
                 .with_context(|| format!("link:{}: no such folder", path.display()))?;
+            // The row records the canonical path as a source, which cannot
+            // hold one: the next add of the same folder would not match it.
+            if dir.to_string_lossy().chars().any(char::is_control) {
+                bail!(
+                    "link:{}: the folder's real path {} holds a control character, which a \
+                     source cannot; rename the folder (a link to it does not help: its real \
+                     path is what is recorded)",
+                    shown(path),
+                    shown(&dir)
+                );
+            }
             Ok(Fetched {
                 revision: git::head_commit(&dir),
                 dir,

@@ -1021,7 +1021,7 @@ fn plugin_list_shows_control_characters_escaped() {
 }
 
 #[test]
-fn add_shows_a_linked_folders_path_escaped() {
+fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
     let home = tempfile::tempdir().unwrap();
     let work = tempfile::tempdir().unwrap();
     // A source cannot hold control characters, but the folder a link resolves to can.
@@ -1049,11 +1049,26 @@ fn add_shows_a_linked_folders_path_escaped() {
         &["plugin", "--profile", "p", "add", &source],
         "",
     );
-    // Cargo finds no package `shadow`, after the harness said where it builds.
+    // Refused before anything is built or recorded: the recorded source
+    // could not hold the path, so adding again would not find the row.
     assert!(!ok);
-    assert!(stderr.contains("building `shadow`"), "{stderr}");
-    assert!(stderr.contains("b\\u{1b}]0;X\\u{7}"), "{stderr}");
+    let real = std::fs::canonicalize(&folder).unwrap();
+    let escaped = real
+        .display()
+        .to_string()
+        .replace('\u{1b}', "\\u{1b}")
+        .replace('\u{7}', "\\u{7}");
+    assert!(
+        stderr.contains(&format!(
+            "{source}: the folder's real path {escaped} holds a control character, which a \
+             source cannot; rename the folder (a link to it does not help: its real path is \
+             what is recorded)"
+        )),
+        "{stderr}"
+    );
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
+    assert!(!home.path().join("build").exists());
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
 }
 
 #[test]
