@@ -960,8 +960,13 @@ fn a_checkout_is_reused_when_git_rewrites_its_url() {
             "{stderr}"
         );
     };
-    add();
-    let mark = home.path().join("plugins/kept/src/.git/mark");
+    // The checkout an earlier install left (a failed one leaves none).
+    let checkout = home.path().join("plugins/kept/src");
+    run(Command::new("git")
+        .args(["clone", "-q", "--depth", "1"])
+        .arg(source.strip_prefix("git:").unwrap())
+        .arg(&checkout));
+    let mark = checkout.join(".git/mark");
     std::fs::write(&mark, "").unwrap();
     add();
     assert!(mark.exists(), "the checkout was cloned again");
