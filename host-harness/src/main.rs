@@ -1,6 +1,7 @@
 //! `host-harness`: run the lazy-tools plugin in an emulated agent shell.
 
 use std::alloc::System;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 use anyhow::Result;
@@ -57,7 +58,9 @@ fn main() -> ExitCode {
         Err(e) => {
             // Errors quote the user's files and arguments: no raw control
             // characters reach the terminal.
-            eprintln!(
+            // A closed standard error loses the message, not the exit status (no panic).
+            let _ = writeln!(
+                std::io::stderr(),
                 "error: {}",
                 host_harness::terminal::escape_message(&format!("{e:#}"))
             );

@@ -54,7 +54,7 @@ impl PluginArgs {
 pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> {
     let mut stdout = std::io::stdout().lock();
     // Progress goes to stderr, results to stdout.
-    let mut progress = std::io::stderr();
+    let mut progress = BestEffort(std::io::stderr());
     match command {
         PluginCommand::Add { source } => {
             let added = install::add(home, profile, &source, &mut progress)
@@ -86,6 +86,22 @@ pub fn run(home: &DshHome, profile: &str, command: PluginCommand) -> Result<()> 
         }
     }
     Ok(())
+}
+
+/// A writer whose failures are ignored: progress is for a person watching, and a closed
+/// standard error (`add ... 2>&1 | head -4` once `head` quit) must not stop an install half way.
+struct BestEffort<W>(W);
+
+impl<W: Write> Write for BestEffort<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let _ = self.0.write_all(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        let _ = self.0.flush();
+        Ok(())
+    }
 }
 
 fn list(home: &DshHome, profile: &str, out: &mut dyn Write) -> Result<()> {

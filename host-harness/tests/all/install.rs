@@ -1163,6 +1163,27 @@ fn a_relative_home_is_the_same_home_from_anywhere() {
     );
 }
 
+/// Progress is for a person watching: an `add` whose standard error is closed (`add ... 2>&1 |
+/// head -4` once `head` has quit) still installs, and exits without a panic.
+#[test]
+fn an_add_whose_progress_cannot_be_written_still_installs() {
+    let w = world();
+    let profile = "closed-stderr";
+    let source = format!("git:{}", w.url());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(["plugin", "--profile", profile, "add", &source])
+        .env("DSH_HOME", &w.home)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stderr.take());
+    let output = child.wait_with_output().unwrap();
+    assert!(output.status.success(), "{:?}", output.status);
+    assert_eq!(w.rows(profile).len(), 1);
+}
+
 #[test]
 fn a_home_whose_path_is_not_utf8_is_refused_up_front() {
     use std::os::unix::ffi::OsStrExt as _;
