@@ -273,6 +273,14 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
+        // The parser reads an integer beyond 64 bits as the nearest float: a plugin would get
+        // another number than the file says, and nothing would say so.
+        if v.fract() == 0.0 && v.abs() >= 2f64.powi(64) {
+            return Err(E::custom(format!(
+                "the number {v:e} is an integer too large for 64 bits (it would be read \
+                 rounded); write it in quotes to pass it as text"
+            )));
+        }
         Number::from_f64(v)
             .map(Node::Number)
             .ok_or_else(|| E::custom(format!("the number {v} has no JSON form")))
@@ -363,6 +371,20 @@ mod tests {
             LocatedValue::load(&path).unwrap().value,
             serde_json::json!({"a": 1})
         );
+    }
+
+    #[test]
+    fn an_integer_beyond_64_bits_is_an_error_at_its_place() {
+        let err = LocatedValue::parse(Path::new("n.yml"), "a: 1\nn: 12345678901234567890123\n")
+            .map(|_| ())
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("n.yml:2:"), "{err}");
+        assert!(err.contains("too large for 64 bits"), "{err}");
+        let doc =
+            LocatedValue::parse(Path::new("n.yml"), "u: 18446744073709551615\nf: 1.5e3\n").unwrap();
+        assert_eq!(doc.value["u"], serde_json::json!(u64::MAX));
+        assert_eq!(doc.value["f"], serde_json::json!(1500.0));
     }
 
     #[test]
