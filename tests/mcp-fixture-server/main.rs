@@ -17,7 +17,7 @@
 //! shell must leave out: a tool with an empty name and `echo` again.
 //! `--cursor-loop repeat|endless|empty` makes tools/list never end: the last page names its own
 //! cursor again (`repeat`), or pages follow forever with distinct cursors, each with
-//! `--page-size` new tools (`endless`) or none (`empty`); with `--cursor-loop-after-grow`, only
+//! `--page-size` new tools (`endless`, each described by `--padding` bytes) or none (`empty`); with `--cursor-loop-after-grow`, only
 //! once `grow` ran.
 
 use std::sync::Arc;
@@ -40,6 +40,8 @@ struct Fixture {
     bad_entries: bool,
     cursor_loop: Option<CursorLoop>,
     cursor_loop_after_grow: bool,
+    /// How long the description of each endless page's tool is.
+    padding: usize,
     grown: Arc<AtomicBool>,
 }
 
@@ -188,7 +190,11 @@ impl ServerHandler for Fixture {
             Some(CursorLoop::Endless) => json!({
                 "tools": (start..start + self.page_size)
                     .map(|i| tools.get(i).cloned().unwrap_or_else(|| {
-                        json!({"name": format!("more_{i}"), "inputSchema": {"type": "object"}})
+                        json!({
+                            "name": format!("more_{i}"),
+                            "description": "x".repeat(self.padding),
+                            "inputSchema": {"type": "object"},
+                        })
                     }))
                     .collect::<Vec<_>>(),
                 "nextCursor": (start + self.page_size).to_string(),
@@ -334,6 +340,7 @@ fn main() {
         bad_entries: false,
         cursor_loop: None,
         cursor_loop_after_grow: false,
+        padding: 0,
         grown: Arc::new(AtomicBool::new(false)),
     };
     while let Some(arg) = args.next() {
@@ -369,6 +376,7 @@ fn main() {
                 })
             }
             "--cursor-loop-after-grow" => fixture.cursor_loop_after_grow = true,
+            "--padding" => fixture.padding = value("--padding"),
             "--flood-stderr" => {
                 use std::io::Write as _;
                 let mib = value("--flood-stderr");

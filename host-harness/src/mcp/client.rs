@@ -41,6 +41,10 @@ const STDERR_LINE_BYTES: usize = 4 * (STDERR_LINE_CHARS + 1);
 const QUOTE_CHARS: usize = 80;
 /// A listing of at most [`MAX_TOOLS`] tools needs no more pages, unless some are empty.
 const MAX_PAGES: usize = MAX_TOOLS;
+/// The most text a whole listing may hold, its pages together (each page is one message of at
+/// most [`MAX_MESSAGE_BYTES`]): ten thousand pages of large tools would otherwise be kept in
+/// memory until the listing ended. Four times what the cache keeps of one.
+const MAX_LISTING_BYTES: usize = 64 << 20;
 /// How long a stopping server gets after SIGTERM before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_millis(500);
 /// How long an error waits for the server's exit and last stderr lines.
@@ -362,7 +366,7 @@ enum Listed {
 /// Every page of the server's `tools/list`, following `nextCursor`. The SDK's `list_all_tools`
 /// follows it as long as it is set, so a server whose cursor never ends would fill the memory
 /// until the timeout: this loop stops at a cursor given before, at more than [`MAX_TOOLS`]
-/// tools, and at more than [`MAX_PAGES`] pages.
+/// tools, at more than [`MAX_PAGES`] pages, and past [`MAX_LISTING_BYTES`] of tools.
 async fn list_tools(
     service: &RunningService<RoleClient, Handler>,
 ) -> Result<Vec<rmcp::model::Tool>, Listed> {
@@ -371,9 +375,17 @@ async fn list_tools(
     let mut cursors = std::collections::HashSet::new();
     let mut tools = Vec::new();
     let mut cursor = None;
+    let mut bytes = 0;
     for page in 1..=MAX_PAGES {
         let params = cursor.map(|c| PaginatedRequestParams::default().with_cursor(Some(c)));
         let listed = service.list_tools(params).await.map_err(Listed::Failed)?;
+        bytes += serde_json::to_vec(&listed.tools).map_or(0, |text| text.len());
+        if bytes > MAX_LISTING_BYTES {
+            return Err(Listed::Refused(format!(
+                "more than {} MiB of tools (the most the harness takes) by page {page}",
+                MAX_LISTING_BYTES >> 20
+            )));
+        }
         tools.extend(listed.tools);
         if tools.len() > MAX_TOOLS {
             return Err(Listed::Refused(format!(

@@ -774,15 +774,40 @@ fn a_tools_list_that_never_ends_is_refused_at_once() {
         server.start_timeout = Duration::from_secs(20);
         server
     };
+    // Pages of one tool described by a mebibyte each: within the tool and page limits, past
+    // what a listing may hold in all.
+    let mut large = fixture_server(
+        "large",
+        &[
+            "--page-size",
+            "1",
+            "--cursor-loop",
+            "endless",
+            "--padding",
+            "1048576",
+        ],
+    );
+    large.start_timeout = Duration::from_secs(20);
     let began = std::time::Instant::now();
     let (_shell, handle) = session(
         cache.path(),
-        vec![looping("repeat"), looping("endless"), looping("empty")],
+        vec![
+            looping("repeat"),
+            looping("endless"),
+            looping("empty"),
+            large,
+        ],
         false,
     );
     let invalid = "sent an invalid tools/list:";
+    let mut faults = start_faults(&handle);
+    let at = faults.iter().position(|(server, _)| server == "large");
+    let (_, fault) = faults.remove(at.expect("the large listing was refused"));
+    let expected =
+        format!("{invalid} more than 64 MiB of tools (the most the harness takes) by page");
+    assert!(fault.starts_with(&expected), "{fault}");
     assert_eq!(
-        start_faults(&handle),
+        faults,
         [
             (
                 "repeat".to_string(),
