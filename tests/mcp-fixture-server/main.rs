@@ -17,7 +17,8 @@
 //! shell must leave out: a tool with an empty name and `echo` again.
 //! `--cursor-loop repeat|endless|empty` makes tools/list never end: the last page names its own
 //! cursor again (`repeat`), or pages follow forever with distinct cursors, each with
-//! `--page-size` new tools (`endless`, each described by `--padding` bytes) or none (`empty`); with `--cursor-loop-after-grow`, only
+//! `--page-size` new tools (`endless`, each described by `--padding` bytes) or none (`empty`), or
+//! no page is ever sent (`hang`); with `--cursor-loop-after-grow`, only
 //! once `grow` ran.
 
 use std::sync::Arc;
@@ -51,6 +52,8 @@ enum CursorLoop {
     Repeat,
     Endless,
     Empty,
+    /// No page at all: the request is never answered.
+    Hang,
 }
 
 impl Fixture {
@@ -173,7 +176,11 @@ impl ServerHandler for Fixture {
         let looping = self
             .cursor_loop
             .filter(|_| !self.cursor_loop_after_grow || self.grown.load(Ordering::SeqCst));
+        if matches!(looping, Some(CursorLoop::Hang)) {
+            std::future::pending::<()>().await;
+        }
         let page = match looping {
+            Some(CursorLoop::Hang) => unreachable!("never answered"),
             Some(_) if end < tools.len() => json!({
                 "tools": tools[start..end],
                 "nextCursor": end.to_string(),
@@ -372,7 +379,10 @@ fn main() {
                     Some("repeat") => CursorLoop::Repeat,
                     Some("endless") => CursorLoop::Endless,
                     Some("empty") => CursorLoop::Empty,
-                    other => panic!("--cursor-loop needs repeat, endless or empty, not {other:?}"),
+                    Some("hang") => CursorLoop::Hang,
+                    other => {
+                        panic!("--cursor-loop needs repeat, endless, empty or hang, not {other:?}")
+                    }
                 })
             }
             "--cursor-loop-after-grow" => fixture.cursor_loop_after_grow = true,

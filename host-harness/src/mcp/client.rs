@@ -57,8 +57,12 @@ pub enum Fault {
     Spawn { command: String, reason: String },
     #[error("did not finish starting (initialize and tools/list) within {0:?}")]
     StartTimeout(Duration),
-    #[error("did not answer tools/call within {0:?}; it was stopped")]
-    CallTimeout(Duration),
+    /// No answer to a request (`tools/call`, or `tools/list` after a change) in time.
+    #[error("did not answer {request} within {after:?}; it was stopped")]
+    Timeout {
+        request: &'static str,
+        after: Duration,
+    },
     /// The process exited, the connection closed or the server sent
     /// something that is not JSON-RPC.
     #[error("{0}")]
@@ -271,7 +275,10 @@ impl Connection {
         }
         let call = tokio::time::timeout(timeout, self.service.call_tool(params));
         match until_broken(&self.watch, call).await? {
-            Err(_) => Err(Fault::CallTimeout(timeout)),
+            Err(_) => Err(Fault::Timeout {
+                request: "tools/call",
+                after: timeout,
+            }),
             Ok(Ok(result)) => Ok(Ok(serde_json::to_value(result).map_err(|e| {
                 Fault::Broken(format!("sent a result that is not JSON: {e}"))
             })?)),
@@ -288,7 +295,10 @@ impl Connection {
     pub async fn relist(&self, description: String, timeout: Duration) -> Result<Listing, Fault> {
         let tools = tokio::time::timeout(timeout, list_tools(&self.service));
         match until_broken(&self.watch, tools).await? {
-            Err(_) => Err(Fault::CallTimeout(timeout)),
+            Err(_) => Err(Fault::Timeout {
+                request: "tools/list",
+                after: timeout,
+            }),
             Ok(Ok(tools)) => listing(description, tools),
             Ok(Err(Listed::Refused(why))) => Err(Fault::BadListing(why)),
             Ok(Err(Listed::Failed(ServiceError::McpError(error)))) => {

@@ -833,41 +833,38 @@ fn a_tools_list_that_never_ends_is_refused_at_once() {
 }
 
 /// The same holds for the listing after `notifications/tools/list_changed`: the server fails
-/// with why, at once, not after its call timeout.
+/// with why, at once, not after its call timeout; one that never answers fails at the timeout,
+/// said as a `tools/list` that did not come.
 #[test]
 fn a_relist_that_never_ends_fails_the_server_at_once() {
-    let cache = tempfile::tempdir().unwrap();
-    let mut server = fixture_server(
-        "fx",
-        &["--cursor-loop", "repeat", "--cursor-loop-after-grow"],
-    );
-    server.call_timeout = Duration::from_secs(5);
-    let (mut shell, handle) = session(cache.path(), vec![server], false);
-    assert_eq!(
-        call(&mut shell, "fx__grow", json!({})).text,
-        "added the tool `extra`"
-    );
-    let failed = || {
-        handle.lock().events().iter().find_map(|e| match e {
-            Event::Failed { fault, .. } => Some(fault.clone()),
-            _ => None,
-        })
-    };
-    // The notification may trail the call's result a little; a sync relists.
-    for _ in 0..50 {
-        if failed().is_some() {
-            break;
+    let timeout = "did not answer tools/list within 1s; it was stopped";
+    let never_ends = "sent an invalid tools/list: page 3 gives the nextCursor `4` again: the \
+                      listing would never end";
+    for (mode, expected) in [("repeat", never_ends), ("hang", timeout)] {
+        let cache = tempfile::tempdir().unwrap();
+        let mut server = fixture_server("fx", &["--cursor-loop", mode, "--cursor-loop-after-grow"]);
+        server.call_timeout = Duration::from_secs(1);
+        let (mut shell, handle) = session(cache.path(), vec![server], false);
+        assert_eq!(
+            call(&mut shell, "fx__grow", json!({})).text,
+            "added the tool `extra`"
+        );
+        let failed = || {
+            handle.lock().events().iter().find_map(|e| match e {
+                Event::Failed { fault, .. } => Some(fault.clone()),
+                _ => None,
+            })
+        };
+        // The notification may trail the call's result a little; a sync relists.
+        for _ in 0..50 {
+            if failed().is_some() {
+                break;
+            }
+            visible(&mut shell);
+            std::thread::sleep(Duration::from_millis(20));
         }
-        visible(&mut shell);
-        std::thread::sleep(Duration::from_millis(20));
+        assert_eq!(failed().as_deref(), Some(expected), "{mode}");
     }
-    assert_eq!(
-        failed().as_deref(),
-        Some(
-            "sent an invalid tools/list: page 3 gives the nextCursor `4` again: the listing \
-             would never end"
-        )
-    );
 }
 
 /// Has the fixture server add its tool `extra` and announce it, and waits until the shell
