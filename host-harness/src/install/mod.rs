@@ -424,6 +424,14 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
                 .with_context(|| format!("link:{}: no such folder", path.display()))?;
             // The row records the canonical path as a source, which cannot
             // hold one: the next add of the same folder would not match it.
+            if dir.to_str().is_none() {
+                bail!(
+                    "link:{}: the folder's real path {} is not UTF-8, which cargo cannot build \
+                     in and a source cannot record; rename the folder",
+                    shown(path),
+                    shown(&dir)
+                );
+            }
             if dir.to_string_lossy().chars().any(char::is_control) {
                 bail!(
                     "link:{}: the folder's real path {} holds a control character, which a \

@@ -1074,6 +1074,25 @@ fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
     assert!(!home.path().join("build").exists());
     assert!(!home.path().join("profiles/p/cordis.yml").exists());
+
+    // Nor can a source record a path that is not UTF-8, which cargo cannot build in either.
+    use std::os::unix::ffi::OsStrExt as _;
+    let latin1 = work.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
+    std::fs::rename(&folder, &latin1).unwrap();
+    std::fs::remove_file(&plain).unwrap();
+    std::os::unix::fs::symlink(&latin1, &plain).unwrap();
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("is not UTF-8, which cargo cannot build in"),
+        "{stderr}"
+    );
+    assert!(!home.path().join("build").exists());
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
 }
 
 #[test]
