@@ -130,7 +130,8 @@ pub struct McpConfig {
 }
 
 impl McpConfig {
-    /// Reads `<profile>/mcp.yml`; no file means no servers.
+    /// Reads `<profile>/mcp.yml`; no file means no servers. A relative `cwd` is the profile
+    /// folder's, wherever the harness was started.
     pub fn load(profile_dir: &Path) -> Result<Self, ProfileError> {
         let path = profile_dir.join(MCP_FILE);
         let text = match crate::yaml::read_bounded(&path) {
@@ -138,7 +139,16 @@ impl McpConfig {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Self::default()),
             Err(cause) => return Err(ProfileError::Unreadable { path, cause }),
         };
-        Ok(Self::parse(&path, &text)?)
+        let mut config = Self::parse(&path, &text)?;
+        let base = std::path::absolute(profile_dir).unwrap_or_else(|_| profile_dir.into());
+        for server in &mut config.servers {
+            if let Launch::Stdio { cwd: Some(cwd), .. } = &mut server.launch
+                && cwd.is_relative()
+            {
+                *cwd = base.join(&*cwd);
+            }
+        }
+        Ok(config)
     }
 
     /// Parses `text`, read from `file` (used in messages only).
@@ -598,5 +608,28 @@ mod tests {
         assert_eq!(a.launch_hash(), b.launch_hash());
         let c = ServerConfig::stdio("a", "node", &["y.js"]);
         assert_ne!(a.launch_hash(), c.launch_hash());
+    }
+
+    /// A relative `cwd` is the profile folder's: the same server starts in the same folder
+    /// whatever folder the harness was started in.
+    #[test]
+    fn a_relative_cwd_is_the_profile_folders() {
+        let profile = tempfile::tempdir().unwrap();
+        std::fs::write(
+            profile.path().join(MCP_FILE),
+            "mcpServers:\n  a: {command: srv, cwd: data}\n  b: {command: srv, cwd: /srv}\n",
+        )
+        .unwrap();
+        let config = McpConfig::load(profile.path()).unwrap();
+        let cwds: Vec<Option<PathBuf>> = (config.servers.iter())
+            .map(|server| match &server.launch {
+                Launch::Stdio { cwd, .. } => cwd.clone(),
+                Launch::Http { .. } => None,
+            })
+            .collect();
+        assert_eq!(
+            cwds,
+            [Some(profile.path().join("data")), Some("/srv".into())]
+        );
     }
 }
