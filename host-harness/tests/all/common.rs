@@ -15,3 +15,38 @@ pub fn visible_names<C: FromIterator<String>>(shell: &mut Shell, agent: &str) ->
         .map(|t| t.name)
         .collect()
 }
+
+/// Reads a session process's output until a line holding `wanted` came: the session then
+/// waits for its next line.
+pub fn read_until(stdout: &mut impl std::io::BufRead, wanted: &str) -> String {
+    let mut seen = String::new();
+    while !seen.contains(wanted) {
+        let mut line = String::new();
+        let read = stdout.read_line(&mut line).unwrap();
+        assert!(read > 0, "the session ended early: {seen}");
+        seen.push_str(&line);
+    }
+    seen
+}
+
+/// Sends `signal` (`-INT`, `-TERM`) to a session process waiting for a line, reads the rest of
+/// its output and checks that it ended as `quit` does: exit 0, "interrupted: the session
+/// ends". Returns its standard error.
+pub fn interrupt(
+    child: std::process::Child,
+    stdout: &mut impl std::io::Read,
+    signal: &str,
+) -> String {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let mut rest = String::new();
+    stdout.read_to_string(&mut rest).unwrap();
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(rest.contains("interrupted: the session ends"), "{rest}");
+    stderr
+}

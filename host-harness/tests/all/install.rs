@@ -883,11 +883,7 @@ fn programs_a_repository_ships_are_never_run_for_it() {
     let source = repo_of(
         &work.path().join("bundle"),
         &[
-            (
-                "cordis.patch.yml",
-                "- insert:\n    - {id: shadow, name: shadow}\n",
-                false,
-            ),
+            SHADOW_MANIFEST,
             ("rust-toolchain.toml", &toolchain, false),
             ("git", &script, true),
             ("cargo", &script, true),
@@ -910,6 +906,19 @@ fn programs_a_repository_ships_are_never_run_for_it() {
         std::fs::read_to_string(&marker).unwrap_or_default()
     );
     // It went as far as the real cargo.
+    assert_cargo_failed(&stderr);
+}
+
+/// A bundle's manifest inserting `shadow`, a package no bundle here has: such a bundle is
+/// fetched and checked out, then cargo fails.
+const SHADOW_MANIFEST: (&str, &str, bool) = (
+    "cordis.patch.yml",
+    "- insert:\n    - {id: shadow, name: shadow}\n",
+    false,
+);
+
+/// An add of a [`SHADOW_MANIFEST`] bundle went as far as the real cargo.
+fn assert_cargo_failed(stderr: &str) {
     assert!(
         stderr.contains("cargo could not build package `shadow`"),
         "{stderr}"
@@ -1344,11 +1353,7 @@ fn a_failed_or_interrupted_add_leaves_no_checkout_behind() {
     let source = repo_of(
         &work.path().join("bundle"),
         &[
-            (
-                "cordis.patch.yml",
-                "- insert:\n    - {id: shadow, name: shadow}\n",
-                false,
-            ),
+            SHADOW_MANIFEST,
             ("rust-toolchain.toml", &toolchain_file(), false),
         ],
     );
@@ -1358,10 +1363,7 @@ fn a_failed_or_interrupted_add_leaves_no_checkout_behind() {
         "",
     );
     assert!(!ok);
-    assert!(
-        stderr.contains("cargo could not build package `shadow`"),
-        "{stderr}"
-    );
+    assert_cargo_failed(&stderr);
     let left = |dir: &str| -> Vec<String> {
         std::fs::read_dir(home.path().join(dir))
             .map(|entries| {

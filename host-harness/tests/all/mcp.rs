@@ -1170,7 +1170,7 @@ fn no_server_process_outlives_the_session() {
 /// they started in their group (a wrapper's helper here); they used to outlive the harness.
 #[test]
 fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
-    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::io::{BufReader, Write as _};
     let home = tempfile::tempdir().unwrap();
     let helper = home.path().join("helper.pid");
     let mcp_yml = format!(
@@ -1187,29 +1187,13 @@ fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"tools\n").unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("fx__echo") {
-        let mut line = String::new();
-        let read = stdout.read_line(&mut line).unwrap();
-        assert!(read > 0, "the session ended early: {seen}");
-        seen.push_str(&line);
-    }
+    crate::common::read_until(&mut stdout, "fx__echo");
     let helper: u32 = std::fs::read_to_string(&helper)
         .unwrap()
         .trim()
         .parse()
         .unwrap();
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{:?}: {stderr}", output.status);
-    assert!(rest.contains("interrupted: the session ends"), "{rest}");
+    crate::common::interrupt(child, &mut stdout, "-TERM");
     let outlived = !gone(helper);
     if outlived {
         let _ = std::process::Command::new("kill")

@@ -233,7 +233,7 @@ fn a_restore_error_shows_the_states_text_escaped() {
 #[cfg(unix)]
 #[test]
 fn ctrl_c_ends_the_session_and_saves_what_was_loaded() {
-    use std::io::{BufRead as _, BufReader, Write as _};
+    use std::io::{BufReader, Write as _};
     let home = home("{deferToolLoading: true}");
     let saved = home.path().join("interrupted.json");
     let mut child = session_saving_to(home.path(), &saved, Stdio::piped());
@@ -242,24 +242,8 @@ fn ctrl_c_ends_the_session_and_saves_what_was_loaded() {
     stdin.write_all(LOAD_WEATHER).unwrap();
     stdin.write_all(b"tools\n").unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let mut seen = String::new();
-    while !seen.contains("main sees ") {
-        let mut line = String::new();
-        let read = stdout.read_line(&mut line).unwrap();
-        assert!(read > 0, "the session ended early: {seen}");
-        seen.push_str(&line);
-    }
-    let sent = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
-    let mut rest = String::new();
-    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
-    let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{:?}: {stderr}", output.status);
-    assert!(rest.contains("interrupted: the session ends"), "{rest}");
+    crate::common::read_until(&mut stdout, "main sees ");
+    let stderr = crate::common::interrupt(child, &mut stdout, "-INT");
     let state = std::fs::read_to_string(&saved).unwrap_or_else(|e| panic!("{e}: {stderr}"));
     assert!(state.contains("weather__get_weather"), "{state}");
     drop(stdin);
