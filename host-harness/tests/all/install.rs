@@ -852,6 +852,8 @@ fn control_characters_in_a_source_are_shown_escaped() {
 /// A git repository of one commit in `dir` holding `files` (path, text, executable).
 fn repo_of(dir: &Path, files: &[(&str, &str, bool)]) -> String {
     std::fs::create_dir_all(dir).unwrap();
+    // The project's toolchain: a test bundle selecting it needs nothing installed.
+    std::fs::write(dir.join("rust-toolchain.toml"), toolchain_file()).unwrap();
     for (path, text, executable) in files {
         let path = dir.join(path);
         std::fs::write(&path, text).unwrap();
@@ -878,13 +880,11 @@ fn programs_a_repository_ships_are_never_run_for_it() {
     let work = tempfile::tempdir().unwrap();
     let marker = work.path().join("ran");
     let script = format!("#!/bin/sh\necho \"$0\" >> '{}'\nexit 1\n", marker.display());
-    let toolchain = toolchain_file();
     // A bundle with no Cargo.toml: the real cargo fails; only which programs ran matters.
     let source = repo_of(
         &work.path().join("bundle"),
         &[
             SHADOW_MANIFEST,
-            ("rust-toolchain.toml", &toolchain, false),
             ("git", &script, true),
             ("cargo", &script, true),
             ("rustc", &script, true),
@@ -932,14 +932,11 @@ fn a_checkout_is_reused_when_git_rewrites_its_url() {
     let repo = work.path().join("bundle");
     let source = repo_of(
         &repo,
-        &[
-            (
-                "cordis.patch.yml",
-                "- insert:\n    - {id: kept, name: kept}\n",
-                false,
-            ),
-            ("rust-toolchain.toml", &toolchain_file(), false),
-        ],
+        &[(
+            "cordis.patch.yml",
+            "- insert:\n    - {id: kept, name: kept}\n",
+            false,
+        )],
     );
     // The user's git fetches the URL through another name for the same repository.
     let alias = work.path().join("alias");
@@ -991,7 +988,7 @@ fn a_manifest_that_is_a_symbolic_link_is_refused() {
     let repo = work.path().join("bundle");
     std::fs::create_dir_all(&repo).unwrap();
     std::os::unix::fs::symlink(&outside, repo.join("cordis.patch.yml")).unwrap();
-    let source = repo_of(&repo, &[("rust-toolchain.toml", &toolchain_file(), false)]);
+    let source = repo_of(&repo, &[]);
     let (ok, _, stderr) = harness_in(
         home.path(),
         &["plugin", "--profile", "p", "add", &source],
@@ -1350,13 +1347,7 @@ fn a_failed_or_interrupted_add_leaves_no_checkout_behind() {
     std::fs::create_dir_all(&stale).unwrap();
     std::fs::write(stale.join("Cargo.toml"), "").unwrap();
     // A bundle with no Cargo.toml: fetched and checked out, then cargo fails.
-    let source = repo_of(
-        &work.path().join("bundle"),
-        &[
-            SHADOW_MANIFEST,
-            ("rust-toolchain.toml", &toolchain_file(), false),
-        ],
-    );
+    let source = repo_of(&work.path().join("bundle"), &[SHADOW_MANIFEST]);
     let (ok, _, stderr) = harness_in(
         home.path(),
         &["plugin", "--profile", "p", "add", &source],
