@@ -4,6 +4,7 @@
 pub mod atomic_write;
 pub mod bounded;
 pub mod catalog;
+pub mod child_process;
 pub mod commands;
 pub mod home;
 pub mod host_view;

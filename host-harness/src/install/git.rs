@@ -1,9 +1,13 @@
 //! Shallow git checkouts of plugin bundles, with the `git` command.
 
+use std::io::Read;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
+
+use crate::child_process;
 
 /// Makes `dir` a shallow checkout of `rev` (a branch, tag or full commit id;
 /// default: the remote's HEAD) of `url`, and returns the commit checked out.
@@ -115,15 +119,100 @@ fn git(dir: &Path) -> Result<Command> {
     Ok(command)
 }
 
+/// How long one git command may run by default: a fetch whose server stops answering (ssh or
+/// `git://`, which have no low-speed limit, or a local repository on a hung mount) is stopped
+/// rather than hanging `add` for ever. `DSH_GIT_TIMEOUT` (seconds) changes it.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most of git's stdout and of its stderr kept: what it prints here is a commit id, a URL
+/// or an error message.
+const MAX_OUTPUT_BYTES: u64 = 1 << 20;
+
+/// How long one git command may run: `DSH_GIT_TIMEOUT` seconds (1 to 86,400), else ten minutes.
+fn timeout() -> Result<Duration> {
+    let Some(value) = std::env::var_os("DSH_GIT_TIMEOUT") else {
+        return Ok(DEFAULT_TIMEOUT);
+    };
+    value
+        .to_str()
+        .and_then(|v| v.parse::<u64>().ok())
+        .filter(|secs| (1..=86_400).contains(secs))
+        .map(Duration::from_secs)
+        .with_context(|| {
+            format!(
+                "DSH_GIT_TIMEOUT is `{}`: it must be a whole number of seconds from 1 to 86400",
+                crate::terminal::escape(&value.to_string_lossy())
+            )
+        })
+}
+
 /// Runs git and returns its stdout; on failure, says what failed with git's
-/// own message.
+/// own message. Git runs in a process group of its own, which is killed when it
+/// outlives [`timeout`] (the group: git's ssh goes with it).
 fn run(command: &mut Command, what: &str) -> Result<String> {
-    let output = command
-        .output()
+    let limit = timeout()?;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    child_process::own_group(command);
+    child_process::die_with_parent(command);
+    let mut child = command
+        .spawn()
         .with_context(|| format!("{what}: could not run git (is it installed?)"))?;
-    if !output.status.success() {
-        let stderr = String::from_utf8_lossy(&output.stderr);
+    let drain = |pipe: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut kept = Vec::new();
+            if let Some(pipe) = pipe {
+                let mut pipe = pipe.take(MAX_OUTPUT_BYTES);
+                let _ = pipe.read_to_end(&mut kept);
+                // Past the limit, keep reading so that git never blocks on a full pipe.
+                let _ = std::io::copy(&mut pipe.into_inner(), &mut std::io::sink());
+            }
+            kept
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    );
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child
+            .try_wait()
+            .with_context(|| format!("{what}: waiting for git"))?
+        {
+            break Some(status);
+        }
+        if Instant::now() >= deadline {
+            child_process::signal_group(child.id(), libc::SIGKILL);
+            let _ = child.wait();
+            break None;
+        }
+        std::thread::sleep(POLL);
+    };
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
+    let Some(status) = status else {
+        bail!(
+            "{what} did not finish in {} s and was stopped (a server that stopped answering? \
+             DSH_GIT_TIMEOUT sets the limit in seconds)",
+            limit.as_secs()
+        );
+    };
+    if !status.success() {
+        let stderr = String::from_utf8_lossy(&stderr);
         bail!("{what} failed: {}", stderr.trim());
     }
-    Ok(String::from_utf8_lossy(&output.stdout).into_owned())
+    Ok(String::from_utf8_lossy(&stdout).into_owned())
 }
+
+/// How often a running git is looked at: a local command ends within a few of these.
+const POLL: Duration = Duration::from_millis(5);

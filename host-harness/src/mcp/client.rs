@@ -548,14 +548,13 @@ impl Process {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
-            // Its own group, so that stopping it stops what it started.
-            .process_group(0)
             .kill_on_drop(true);
+        // Its own group, so that stopping it stops what it started.
+        crate::child_process::own_group(cmd.as_std_mut());
         if let Some(cwd) = cwd {
             cmd.current_dir(cwd);
         }
-        #[cfg(target_os = "linux")]
-        die_with_parent(&mut cmd);
+        crate::child_process::die_with_parent(cmd.as_std_mut());
         let mut child: Child = cmd.spawn().map_err(|e| spawn_fault(e.to_string()))?;
         let pid = child.id().unwrap_or_default();
         let (Some(stdout), Some(stdin), Some(stderr)) =
@@ -591,13 +590,13 @@ impl Process {
         let Some(mut waiter) = self.waiter.take() else {
             return;
         };
-        signal_group(self.pid, libc::SIGTERM);
+        crate::child_process::signal_group(self.pid, libc::SIGTERM);
         if tokio::time::timeout(STOP_GRACE, &mut waiter).await.is_err() {
-            signal_group(self.pid, libc::SIGKILL);
+            crate::child_process::signal_group(self.pid, libc::SIGKILL);
             let _ = waiter.await;
         }
         // Whatever the server started in its group goes too.
-        signal_group(self.pid, libc::SIGKILL);
+        crate::child_process::signal_group(self.pid, libc::SIGKILL);
     }
 }
 
@@ -606,31 +605,8 @@ impl Drop for Process {
     /// group now; the waiter task reaps the child.
     fn drop(&mut self) {
         if self.waiter.is_some() {
-            signal_group(self.pid, libc::SIGKILL);
+            crate::child_process::signal_group(self.pid, libc::SIGKILL);
         }
-    }
-}
-
-/// Has the kernel kill the server (its process, not its group) when the harness ends without
-/// stopping it: killed by SIGKILL, or stopped by a second Ctrl-C. Strictly, when the thread
-/// that spawned it ends: the spawning threads (the session's, or the one a call runs on) live
-/// as long as the servers they start.
-#[cfg(target_os = "linux")]
-fn die_with_parent(cmd: &mut tokio::process::Command) {
-    let parent = std::process::id();
-    // SAFETY: the closure runs in the forked child before exec and only makes the
-    // async-signal-safe calls prctl(2) and getppid(2).
-    unsafe {
-        cmd.pre_exec(move || {
-            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) == -1 {
-                return Err(std::io::Error::last_os_error());
-            }
-            // The harness ended before the signal was set: nothing would send it.
-            if u32::try_from(libc::getppid()).ok() != Some(parent) {
-                return Err(std::io::Error::other("the harness ended"));
-            }
-            Ok(())
-        });
     }
 }
 
@@ -693,18 +669,6 @@ fn printable(text: &str, max: usize) -> String {
         out.push('…');
     }
     out
-}
-
-fn signal_group(pid: u32, signal: i32) {
-    let Ok(pid) = i32::try_from(pid) else { return };
-    if pid > 0 {
-        // SAFETY: kill(2) with a negative pid signals that process group;
-        // it has no memory effects. The group is the one this process made
-        // for the child (`process_group(0)`).
-        unsafe {
-            libc::kill(-pid, signal);
-        }
-    }
 }
 
 /// The server's stdout on its way to the SDK, read line by line on the side:

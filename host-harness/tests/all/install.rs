@@ -1261,16 +1261,7 @@ fn wait_within(child: &mut std::process::Child, secs: u64) -> Option<std::proces
 
 #[test]
 fn a_server_that_never_answers_fails_the_fetch() {
-    use std::io::Read as _;
-    // Accepts connections and never answers on them.
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    std::thread::spawn(move || {
-        let mut held = Vec::new();
-        for stream in listener.incoming() {
-            held.push(stream);
-        }
-    });
+    let port = silent_port();
     let home = tempfile::tempdir().unwrap();
     let source = format!("git:http://127.0.0.1:{port}/repo");
     // Git's own variable shortens the minute the harness allows to 2 s.
@@ -1281,13 +1272,7 @@ fn a_server_that_never_answers_fails_the_fetch() {
     );
     let status = wait_within(&mut child, 30).expect("the fetch still hangs after 30 s");
     assert!(!status.success());
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let stderr = stderr_of(&mut child);
     assert!(
         stderr.contains(&format!(
             "fetching `HEAD` from http://127.0.0.1:{port}/repo failed:"
@@ -1295,6 +1280,77 @@ fn a_server_that_never_answers_fails_the_fetch() {
         "{stderr}"
     );
     assert!(stderr.contains("Operation too slow"), "{stderr}");
+}
+
+/// A TCP port on which connections are accepted and never answered.
+fn silent_port() -> u16 {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming() {
+            held.push(stream);
+        }
+    });
+    port
+}
+
+/// The stderr of a finished `child`.
+fn stderr_of(child: &mut std::process::Child) -> String {
+    use std::io::Read as _;
+    let mut stderr = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut stderr)
+        .unwrap();
+    stderr
+}
+
+#[test]
+fn a_git_protocol_server_that_never_answers_is_stopped_at_the_time_limit() {
+    // `git://` (as ssh) has no low-speed limit: only the harness's own limit stops it.
+    let port = silent_port();
+    let home = tempfile::tempdir().unwrap();
+    let source = format!("git:git://127.0.0.1:{port}/repo");
+    let mut child = spawn_harness(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        &[("DSH_GIT_TIMEOUT", "2")],
+    );
+    let status = wait_within(&mut child, 60).expect("the fetch still hangs after 60 s");
+    assert!(!status.success());
+    let stderr = stderr_of(&mut child);
+    assert!(
+        stderr.contains(&format!(
+            "fetching `HEAD` from git://127.0.0.1:{port}/repo did not finish in 2 s and was stopped"
+        )),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_git_time_limit_that_is_not_a_number_of_seconds_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let mut child = spawn_harness(
+        home.path(),
+        &[
+            "plugin",
+            "--profile",
+            "p",
+            "add",
+            "git:https://example.invalid/repo",
+        ],
+        &[("DSH_GIT_TIMEOUT", "10m")],
+    );
+    let status = wait_within(&mut child, 60).expect("add still runs after 60 s");
+    assert!(!status.success());
+    let stderr = stderr_of(&mut child);
+    assert!(
+        stderr.contains("DSH_GIT_TIMEOUT is `10m`: it must be a whole number of seconds"),
+        "{stderr}"
+    );
 }
 
 #[test]
