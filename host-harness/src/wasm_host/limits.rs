@@ -9,6 +9,12 @@ use wasmtime::{Engine, EngineWeak, StoreContextMut, UpdateDeadline};
 /// How often the engine's epoch advances: the granularity of every deadline.
 pub const TICK: Duration = Duration::from_millis(2);
 
+/// A call may take this many times its limit in all, the shell's imports included. The
+/// imports' time is the shell's, not the plugin's; but a plugin that calls a costly import in
+/// a loop spends almost none of its own time, and without a bound on the whole call it would
+/// hold the shell for as long as it liked (minutes, on a large registry).
+pub const WALL_FACTOR: u32 = 10;
+
 /// The limits every plugin instance runs under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
@@ -47,16 +53,31 @@ pub enum CallKind {
 pub enum LimitExceeded {
     #[error("ran out of time: still running after {}ms (limit {}ms)", .spent.as_millis(), .limit.as_millis())]
     Time { spent: Duration, limit: Duration },
+    #[error(
+        "ran out of time: still running {}ms after the call began, {}ms of it in the shell's \
+         imports (limit {}ms of its own, {}ms in all)",
+        .elapsed.as_millis(), .in_host.as_millis(), .limit.as_millis(), .wall_limit.as_millis()
+    )]
+    WallTime {
+        elapsed: Duration,
+        in_host: Duration,
+        limit: Duration,
+        wall_limit: Duration,
+    },
     #[error("ran out of memory: asked for {desired} bytes of linear memory (limit {limit})")]
     Memory { desired: usize, limit: usize },
 }
 
 /// The clock of one call, kept in the store: time spent in the shell's own
-/// imports is the shell's, not charged to the plugin.
+/// imports is the shell's, not charged to the plugin; the whole call is bounded
+/// too ([`WALL_FACTOR`]), but for imports bounded by timeouts of their own.
 #[derive(Debug)]
 pub(crate) struct CallClock {
     started: Instant,
     in_host: Duration,
+    /// Of `in_host`, the time in imports with timeouts of their own (a lazy
+    /// group's server starting), which the whole call's bound leaves out.
+    in_timed_host: Duration,
     limit: Duration,
 }
 
@@ -65,6 +86,7 @@ impl Default for CallClock {
         Self {
             started: Instant::now(),
             in_host: Duration::ZERO,
+            in_timed_host: Duration::ZERO,
             limit: Limits::default().call,
         }
     }
@@ -75,6 +97,7 @@ impl CallClock {
         *self = Self {
             started: Instant::now(),
             in_host: Duration::ZERO,
+            in_timed_host: Duration::ZERO,
             limit,
         };
     }
@@ -83,22 +106,41 @@ impl CallClock {
         self.in_host += spent;
     }
 
-    /// The plugin's own time in this call.
-    fn spent(&self) -> Duration {
-        self.started.elapsed().saturating_sub(self.in_host)
+    /// Charges time in an import that has a timeout of its own: neither the
+    /// plugin's nor bounded by the whole call's limit.
+    pub(crate) fn charge_timed_host(&mut self, spent: Duration) {
+        self.in_host += spent;
+        self.in_timed_host += spent;
     }
 
     /// Called when the epoch deadline passes: more ticks if the plugin still
     /// has time (the shell's imports ran in between), else the trap.
     pub(crate) fn on_deadline(&self) -> wasmtime::Result<UpdateDeadline> {
-        let spent = self.spent();
+        self.on_deadline_at(self.started.elapsed())
+    }
+
+    /// [`CallClock::on_deadline`] when `elapsed` has passed since the call began.
+    fn on_deadline_at(&self, elapsed: Duration) -> wasmtime::Result<UpdateDeadline> {
+        let spent = elapsed.saturating_sub(self.in_host);
         if spent >= self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Time {
                 spent,
                 limit: self.limit,
             }));
         }
-        Ok(UpdateDeadline::Continue(ticks(self.limit - spent)))
+        let bounded = elapsed.saturating_sub(self.in_timed_host);
+        let wall_limit = self.limit.saturating_mul(WALL_FACTOR);
+        if bounded >= wall_limit {
+            return Err(wasmtime::Error::new(LimitExceeded::WallTime {
+                elapsed,
+                in_host: self.in_host,
+                limit: self.limit,
+                wall_limit,
+            }));
+        }
+        // The next look comes when either bound could be reached.
+        let left = (self.limit - spent).min(wall_limit - bounded);
+        Ok(UpdateDeadline::Continue(ticks(left)))
     }
 }
 
@@ -185,6 +227,43 @@ mod tests {
         assert_eq!(ticks(TICK), 1);
         assert_eq!(ticks(TICK + Duration::from_nanos(1)), 2);
         assert_eq!(ticks(Duration::from_millis(50)), 25);
+    }
+
+    #[test]
+    fn a_call_that_spends_its_time_in_the_shells_imports_is_bounded_too() {
+        let limit = Duration::from_millis(20);
+        let mut clock = CallClock::default();
+        clock.start(limit);
+        // Just under the whole call's bound, almost all of it in imports: goes on, and the
+        // next look is due when the bound is reached.
+        clock.charge_host(Duration::from_millis(190));
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(Duration::from_millis(195))
+        else {
+            panic!("a call within both bounds is stopped");
+        };
+        assert_eq!(next, ticks(Duration::from_millis(5)));
+        // Past it: stopped, though the plugin itself spent 10 ms of its 20.
+        let Err(err) = clock.on_deadline_at(Duration::from_millis(200)) else {
+            panic!("a call past ten times its limit goes on");
+        };
+        assert_eq!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(&LimitExceeded::WallTime {
+                elapsed: Duration::from_millis(200),
+                in_host: Duration::from_millis(190),
+                limit,
+                wall_limit: limit * WALL_FACTOR,
+            })
+        );
+        assert!(
+            err.to_string()
+                .contains("190ms of it in the shell's imports"),
+            "{err}"
+        );
+        // A server starting for a lazy group has its own timeout: not counted.
+        clock.start(limit);
+        clock.charge_timed_host(Duration::from_secs(5));
+        assert!(clock.on_deadline_at(Duration::from_millis(5_010)).is_ok());
     }
 
     #[test]

@@ -236,6 +236,46 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
 }
 
 #[test]
+fn a_plugin_that_loops_on_the_shells_imports_is_stopped_within_ten_times_its_limit() {
+    // Each ask intersects 20,000 names with the profile's one: the shell's time, not the
+    // plugin's, so only the bound on the whole call stops the loop.
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    shell
+        .register_tools(
+            (0..20_000).map(|i| Tool::new(format!("tool_{i}"), "a tool", Origin::Builtin)),
+        )
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    shell
+        .restrict("main", "profile", Some(vec!["tool_0".into()]))
+        .unwrap();
+    shell
+        .install_plugin(
+            HOSTILE,
+            &hostile(),
+            &json!("fail=visible-tools how=imports"),
+        )
+        .unwrap();
+    let started = Instant::now();
+    shell.next_request("main").unwrap();
+    let took = started.elapsed();
+    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+    let [q] = quarantined.as_slice() else {
+        panic!("quarantined {quarantined:?}");
+    };
+    assert_eq!(q.during, "visible-tools");
+    assert!(
+        q.reason
+            .contains("of it in the shell's imports (limit 300ms of its own, 3000ms in all)"),
+        "{q}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+    // The profile's restriction holds without the plugin.
+    assert_eq!(names(&mut shell, "main"), ["tool_0"]);
+}
+
+#[test]
 fn a_plugin_that_fails_while_installing_leaves_nothing_and_says_why() {
     for (config, expected) in [
         (

@@ -103,7 +103,8 @@ impl dsh::tool_restriction::host::Host for PluginState {
         agent: String,
         name: String,
     ) -> Result<Vec<wit::ToolDef>, wit::LoadRefusal> {
-        self.host_call(|s| {
+        // Starting a server has its own timeout (the profile's).
+        self.timed_host_call(|s| {
             s.host()
                 .load_group(&agent, &name)
                 .map(|tools| tools.into_iter().map(def_to_wit).collect())

@@ -1,10 +1,11 @@
 //! A hostile plugin on the newest contract. Its config is a JSON string of
 //! space-separated `key=value` words (no JSON parser, to stay tiny):
 //!
-//! - `fail=<export>` with `how=loop|trap|grow|sleep`: misbehave in that export
-//!   (`configure`, `agent-created`, `agent-forked`, `visible-tools`,
-//!   `pre-execute`, `execute`, `registry-changed`, `system-prompt`);
-//!   `sleep` waits on a WASI clock, where no deadline check runs;
+//! - `fail=<export>` with `how=loop|trap|grow|sleep|imports`: misbehave in
+//!   that export (`configure`, `agent-created`, `agent-forked`,
+//!   `visible-tools`, `pre-execute`, `execute`, `registry-changed`,
+//!   `system-prompt`); `sleep` waits on a WASI clock, where no deadline check
+//!   runs; `imports` asks the shell for `main`'s allow set in a loop;
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
 //!   test can see the set lifted when the plugin is quarantined.
@@ -79,6 +80,10 @@ fn maybe_fail(export: &str) {
         Some("trap") => panic!("hostile plugin traps in {export}"),
         // `wasi:io/poll` blocking on a monotonic-clock pollable.
         Some("sleep") => std::thread::sleep(std::time::Duration::from_secs(10)),
+        // The shell's work, not its own: an import in a loop.
+        Some("imports") => loop {
+            std::hint::black_box(host::allowed_tools("main").ok());
+        },
         Some("grow") => HOARD.with(|h| {
             // 16 MiB at a time, touched so that nothing is optimised away.
             loop {
