@@ -477,6 +477,12 @@ impl Shell {
     pub fn export_state(&mut self, id: &str) -> Result<String> {
         let index = self.live_index(id)?;
         match self.plugins[index].instance.export_state() {
+            Ok(Some(Ok(state))) if state.len() > lazy_tools::MAX_STATE_BYTES => bail!(
+                "plugin `{id}` exported a state of {} bytes, more than the {} a shell restores: \
+                 not saved",
+                state.len(),
+                lazy_tools::MAX_STATE_BYTES
+            ),
             Ok(Some(state)) => {
                 state.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
             }

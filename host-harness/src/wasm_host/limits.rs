@@ -175,6 +175,10 @@ pub(crate) trait AsClock {
     fn clock(&self) -> &CallClock;
 }
 
+/// What one table element holds in the host (a pointer or two), as counted against the
+/// memory limit.
+pub(crate) const TABLE_ELEMENT_BYTES: usize = 16;
+
 /// Caps a plugin's memory: growing past the limit traps with
 /// [`LimitExceeded::Memory`] rather than failing the allocation, so the shell
 /// learns why.
@@ -182,6 +186,9 @@ pub(crate) trait AsClock {
 pub(crate) struct MemoryWatch {
     /// The bytes of linear memory the instance holds now.
     pub(crate) bytes: usize,
+    /// What its tables hold, at [`TABLE_ELEMENT_BYTES`] an element: counted against the same
+    /// limit, so that a component of many tables cannot hold the limit once per table.
+    pub(crate) table_bytes: usize,
     pub(crate) limit: usize,
     /// How many times the instance's linear memory has grown.
     pub(crate) grows: usize,
@@ -195,7 +202,7 @@ impl wasmtime::ResourceLimiter for MemoryWatch {
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
         let total = self.bytes + desired.saturating_sub(current);
-        if total > self.limit {
+        if total.saturating_add(self.table_bytes) > self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Memory {
                 desired: total,
                 limit: self.limit,
@@ -208,18 +215,51 @@ impl wasmtime::ResourceLimiter for MemoryWatch {
 
     fn table_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> wasmtime::Result<bool> {
-        // A table element is a pointer or two: cap tables within the memory limit too.
-        Ok(desired.saturating_mul(16) <= self.limit)
+        let added = desired
+            .saturating_sub(current)
+            .saturating_mul(TABLE_ELEMENT_BYTES);
+        let tables = self.table_bytes.saturating_add(added);
+        if tables.saturating_add(self.bytes) > self.limit {
+            return Err(wasmtime::Error::new(LimitExceeded::Memory {
+                desired: tables.saturating_add(self.bytes),
+                limit: self.limit,
+            }));
+        }
+        self.table_bytes = tables;
+        Ok(true)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tables_and_linear_memory_share_one_limit() {
+        use wasmtime::ResourceLimiter as _;
+        let mut watch = MemoryWatch {
+            bytes: 0,
+            table_bytes: 0,
+            limit: 1 << 20,
+            grows: 0,
+        };
+        assert!(watch.memory_growing(0, 768 << 10, None).unwrap());
+        // 20,000 elements (320,000 bytes) fit alone, not beside 768 KiB of memory.
+        let Err(err) = watch.table_growing(0, 20_000, None) else {
+            panic!("tables grew past the limit beside the memory");
+        };
+        assert!(matches!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(LimitExceeded::Memory { .. })
+        ));
+        assert!(watch.table_growing(0, 10_000, None).unwrap());
+        // ... and memory may not grow into what the tables hold.
+        assert!(watch.memory_growing(768 << 10, 960 << 10, None).is_err());
+    }
 
     #[test]
     fn ticks_round_up() {

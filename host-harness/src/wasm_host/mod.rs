@@ -323,6 +323,7 @@ impl WasmHost {
             host: HostView::new(shell, plugin_id),
             memory: MemoryWatch {
                 bytes: 0,
+                table_bytes: 0,
                 limit: limits.memory_bytes,
                 grows: 0,
             },

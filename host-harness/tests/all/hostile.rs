@@ -276,6 +276,18 @@ fn a_plugin_that_loops_on_the_shells_imports_is_stopped_within_ten_times_its_lim
 }
 
 #[test]
+fn a_state_too_large_to_restore_is_not_saved() {
+    let mut shell = shell("fail=export-state how=huge");
+    let err = shell.export_state(HOSTILE).unwrap_err().to_string();
+    assert!(
+        err.contains("plugin `hostile` exported a state of 17825792 bytes, more than the 16777216"),
+        "{err}"
+    );
+    // Refusing to save it is not the plugin's failure.
+    assert_eq!(shell.quarantined().count(), 0);
+}
+
+#[test]
 fn a_plugin_that_fails_while_installing_leaves_nothing_and_says_why() {
     for (config, expected) in [
         (

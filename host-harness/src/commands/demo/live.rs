@@ -16,6 +16,14 @@ use crate::tokens::Tokenizer;
 
 use super::{install_preset, search, size};
 
+/// Prints a line of the demo. Much of it comes from the servers and the plugin (tool names,
+/// results, a file's content), so none of it reaches the terminal raw.
+macro_rules! say {
+    ($($arg:tt)*) => {
+        println!("{}", crate::terminal::escape_message(&format!($($arg)*)))
+    };
+}
+
 pub fn run() -> Result<()> {
     let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
     let work = tempfile::tempdir().context("creating a scratch folder")?;
@@ -24,7 +32,7 @@ pub fn run() -> Result<()> {
     let servers = reference::three(&dir, &files, &files.join("memory.jsonl"));
     let config = McpConfig { servers };
 
-    println!(
+    say!(
         "lazy-tools live demo: {} real MCP servers from npm ({}), files in {}\n",
         config.servers.len(),
         config
@@ -43,7 +51,7 @@ pub fn run() -> Result<()> {
         let mut shell = Shell::new();
         mcp::attach(&mut shell, &config, cache.clone())?;
     }
-    println!(
+    say!(
         "0. First run: each server is started once to learn its tools ({:.0} ms), then stopped; its tools/list is cached.",
         started.elapsed().as_secs_f64() * 1000.0
     );
@@ -59,14 +67,14 @@ pub fn run() -> Result<()> {
         .into_iter()
         .map(|t| t.schema())
         .collect();
-    println!(
+    say!(
         "1. Without lazy-tools the model would receive {} tools on every request: {}, and every server would run.",
         eager.len(),
         size(&eager)
     );
 
     let (cold, share) = install_preset(&mut shell, &main, &eager)?;
-    println!(
+    say!(
         "2. With lazy-tools it receives {} tools: {}, {share:.1}% of the tokens. Servers running: {}.\n   {}",
         cold.len(),
         size(&cold),
@@ -78,14 +86,14 @@ pub fn run() -> Result<()> {
     if !matches!(direct, CallOutcome::Denied { .. }) {
         bail!("a direct call to a deferred tool was not denied: {direct:?}");
     }
-    println!(
+    say!(
         "3. The model calls the deferred `filesystem__write_file` directly:\n   {}\n   Servers running: {}.",
         describe(&direct),
         running(&handle)
     );
 
     let found = search(&mut shell, &main, "write a file", 1)?;
-    println!(
+    say!(
         "4. The model searches:\n{found}\n   Loading started the server: {}.",
         started_servers(&handle)
     );
@@ -97,14 +105,14 @@ pub fn run() -> Result<()> {
         "filesystem__write_file",
         json!({"path": path, "content": "written through lazy-tools"}),
     )?;
-    println!(
+    say!(
         "5. It writes a file: {}\n   On disk: {:?}",
         first_line(&wrote.text),
         std::fs::read_to_string(&path)?
     );
 
     let found = search(&mut shell, &main, "remember a fact about a person", 1)?;
-    println!("6. It searches for memory:\n{found}");
+    say!("6. It searches for memory:\n{found}");
     run_tool(
         &mut shell,
         &main,
@@ -129,7 +137,7 @@ pub fn run() -> Result<()> {
         "memory__search_nodes",
         json!({"query": "Ada"}),
     )?;
-    println!(
+    say!(
         "7. It stores an entity and recalls it: {}",
         shorten(&recalled.text.replace('\n', " "), 160)
     );
@@ -140,7 +148,7 @@ pub fn run() -> Result<()> {
         .filter(|t| !cold.contains(t))
         .map(|t| t.name.as_str())
         .collect();
-    println!(
+    say!(
         "8. Its next request carries {} tools ({}); loaded: {}.\n   Servers started: {}; running now: {}.",
         next.len(),
         size(&next),

@@ -203,6 +203,14 @@ impl Guest for Plugin {
     }
 
     fn export_state() -> Result<String, PluginError> {
+        // `fail=export-state how=huge`: a state larger than any shell restores.
+        let huge = SETTINGS.with(|s| {
+            let s = s.borrow();
+            s.fail == "export-state" && s.how == "huge"
+        });
+        if huge {
+            return Ok("x".repeat(17 << 20));
+        }
         Ok("{}".into())
     }
 
