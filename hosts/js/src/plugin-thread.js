@@ -11,8 +11,9 @@
 // import and waits in turn; the shell's thread, waiting for the answer, runs
 // the import where the shell's state lives, posts its result and waits
 // again. The time it spends in imports is the shell's, not charged to the
-// plugin. A plugin still running at its deadline is stopped (its worker
-// terminated) and the call fails as a trap does: the shell quarantines it.
+// plugin; the whole call is bounded all the same, at ten times its limit. A
+// plugin still running at its deadline is stopped (its worker terminated)
+// and the call fails as a trap does: the shell quarantines it.
 //
 // What crosses between the threads is copied (structured clone): strings,
 // bigints, typed arrays, `{tag, val}` variants, `undefined` for `none`. An
@@ -30,6 +31,14 @@ export const CALL_LIMIT_MS = 50;
  * restore-state (and, here, instantiation).
  */
 export const LONG_CALL_LIMIT_MS = 2000;
+/**
+ * A call may take this many times its limit in all, the shell's imports
+ * included (the Rust harness's `WALL_FACTOR`): a plugin that calls a costly
+ * import in a loop spends almost none of its own time.
+ */
+export const WALL_FACTOR = 10;
+/** Imports with timeouts of their own (a lazy group's server starting), which the whole call's bound leaves out. */
+const TIMED_IMPORTS = new Set(['loadGroup']);
 /** How long a new worker may take to load the component's JavaScript (not the plugin's time). */
 export const START_LIMIT_MS = 30_000;
 
@@ -105,6 +114,17 @@ export class PluginErrorValue extends Error {
 export class PluginTimeout extends Error {
   constructor(spentMs, limitMs) {
     super(`ran out of time: still running after ${Math.floor(spentMs)}ms (limit ${limitMs}ms)`);
+    this.name = 'PluginTimeout';
+  }
+}
+
+/** A plugin call stopped at the bound on its whole time, imports included (the Rust harness's `LimitExceeded::WallTime`). */
+export class PluginWallTimeout extends Error {
+  constructor(elapsedMs, inHostMs, limitMs, wallLimitMs) {
+    super(
+      `ran out of time: still running ${Math.floor(elapsedMs)}ms after the call began, ${Math.floor(inHostMs)}ms of it ` +
+        `in the shell's imports (limit ${limitMs}ms of its own, ${wallLimitMs}ms in all)`,
+    );
     this.name = 'PluginTimeout';
   }
 }
@@ -264,23 +284,31 @@ export class PluginThread {
   /**
    * Waits for the worker's answer for at most `limit` milliseconds of the
    * plugin's own time, serving the imports it calls meanwhile (their time
-   * is not counted). Gives `{kind: 'timeout', error}` past the limit.
+   * is not counted), and at most `WALL_FACTOR` times `limit` in all (but for
+   * imports with timeouts of their own). Gives `{kind: 'timeout', error}`
+   * past either.
    */
   #answer(limit, { imports = true } = {}) {
     const start = performance.now();
+    const wallLimit = limit * WALL_FACTOR;
     let inHost = 0;
+    let inTimedHost = 0;
     for (;;) {
-      const spent = performance.now() - start - inHost;
-      const message = receive(this.#port, this.#flags, TO_HOST, limit - spent);
-      if (message === undefined) {
-        const now = performance.now() - start - inHost;
-        if (now >= limit) return { kind: 'timeout', error: new PluginTimeout(now, limit) };
-        continue;
+      const elapsed = performance.now() - start;
+      const spent = elapsed - inHost;
+      if (spent >= limit) return { kind: 'timeout', error: new PluginTimeout(spent, limit) };
+      const bounded = elapsed - inTimedHost;
+      if (bounded >= wallLimit) {
+        return { kind: 'timeout', error: new PluginWallTimeout(elapsed, inHost, limit, wallLimit) };
       }
+      const message = receive(this.#port, this.#flags, TO_HOST, Math.min(limit - spent, wallLimit - bounded));
+      if (message === undefined) continue;
       if (message.kind !== 'import' || !imports) return message;
       const served = performance.now();
       this.#serve(message);
-      inHost += performance.now() - served;
+      const took = performance.now() - served;
+      inHost += took;
+      if (TIMED_IMPORTS.has(message.name)) inTimedHost += took;
       // The import stopped the thread (a call into the same plugin from inside it ran out of time).
       if (this.#stopped) return { kind: 'trap', error: describeError(new Error(`the plugin's thread was stopped: ${this.#stopped}`)) };
     }

@@ -116,18 +116,37 @@ test("the time the shell spends in the imports a plugin calls is not charged to 
   assert.ok(call.ms >= 120, `${call.ms} ms`);
   assert.deepEqual(s.quarantined(), []);
   assert.equal(s.plugin('patient').instance.logs.length, 3);
-  // Its own time between the imports still counts: one that calls the shell for ever is stopped.
+  // Its own time between the imports still counts: one that calls a quick import for ever is
+  // stopped at its own limit, long before the bound on the whole call (below).
   const looping = await hostileComponent({ 'pre-execute': `(loop ${logCall} (br 0)) i32.const 1024` });
   const t = shell();
   const counted = { log: 0 };
-  t.installPlugin('chatty', slowLog(looping, 1, counted), null);
+  t.installPlugin('chatty', slowLog(looping, 0, counted), null);
   const stopped = timed(() => t.call('main', 'read', {}));
   assert.equal(stopped.value.kind, 'completed');
   assert.deepEqual(t.quarantined().map((q) => q.during), ['pre-execute']);
   assert.match(t.quarantined()[0].reason, /^ran out of time: still running after \d+ms \(limit 50ms\)$/);
-  // Each import took the shell a millisecond: more than 50 of them ran, their time not counted.
   assert.ok(counted.log > 50, `${counted.log} imports`);
-  assert.ok(stopped.ms >= 50 + counted.log - 1, `${stopped.ms} ms for ${counted.log} imports`);
+  assert.ok(stopped.ms < 500, `${stopped.ms} ms for ${counted.log} imports`);
+  s.close();
+});
+
+test('a plugin that calls a slow import in a loop is stopped at ten times its limit, imports included', async () => {
+  const logCall = '(call $host:log (i32.const 2) (i32.const 0) (i32.const 0))';
+  const hostile = await hostileComponent({ 'pre-execute': `(loop ${logCall} (br 0)) i32.const 1024` });
+  const s = shell();
+  const calls = { log: 0 };
+  // Each import takes the shell 20 ms: the plugin's own 50 ms would take minutes to spend.
+  s.installPlugin('patient', slowLog(hostile, 20, calls), null);
+  const stopped = timed(() => s.call('main', 'read', {}));
+  assert.equal(stopped.value.kind, 'completed');
+  assert.deepEqual(s.quarantined().map((q) => q.during), ['pre-execute']);
+  assert.match(
+    s.quarantined()[0].reason,
+    /^ran out of time: still running \d+ms after the call began, \d+ms of it in the shell's imports \(limit 50ms of its own, 500ms in all\)$/,
+  );
+  assert.ok(stopped.ms >= 500, `${stopped.ms} ms`);
+  assert.ok(stopped.ms < 2000, `${stopped.ms} ms`);
   s.close();
 });
 
