@@ -113,6 +113,32 @@ impl std::fmt::Display for Quarantine {
     }
 }
 
+/// The plugins that answered a registry change with an error value (not a failure: they stay
+/// installed). The change is in force and every live plugin was told of it; a caller that
+/// must know whether it was applied looks for this type (`anyhow::Error::is`).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "the registry change is in force and every plugin was told of it, but {}",
+    refusals.iter().map(|(plugin, error)| format!("plugin `{plugin}` could not take it in (registry-changed): {error}")).collect::<Vec<_>>().join("; ")
+)]
+pub struct RegistryChangeErrors {
+    /// Per plugin (install order), what it answered.
+    pub refusals: Vec<(String, String)>,
+}
+
+/// `result`, with a registry change's [`RegistryChangeErrors`] logged instead of returned:
+/// where the caller's own result (a request's tools, a call's outcome, a resolution) must
+/// not be lost for a change that was applied.
+fn logging_refusals(result: Result<()>) -> Result<()> {
+    match result {
+        Err(e) if e.is::<RegistryChangeErrors>() => {
+            tracing::warn!("{e}");
+            Ok(())
+        }
+        other => other,
+    }
+}
+
 /// What a plugin call's failure was, for people: a limit it hit, or its trap.
 fn failure_reason(error: &anyhow::Error) -> String {
     if let Some(limit) = error
@@ -165,7 +191,9 @@ impl Shell {
         self.plugins.iter().filter_map(|p| p.quarantined.as_ref())
     }
 
-    /// Registers tools and tells every plugin once.
+    /// Registers tools and tells every plugin once. Plugins that answer with an error value
+    /// do not undo the change: they come back as [`RegistryChangeErrors`], after every
+    /// plugin was told.
     pub fn register_tools(&mut self, tools: impl IntoIterator<Item = Tool>) -> Result<()> {
         {
             let mut core = self.core();
@@ -173,7 +201,7 @@ impl Shell {
                 core.register(tool)?;
             }
         }
-        self.notify_registry_changed()
+        Ok(self.notify_registry_changed()?)
     }
 
     /// Registers a catalog's MCP servers (with their descriptions) and tools.
@@ -194,7 +222,7 @@ impl Shell {
                 core.unregister(name, scope)?;
             }
         }
-        self.notify_registry_changed()
+        Ok(self.notify_registry_changed()?)
     }
 
     /// Creates `name` under `parent` and returns its id (`parent/name`).
@@ -452,7 +480,7 @@ impl Shell {
             core.lift_all(id);
         }
         disposed.with_context(|| format!("plugin `{id}` trapped in dispose"))?;
-        self.notify_registry_changed()
+        Ok(self.notify_registry_changed()?)
     }
 
     /// Declares lazy groups and the loader that loads them (WIT 0.3.0
@@ -470,7 +498,7 @@ impl Shell {
             }
             core.set_group_loader(loader);
         }
-        self.notify_registry_changed()
+        Ok(self.notify_registry_changed()?)
     }
 
     /// Plugin `id`'s load state (WIT 0.3.0 `export-state`), to resume later.
@@ -629,7 +657,7 @@ impl Shell {
     /// plugin is asked first (it may update its allow set); the result is
     /// what the agent may call, filtered by every plugin's view.
     pub fn next_request(&mut self, agent: &str) -> Result<Vec<ToolSchema>> {
-        self.sync_backend()?;
+        logging_refusals(self.sync_backend())?;
         let mut views = Vec::with_capacity(self.plugins.len());
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
@@ -667,7 +695,7 @@ impl Shell {
         let outcome = self.call_checked(agent, tool, arguments)?;
         // A call may have loaded tools (a backend starts their server) or
         // changed a server's tools.
-        self.sync_backend()?;
+        logging_refusals(self.sync_backend())?;
         Ok(outcome)
     }
 
@@ -726,11 +754,12 @@ impl Shell {
                 }
             }
         }
-        self.notify_registry_changed()?;
+        let told = self.notify_registry_changed();
         if !failed.is_empty() {
-            bail!("the tool backend's changes: {}", failed.join("; "));
+            let refused = told.err().map(|e| format!("; {e}")).unwrap_or_default();
+            bail!("the tool backend's changes: {}{refused}", failed.join("; "));
         }
-        Ok(())
+        Ok(told?)
     }
 
     /// Asks the plugin that owns `tool` to resolve the call (WIT 0.3.0
@@ -759,7 +788,7 @@ impl Shell {
                 .resolve_call(agent, tool, &arguments.to_string());
         // A lazy group the plugin loaded registered tools: every plugin hears.
         if self.core().take_loaded_outside() {
-            self.notify_registry_changed()?;
+            logging_refusals(self.notify_registry_changed().map_err(Into::into))?;
         }
         let plugin = &self.plugins[index].id;
         Ok(match resolution {
@@ -937,27 +966,34 @@ impl Shell {
         Ok(())
     }
 
-    fn notify_registry_changed(&mut self) -> Result<()> {
+    /// Tells every live plugin that the registry changed. An error value from one does not
+    /// stop the others hearing of it (their search index would go stale): all of them are
+    /// told, then the error values come back together.
+    fn notify_registry_changed(&mut self) -> Result<(), RegistryChangeErrors> {
+        let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
             if plugin.quarantined.is_some() {
                 continue;
             }
             match plugin.instance.registry_changed() {
-                Ok(changed) => changed.map_err(|e| {
-                    anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
-                })?,
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => refusals.push((plugin.id.clone(), describe_plugin_error(&e))),
                 Err(failure) => self.quarantine(index, "registry-changed", &failure),
             }
         }
-        Ok(())
+        if refusals.is_empty() {
+            Ok(())
+        } else {
+            Err(RegistryChangeErrors { refusals })
+        }
     }
 
     /// [`notify_registry_changed`](Self::notify_registry_changed) where a
     /// plugin's error value can only be logged.
     fn notify_registry_changed_quietly(&mut self) {
         if let Err(e) = self.notify_registry_changed() {
-            tracing::warn!("{e:#}");
+            tracing::warn!("{e}");
         }
     }
 }

@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use host_harness::shell::{CallOutcome, InstallError, MAX_ARGUMENT_BYTES, Origin, Shell, Tool};
+use host_harness::shell::{
+    CallOutcome, InstallError, MAX_ARGUMENT_BYTES, Origin, RegistryChangeErrors, Shell, Tool,
+};
 use host_harness::wasm_host::{Limits, PluginComponent, WasmHost};
 use serde_json::{Value, json};
 
@@ -512,4 +514,57 @@ fn lazy_tools_restores_and_saves_a_large_state_under_the_long_limit() {
         json!("0000000000000049")
     );
     assert_eq!(shell.quarantined().count(), 0);
+}
+
+/// A plugin that answers a registry change with an error value (not a failure: it stays
+/// installed) does not keep the change from the plugins after it: lazy-tools, installed
+/// second, still finds the new tool. The caller hears that the change is in force.
+#[test]
+fn an_error_value_from_registry_changed_still_reaches_the_plugins_after_it() {
+    let mut shell = Shell::new();
+    shell
+        .register_tools(
+            ["read", "gh_issue"].map(|n| Tool::new(n, "open an issue", Origin::Builtin)),
+        )
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    shell
+        .install_plugin(
+            HOSTILE,
+            &hostile(),
+            &json!("fail=registry-changed how=errvalue"),
+        )
+        .unwrap();
+    let lazy = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &lazy, &json!({"defer": ["gh_*"]}))
+        .unwrap();
+
+    let err = shell
+        .register_tools([Tool::new(
+            "gh_release",
+            "publish a release of a repository",
+            Origin::Builtin,
+        )])
+        .unwrap_err();
+    assert!(err.is::<RegistryChangeErrors>(), "{err:#}");
+    assert_eq!(
+        format!("{err:#}"),
+        "the registry change is in force and every plugin was told of it, but plugin \
+         `hostile` could not take it in (registry-changed): the shell refused it: hostile \
+         refuses the registry change"
+    );
+    assert_eq!(shell.quarantined().count(), 0);
+
+    let outcome = shell
+        .call(
+            "main",
+            "tool_search",
+            &json!({"queries": ["publish a release"]}),
+        )
+        .unwrap();
+    let CallOutcome::Completed(output) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(output.text.contains("gh_release"), "{}", output.text);
 }

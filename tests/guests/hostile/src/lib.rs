@@ -6,6 +6,7 @@
 //!   `visible-tools`, `pre-execute`, `execute`, `registry-changed`,
 //!   `system-prompt`); `sleep` waits on a WASI clock, where no deadline check
 //!   runs; `imports` asks the shell for `main`'s allow set in a loop;
+//!   `errvalue` (in `registry-changed` only) returns an error value;
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
 //!   test can see the set lifted when the plugin is quarantined.
@@ -137,6 +138,16 @@ impl Guest for Plugin {
     fn agent_disposed(_agent: String) {}
 
     fn registry_changed() -> Result<(), PluginError> {
+        // An error value, not a trap: the plugin stays installed.
+        let errvalue = SETTINGS.with(|s| {
+            let s = s.borrow();
+            s.fail == "registry-changed" && s.how == "errvalue"
+        });
+        if errvalue {
+            return Err(PluginError::Host(
+                "hostile refuses the registry change".into(),
+            ));
+        }
         maybe_fail("registry-changed");
         Ok(())
     }
