@@ -82,15 +82,59 @@ pub enum InstallError {
 
 struct ShellPlugin {
     id: String,
+    run: PluginRun,
+}
+
+/// A plugin running, or why it stopped.
+enum PluginRun {
+    Live(Box<LivePlugin>),
+    /// It trapped or ran out of time or memory: it is no longer called, and nothing it
+    /// installed is in force. Its instance is dropped with the store that holds its linear
+    /// memory (up to the memory limit, for as long as the shell runs otherwise).
+    Quarantined(Quarantine),
+}
+
+struct LivePlugin {
     instance: PluginInstance,
     /// What it was installed from, so a resume can start it afresh.
     component: PluginComponent,
     config: Value,
     /// The plugin's own tools, registered in every agent's scope.
     guards: Vec<Tool>,
-    /// Set when the plugin trapped or ran out of time or memory: it is no
-    /// longer called, and nothing it installed is in force.
-    quarantined: Option<Quarantine>,
+}
+
+impl ShellPlugin {
+    /// The running plugin; `None` once it is quarantined.
+    fn live(&mut self) -> Option<&mut LivePlugin> {
+        match &mut self.run {
+            PluginRun::Live(live) => Some(live),
+            PluginRun::Quarantined(_) => None,
+        }
+    }
+
+    fn quarantined(&self) -> Option<&Quarantine> {
+        match &self.run {
+            PluginRun::Live(_) => None,
+            PluginRun::Quarantined(q) => Some(q),
+        }
+    }
+
+    fn is_live(&self) -> bool {
+        self.quarantined().is_none()
+    }
+
+    /// The running plugin, or why it stopped.
+    fn running(&mut self) -> Result<&mut LivePlugin> {
+        match &mut self.run {
+            PluginRun::Live(live) => Ok(live),
+            PluginRun::Quarantined(q) => bail!("{q}"),
+        }
+    }
+
+    /// Its instance, or why there is none.
+    fn instance(&mut self) -> Result<&mut PluginInstance> {
+        Ok(&mut self.running()?.instance)
+    }
 }
 
 /// Why the shell stopped calling a plugin.
@@ -188,7 +232,7 @@ impl Shell {
 
     /// The plugins the shell stopped calling, and why.
     pub fn quarantined(&self) -> impl Iterator<Item = &Quarantine> {
-        self.plugins.iter().filter_map(|p| p.quarantined.as_ref())
+        self.plugins.iter().filter_map(ShellPlugin::quarantined)
     }
 
     /// Registers tools and tells every plugin once. Plugins that answer with an error value
@@ -257,12 +301,12 @@ impl Shell {
         self.core().create_agent(&id, parent)?;
         for index in 0..self.plugins.len() {
             // A quarantined plugin is never called again, as `attach` says.
-            if self.plugins[index].quarantined.is_some() {
+            if !self.plugins[index].is_live() {
                 continue;
             }
             self.register_guards(index, &id)?;
             let plugin = &mut self.plugins[index];
-            match plugin.instance.agent_forked(&id, parent, source) {
+            match plugin.instance()?.agent_forked(&id, parent, source) {
                 Ok(forked) => forked.map_err(|e| {
                     anyhow!(
                         "plugin `{}` refused fork `{id}`: {}",
@@ -280,10 +324,10 @@ impl Shell {
         let removed = self.core().dispose_agent(id)?;
         for index in 0..self.plugins.len() {
             for agent in &removed {
-                if self.plugins[index].quarantined.is_some() {
+                let Some(live) = self.plugins[index].live() else {
                     break;
-                }
-                if let Err(failure) = self.plugins[index].instance.agent_disposed(agent) {
+                };
+                if let Err(failure) = live.instance.agent_disposed(agent) {
                     self.quarantine(index, "agent-disposed", &failure);
                 }
             }
@@ -335,11 +379,12 @@ impl Shell {
         self.check_guard_names(id, &guards)?;
         self.plugins.push(ShellPlugin {
             id: id.to_string(),
-            instance,
-            component: component.clone(),
-            config: config.clone(),
-            guards,
-            quarantined: None,
+            run: PluginRun::Live(Box::new(LivePlugin {
+                instance,
+                component: component.clone(),
+                config: config.clone(),
+                guards,
+            })),
         });
         let index = self.plugins.len() - 1;
         let mut agents: Vec<(AgentId, Option<AgentId>)> = self
@@ -403,7 +448,7 @@ impl Shell {
     /// hides, so dropping it cannot widen past that).
     fn quarantine(&mut self, index: usize, during: &str, failure: &anyhow::Error) {
         let plugin = &mut self.plugins[index];
-        if plugin.quarantined.is_some() {
+        if !plugin.is_live() {
             return;
         }
         let quarantine = Quarantine {
@@ -412,7 +457,8 @@ impl Shell {
             reason: failure_reason(failure),
         };
         tracing::error!("{quarantine}");
-        plugin.quarantined = Some(quarantine);
+        // The instance goes now, with its memory.
+        plugin.run = PluginRun::Quarantined(quarantine);
         let id = plugin.id.clone();
         {
             let mut core = self.core();
@@ -427,9 +473,10 @@ impl Shell {
     /// Gives a running plugin a new config.
     pub fn reconfigure(&mut self, id: &str, config: &Value) -> Result<(), InstallError> {
         let index = self.live_index(id)?;
-        match self.plugins[index].instance.configure(&config.to_string()) {
+        let live = self.plugins[index].running()?;
+        match live.instance.configure(&config.to_string()) {
             Ok(Ok(())) => {
-                self.plugins[index].config = config.clone();
+                live.config = config.clone();
                 Ok(())
             }
             Ok(Err(errors)) => Err(InstallError::Config {
@@ -454,7 +501,7 @@ impl Shell {
             .iter()
             .position(|p| p.id == id)
             .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?;
-        if let Some(q) = &self.plugins[index].quarantined {
+        if let Some(q) = self.plugins[index].quarantined() {
             bail!("{q}");
         }
         Ok(index)
@@ -470,9 +517,9 @@ impl Shell {
             .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?;
         let mut plugin = self.plugins.remove(index);
         // A quarantined plugin is not called again.
-        let disposed = match plugin.quarantined {
-            Some(_) => Ok(()),
-            None => plugin.instance.dispose(),
+        let disposed = match plugin.live() {
+            Some(live) => live.instance.dispose(),
+            None => Ok(()),
         };
         {
             let mut core = self.core();
@@ -504,7 +551,7 @@ impl Shell {
     /// Plugin `id`'s load state (WIT 0.3.0 `export-state`), to resume later.
     pub fn export_state(&mut self, id: &str) -> Result<String> {
         let index = self.live_index(id)?;
-        match self.plugins[index].instance.export_state() {
+        match self.plugins[index].instance()?.export_state() {
             Ok(Some(Ok(state))) if state.len() > lazy_tools::MAX_STATE_BYTES => bail!(
                 "plugin `{id}` exported a state of {} bytes, more than the {} a shell restores: \
                  not saved",
@@ -516,7 +563,7 @@ impl Shell {
             }
             Ok(None) => bail!(
                 "plugin `{id}` speaks dsh:tool-restriction@{}, which cannot save its state",
-                self.plugins[index].instance.contract_version()
+                self.plugins[index].instance()?.contract_version()
             ),
             Err(failure) => {
                 self.quarantine(index, "export-state", &failure);
@@ -531,7 +578,7 @@ impl Shell {
     /// Gives plugin `id` a state saved by an earlier run.
     pub fn restore_state(&mut self, id: &str, state: &str) -> Result<()> {
         let index = self.live_index(id)?;
-        match self.plugins[index].instance.restore_state(state) {
+        match self.plugins[index].instance()?.restore_state(state) {
             Ok(restored) => restored.map_err(|e| anyhow!("plugin `{id}` cannot restore: {e}")),
             Err(failure) => {
                 self.quarantine(index, "restore-state", &failure);
@@ -549,22 +596,22 @@ impl Shell {
     pub fn resume_plugin(&mut self, id: &str, config: Option<&Value>) -> Result<()> {
         let state = self.export_state(id)?;
         let index = self.live_index(id)?;
-        let component = self.plugins[index].component.clone();
-        let config = config
-            .cloned()
-            .unwrap_or_else(|| self.plugins[index].config.clone());
+        let live = self.plugins[index].running()?;
+        let component = live.component.clone();
+        let config = config.cloned().unwrap_or_else(|| live.config.clone());
         self.dispose_plugin(id)?;
         self.install_plugin(id, &component, &config)?;
         self.restore_state(id, &state)
     }
 
-    /// Direct access to a plugin instance, for lifecycle tests.
+    /// Direct access to a plugin instance, for lifecycle tests. A quarantined plugin has
+    /// none: the error says why.
     pub fn plugin_mut(&mut self, id: &str) -> Result<&mut PluginInstance> {
         self.plugins
             .iter_mut()
             .find(|p| p.id == id)
-            .map(|p| &mut p.instance)
-            .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))
+            .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?
+            .instance()
     }
 
     pub fn plugin_ids(&self) -> impl Iterator<Item = &str> {
@@ -594,11 +641,11 @@ impl Shell {
     ) -> Result<LocatedExplanation> {
         self.require_agent(agent)?;
         let index = self.live_index(id)?;
-        let version = self.plugins[index].instance.contract_version();
+        let version = self.plugins[index].instance()?.contract_version();
         if version == "0.1.0" {
             bail!("plugin `{id}` speaks dsh:tool-restriction@{version}, which has no explain");
         }
-        match self.plugins[index].instance.explain_located(agent, tool) {
+        match self.plugins[index].instance()?.explain_located(agent, tool) {
             Ok(explained) => {
                 explained.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
             }
@@ -618,10 +665,10 @@ impl Shell {
         let mut texts = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            if plugin.quarantined.is_some() {
+            let Some(live) = plugin.live() else {
                 continue;
-            }
-            let text = match plugin.instance.system_prompt(agent) {
+            };
+            let text = match live.instance.system_prompt(agent) {
                 Ok(text) => text.map_err(|e| {
                     anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
                 })?,
@@ -661,10 +708,10 @@ impl Shell {
         let mut views = Vec::with_capacity(self.plugins.len());
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            if plugin.quarantined.is_some() {
+            let Some(live) = plugin.live() else {
                 continue;
-            }
-            let view = match plugin.instance.visible_tools(agent) {
+            };
+            let view = match live.instance.visible_tools(agent) {
                 Ok(view) => view.map_err(|e| {
                     anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
                 })?,
@@ -778,13 +825,13 @@ impl Shell {
         let Some(index) = owner.and_then(|owner| {
             self.plugins
                 .iter()
-                .position(|p| p.id == owner && p.quarantined.is_none())
+                .position(|p| p.id == owner && p.is_live())
         }) else {
             return Ok(Resolved::Direct);
         };
         let resolution =
             self.plugins[index]
-                .instance
+                .instance()?
                 .resolve_call(agent, tool, &arguments.to_string());
         // A lazy group the plugin loaded registered tools: every plugin hears.
         if self.core().take_loaded_outside() {
@@ -852,10 +899,10 @@ impl Shell {
         }
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            if plugin.quarantined.is_some() {
+            let Some(live) = plugin.live() else {
                 continue;
-            }
-            match plugin.instance.pre_execute(agent, tool, &arguments_json) {
+            };
+            match live.instance.pre_execute(agent, tool, &arguments_json) {
                 Ok(Verdict::Deny(reason)) => {
                     return Ok(CallOutcome::Denied {
                         by: plugin.id.clone(),
@@ -892,10 +939,10 @@ impl Shell {
         let index = self
             .plugins
             .iter()
-            .position(|p| p.id == owner && p.quarantined.is_none())
+            .position(|p| p.id == owner && p.is_live())
             .ok_or_else(|| anyhow!("tool `{tool}` belongs to plugin `{owner}`, which is gone"))?;
         let result = match self.plugins[index]
-            .instance
+            .instance()?
             .execute(agent, tool, &arguments_json)
         {
             Ok(result) => result.map_err(|e| {
@@ -931,13 +978,12 @@ impl Shell {
         agent: &str,
         parent: Option<&str>,
     ) -> Result<Result<(), anyhow::Error>> {
-        let plugin = &mut self.plugins[index];
-        if plugin.quarantined.is_some() {
+        if !self.plugins[index].is_live() {
             return Ok(Ok(()));
         }
         self.register_guards(index, agent)?;
         let plugin = &mut self.plugins[index];
-        match plugin.instance.agent_created(agent, parent) {
+        match plugin.instance()?.agent_created(agent, parent) {
             Ok(created) => {
                 created.map_err(|e| {
                     anyhow!(
@@ -955,8 +1001,11 @@ impl Shell {
     /// Registers plugin `index`'s guard tools in `agent`'s own scope.
     fn register_guards(&mut self, index: usize, agent: &str) -> Result<()> {
         let plugin = &self.plugins[index];
+        let PluginRun::Live(live) = &plugin.run else {
+            return Ok(());
+        };
         let mut core = self.core.lock().unwrap_or_else(|e| e.into_inner());
-        for guard in &plugin.guards {
+        for guard in &live.guards {
             let mut tool = guard.clone();
             tool.origin = Origin::Agent(agent.to_string());
             tool.owner = Some(plugin.id.clone());
@@ -973,10 +1022,10 @@ impl Shell {
         let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            if plugin.quarantined.is_some() {
+            let Some(live) = plugin.live() else {
                 continue;
-            }
-            match plugin.instance.registry_changed() {
+            };
+            match live.instance.registry_changed() {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => refusals.push((plugin.id.clone(), describe_plugin_error(&e))),
                 Err(failure) => self.quarantine(index, "registry-changed", &failure),

@@ -568,3 +568,24 @@ fn an_error_value_from_registry_changed_still_reaches_the_plugins_after_it() {
     };
     assert!(output.text.contains("gh_release"), "{}", output.text);
 }
+
+/// A quarantined plugin's instance is dropped with the store that holds its linear memory
+/// (up to the memory limit, until the shell ended): the shell keeps only why it stopped.
+#[test]
+fn a_quarantined_plugin_no_longer_holds_its_memory() {
+    let mut shell = shell("fail=visible-tools how=grow");
+    shell.next_request("main").unwrap();
+    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+    let [q] = quarantined.as_slice() else {
+        panic!("{quarantined:?}");
+    };
+    assert!(q.reason.contains("ran out of memory"), "{q}");
+
+    let held = shell.plugin_mut(HOSTILE).map(|p| p.memory_bytes());
+    let Err(why) = held else {
+        panic!("the quarantined plugin still holds {held:?} bytes of linear memory");
+    };
+    assert_eq!(why.to_string(), q.to_string());
+    // Its quarantine is still reported, and its id still taken.
+    assert_eq!(shell.plugin_ids().collect::<Vec<_>>(), [HOSTILE]);
+}
