@@ -93,12 +93,16 @@ impl Host for HostView {
         // One line, shown as text: a plugin's message cannot forge log lines or move the
         // terminal's cursor.
         let shown = crate::terminal::escape(&line);
-        match level {
-            LogLevel::Error => tracing::error!(plugin = %plugin, "{shown}"),
-            LogLevel::Warn => tracing::warn!(plugin = %plugin, "{shown}"),
-            LogLevel::Info => tracing::info!(plugin = %plugin, "{shown}"),
-            LogLevel::Debug => tracing::debug!(plugin = %plugin, "{shown}"),
-            LogLevel::Trace => tracing::trace!(plugin = %plugin, "{shown}"),
+        // Past the call's allowance a line is only kept in the ring; the shell says how
+        // much was held back once the call is over.
+        if self.core().log_allowance().admit(shown.len()) {
+            match level {
+                LogLevel::Error => tracing::error!(plugin = %plugin, "{shown}"),
+                LogLevel::Warn => tracing::warn!(plugin = %plugin, "{shown}"),
+                LogLevel::Info => tracing::info!(plugin = %plugin, "{shown}"),
+                LogLevel::Debug => tracing::debug!(plugin = %plugin, "{shown}"),
+                LogLevel::Trace => tracing::trace!(plugin = %plugin, "{shown}"),
+            }
         }
         lock(&self.logs).push(level, line.into_owned());
     }

@@ -9,6 +9,7 @@ pub mod commands;
 pub mod home;
 pub mod host_view;
 pub mod install;
+pub mod log_allowance;
 pub mod mcp;
 pub mod native_plugin;
 pub mod peers;

@@ -104,14 +104,6 @@ struct LivePlugin {
 }
 
 impl ShellPlugin {
-    /// The running plugin; `None` once it is quarantined.
-    fn live(&mut self) -> Option<&mut LivePlugin> {
-        match &mut self.run {
-            PluginRun::Live(live) => Some(live),
-            PluginRun::Quarantined(_) => None,
-        }
-    }
-
     fn quarantined(&self) -> Option<&Quarantine> {
         match &self.run {
             PluginRun::Live(_) => None,
@@ -135,6 +127,51 @@ impl ShellPlugin {
     fn instance(&mut self) -> Result<&mut PluginInstance> {
         Ok(&mut self.running()?.instance)
     }
+
+    /// Calls into the plugin (`during`: the export) under a fresh log allowance; why it
+    /// cannot once it is quarantined.
+    fn call<T>(
+        &mut self,
+        core: &Mutex<ShellCore>,
+        during: &str,
+        run: impl FnOnce(&mut PluginInstance) -> T,
+    ) -> Result<T> {
+        let live = match &mut self.run {
+            PluginRun::Live(live) => live,
+            PluginRun::Quarantined(q) => bail!("{q}"),
+        };
+        Ok(within_log_allowance(core, &self.id, during, || {
+            run(&mut live.instance)
+        }))
+    }
+
+    /// [`call`](Self::call) where a quarantined plugin is skipped: `None` then.
+    fn call_live<T>(
+        &mut self,
+        core: &Mutex<ShellCore>,
+        during: &str,
+        run: impl FnOnce(&mut PluginInstance) -> T,
+    ) -> Option<T> {
+        self.call(core, during, run).ok()
+    }
+}
+
+/// Runs `run`, one call into plugin `plugin` (`during`: the export), under a fresh log
+/// allowance, then says in one line what the allowance held back: a plugin's log cannot
+/// flood the shell's, nor be cut without a word.
+fn within_log_allowance<T>(
+    core: &Mutex<ShellCore>,
+    plugin: &str,
+    during: &str,
+    run: impl FnOnce() -> T,
+) -> T {
+    let lock = || core.lock().unwrap_or_else(|e| e.into_inner());
+    lock().log_allowance().open();
+    let out = run();
+    if let Some(held_back) = lock().log_allowance().close() {
+        tracing::warn!(plugin = %plugin, "in {during}: {held_back}");
+    }
+    out
 }
 
 /// Why the shell stopped calling a plugin.
@@ -306,7 +343,9 @@ impl Shell {
             }
             self.register_guards(index, &id)?;
             let plugin = &mut self.plugins[index];
-            match plugin.instance()?.agent_forked(&id, parent, source) {
+            match plugin.call(&self.core, "agent-forked", |instance| {
+                instance.agent_forked(&id, parent, source)
+            })? {
                 Ok(forked) => forked.map_err(|e| {
                     anyhow!(
                         "plugin `{}` refused fork `{id}`: {}",
@@ -324,10 +363,14 @@ impl Shell {
         let removed = self.core().dispose_agent(id)?;
         for index in 0..self.plugins.len() {
             for agent in &removed {
-                let Some(live) = self.plugins[index].live() else {
+                let Some(disposed) =
+                    self.plugins[index].call_live(&self.core, "agent-disposed", |instance| {
+                        instance.agent_disposed(agent)
+                    })
+                else {
                     break;
                 };
-                if let Err(failure) = live.instance.agent_disposed(agent) {
+                if let Err(failure) = disposed {
                     self.quarantine(index, "agent-disposed", &failure);
                 }
             }
@@ -364,17 +407,17 @@ impl Shell {
         let failed = |during: &str, e: &anyhow::Error| {
             anyhow!("plugin `{id}` failed in {during}: {}", failure_reason(e))
         };
-        if let Err(errors) = instance
-            .configure(&config_json)
-            .map_err(|e| failed("configure", &e))?
+        if let Err(errors) = within_log_allowance(&self.core, id, "configure", || {
+            instance.configure(&config_json)
+        })
+        .map_err(|e| failed("configure", &e))?
         {
             return Err(InstallError::Config {
                 plugin: id.to_string(),
                 errors,
             });
         }
-        let guards = instance
-            .guard_tools()
+        let guards = within_log_allowance(&self.core, id, "guard-tools", || instance.guard_tools())
             .map_err(|e| failed("guard-tools", &e))?;
         self.check_guard_names(id, &guards)?;
         self.plugins.push(ShellPlugin {
@@ -473,10 +516,12 @@ impl Shell {
     /// Gives a running plugin a new config.
     pub fn reconfigure(&mut self, id: &str, config: &Value) -> Result<(), InstallError> {
         let index = self.live_index(id)?;
-        let live = self.plugins[index].running()?;
-        match live.instance.configure(&config.to_string()) {
+        let configured = self.plugins[index].call(&self.core, "configure", |instance| {
+            instance.configure(&config.to_string())
+        })?;
+        match configured {
             Ok(Ok(())) => {
-                live.config = config.clone();
+                self.plugins[index].running()?.config = config.clone();
                 Ok(())
             }
             Ok(Err(errors)) => Err(InstallError::Config {
@@ -517,10 +562,9 @@ impl Shell {
             .ok_or_else(|| anyhow!("no plugin `{id}` is installed"))?;
         let mut plugin = self.plugins.remove(index);
         // A quarantined plugin is not called again.
-        let disposed = match plugin.live() {
-            Some(live) => live.instance.dispose(),
-            None => Ok(()),
-        };
+        let disposed = plugin
+            .call_live(&self.core, "dispose", PluginInstance::dispose)
+            .unwrap_or(Ok(()));
         {
             let mut core = self.core();
             core.unregister_owned_by(id);
@@ -551,7 +595,7 @@ impl Shell {
     /// Plugin `id`'s load state (WIT 0.3.0 `export-state`), to resume later.
     pub fn export_state(&mut self, id: &str) -> Result<String> {
         let index = self.live_index(id)?;
-        match self.plugins[index].instance()?.export_state() {
+        match self.plugins[index].call(&self.core, "export-state", PluginInstance::export_state)? {
             Ok(Some(Ok(state))) if state.len() > lazy_tools::MAX_STATE_BYTES => bail!(
                 "plugin `{id}` exported a state of {} bytes, more than the {} a shell restores: \
                  not saved",
@@ -578,7 +622,9 @@ impl Shell {
     /// Gives plugin `id` a state saved by an earlier run.
     pub fn restore_state(&mut self, id: &str, state: &str) -> Result<()> {
         let index = self.live_index(id)?;
-        match self.plugins[index].instance()?.restore_state(state) {
+        match self.plugins[index].call(&self.core, "restore-state", |instance| {
+            instance.restore_state(state)
+        })? {
             Ok(restored) => restored.map_err(|e| anyhow!("plugin `{id}` cannot restore: {e}")),
             Err(failure) => {
                 self.quarantine(index, "restore-state", &failure);
@@ -645,7 +691,9 @@ impl Shell {
         if version == "0.1.0" {
             bail!("plugin `{id}` speaks dsh:tool-restriction@{version}, which has no explain");
         }
-        match self.plugins[index].instance()?.explain_located(agent, tool) {
+        match self.plugins[index].call(&self.core, "explain", |instance| {
+            instance.explain_located(agent, tool)
+        })? {
             Ok(explained) => {
                 explained.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
             }
@@ -665,10 +713,12 @@ impl Shell {
         let mut texts = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(live) = plugin.live() else {
+            let Some(text) = plugin.call_live(&self.core, "system-prompt", |instance| {
+                instance.system_prompt(agent)
+            }) else {
                 continue;
             };
-            let text = match live.instance.system_prompt(agent) {
+            let text = match text {
                 Ok(text) => text.map_err(|e| {
                     anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
                 })?,
@@ -708,10 +758,12 @@ impl Shell {
         let mut views = Vec::with_capacity(self.plugins.len());
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(live) = plugin.live() else {
+            let Some(view) = plugin.call_live(&self.core, "visible-tools", |instance| {
+                instance.visible_tools(agent)
+            }) else {
                 continue;
             };
-            let view = match live.instance.visible_tools(agent) {
+            let view = match view {
                 Ok(view) => view.map_err(|e| {
                     anyhow!("plugin `{}`: {}", plugin.id, describe_plugin_error(&e))
                 })?,
@@ -829,10 +881,9 @@ impl Shell {
         }) else {
             return Ok(Resolved::Direct);
         };
-        let resolution =
-            self.plugins[index]
-                .instance()?
-                .resolve_call(agent, tool, &arguments.to_string());
+        let resolution = self.plugins[index].call(&self.core, "resolve-call", |instance| {
+            instance.resolve_call(agent, tool, &arguments.to_string())
+        })?;
         // A lazy group the plugin loaded registered tools: every plugin hears.
         if self.core().take_loaded_outside() {
             logging_refusals(self.notify_registry_changed().map_err(Into::into))?;
@@ -899,10 +950,12 @@ impl Shell {
         }
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(live) = plugin.live() else {
+            let Some(verdict) = plugin.call_live(&self.core, "pre-execute", |instance| {
+                instance.pre_execute(agent, tool, &arguments_json)
+            }) else {
                 continue;
             };
-            match live.instance.pre_execute(agent, tool, &arguments_json) {
+            match verdict {
                 Ok(Verdict::Deny(reason)) => {
                     return Ok(CallOutcome::Denied {
                         by: plugin.id.clone(),
@@ -941,10 +994,10 @@ impl Shell {
             .iter()
             .position(|p| p.id == owner && p.is_live())
             .ok_or_else(|| anyhow!("tool `{tool}` belongs to plugin `{owner}`, which is gone"))?;
-        let result = match self.plugins[index]
-            .instance()?
-            .execute(agent, tool, &arguments_json)
-        {
+        let executed = self.plugins[index].call(&self.core, "execute", |instance| {
+            instance.execute(agent, tool, &arguments_json)
+        })?;
+        let result = match executed {
             Ok(result) => result.map_err(|e| {
                 anyhow!(
                     "plugin `{owner}` refused to run `{tool}`: {}",
@@ -983,7 +1036,9 @@ impl Shell {
         }
         self.register_guards(index, agent)?;
         let plugin = &mut self.plugins[index];
-        match plugin.instance()?.agent_created(agent, parent) {
+        match plugin.call(&self.core, "agent-created", |instance| {
+            instance.agent_created(agent, parent)
+        })? {
             Ok(created) => {
                 created.map_err(|e| {
                     anyhow!(
@@ -1022,10 +1077,14 @@ impl Shell {
         let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(live) = plugin.live() else {
+            let Some(changed) = plugin.call_live(
+                &self.core,
+                "registry-changed",
+                PluginInstance::registry_changed,
+            ) else {
                 continue;
             };
-            match live.instance.registry_changed() {
+            match changed {
                 Ok(Ok(())) => {}
                 Ok(Err(e)) => refusals.push((plugin.id.clone(), describe_plugin_error(&e))),
                 Err(failure) => self.quarantine(index, "registry-changed", &failure),

@@ -3,8 +3,11 @@
 //! itself never traps on oversized input. The subject is the hostile guest
 //! (tests/guests/hostile), whose config says where and how to misbehave.
 
+use std::io::Write;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use host_harness::log_allowance::MAX_LOG_BYTES_PER_CALL;
 use host_harness::shell::{
     CallOutcome, InstallError, MAX_ARGUMENT_BYTES, Origin, RegistryChangeErrors, Shell, Tool,
 };
@@ -588,4 +591,75 @@ fn a_quarantined_plugin_no_longer_holds_its_memory() {
     assert_eq!(why.to_string(), q.to_string());
     // Its quarantine is still reported, and its id still taken.
     assert_eq!(shell.plugin_ids().collect::<Vec<_>>(), [HOSTILE]);
+}
+
+/// What a tracing subscriber wrote, shared with the test.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl Captured {
+    fn take(&self) -> String {
+        let bytes = std::mem::take(&mut *self.0.lock().unwrap());
+        String::from_utf8(bytes).unwrap()
+    }
+}
+
+impl Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// One plugin call writes at most its allowance to the shell's log (a loop of 4 KiB lines
+/// wrote 0.7 MB in one 50 ms call, 28 MB in one configure), then one line says how much
+/// was held back.
+#[test]
+fn a_plugin_call_logs_within_its_allowance_and_says_what_it_held_back() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::WARN)
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .finish();
+    let _default = tracing::subscriber::set_default(subscriber);
+    // What the allowance lets through, with room for each line's time, level and fields,
+    // the held-back line and the quarantine's.
+    let at_most = MAX_LOG_BYTES_PER_CALL + (16 << 10);
+
+    let mut shell = shell("fail=visible-tools how=logflood");
+    captured.take();
+    shell.next_request("main").unwrap();
+    let q = shell.quarantined().next().cloned().unwrap();
+    assert!(q.reason.contains("ran out of time"), "{q}");
+    let log = captured.take();
+    assert!(log.len() <= at_most, "one call logged {} bytes", log.len());
+    let held_back = log
+        .lines()
+        .find(|l| l.contains("in visible-tools: "))
+        .unwrap_or_else(|| panic!("no line says what was held back"));
+    assert!(
+        held_back.contains("more log lines (")
+            && held_back.contains("were not shown: one call may write 256 lines or 64 KiB"),
+        "{held_back}"
+    );
+
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    let err = shell
+        .install_plugin(HOSTILE, &hostile(), &json!("fail=configure how=logflood"))
+        .unwrap_err();
+    assert!(err.to_string().contains("failed in configure"), "{err}");
+    let log = captured.take();
+    assert!(
+        log.len() <= at_most,
+        "one configure logged {} bytes",
+        log.len()
+    );
+    assert!(log.contains("in configure: "), "{log}");
 }

@@ -6,6 +6,7 @@
 //!   `visible-tools`, `pre-execute`, `execute`, `registry-changed`,
 //!   `system-prompt`); `sleep` waits on a WASI clock, where no deadline check
 //!   runs; `imports` asks the shell for `main`'s allow set in a loop;
+//!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
@@ -85,6 +86,13 @@ fn maybe_fail(export: &str) {
         Some("imports") => loop {
             std::hint::black_box(host::allowed_tools("main").ok());
         },
+        // Escape sequences in long lines, until the deadline stops it.
+        Some("logflood") => {
+            let line = "\u{1b}[31m".to_string() + &"x".repeat(4096);
+            loop {
+                host::log(dsh::tool_restriction::types::LogLevel::Error, &line);
+            }
+        }
         Some("grow") => HOARD.with(|h| {
             // 16 MiB at a time, touched so that nothing is optimised away.
             loop {
