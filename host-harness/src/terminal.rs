@@ -36,6 +36,42 @@ fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
     Cow::Owned(escaped)
 }
 
+/// `value` as JSON that is safe to print: serde_json escapes only U+0000 to U+001F, so the
+/// other control characters (DEL, C1) and bidirectional controls in its strings are written
+/// as `\uXXXX` too. The text is still JSON and reads back as the same value.
+pub fn json(value: &impl serde::Serialize) -> serde_json::Result<String> {
+    let mut out = Vec::new();
+    value.serialize(&mut serde_json::Serializer::with_formatter(
+        &mut out,
+        PrintableJson,
+    ))?;
+    // The serializer writes only UTF-8: the value's strings and ASCII.
+    Ok(String::from_utf8(out).expect("serde_json writes UTF-8"))
+}
+
+/// serde_json's compact formatter, escaping every control and bidirectional control.
+struct PrintableJson;
+
+impl serde_json::ser::Formatter for PrintableJson {
+    fn write_string_fragment<W: ?Sized + Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut shown = 0;
+        for (at, c) in fragment.char_indices() {
+            if c.is_control() || is_bidi_control(c) {
+                writer.write_all(&fragment.as_bytes()[shown..at])?;
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    write!(writer, "\\u{unit:04x}")?;
+                }
+                shown = at + c.len_utf8();
+            }
+        }
+        writer.write_all(&fragment.as_bytes()[shown..])
+    }
+}
+
 /// A writer that shows what it is given as [`escape_message`] does: for output made of many
 /// values from files, servers and plugins (a session's replies), so that none is printed raw.
 /// Bytes that are not UTF-8 are shown as U+FFFD; a character split across two writes is kept
@@ -99,6 +135,19 @@ mod tests {
             String::from_utf8(shown).unwrap(),
             "ok: red \\u{1b}[31mtext\\r forged\né\u{fffd}\n"
         );
+    }
+
+    #[test]
+    fn json_to_print_escapes_every_control_and_reads_back_the_same() {
+        let text = "en\u{202e}\u{1b}[31mRED\u{9b}\u{85}\u{7f} é 語\n\"";
+        let value = serde_json::json!({ text: [text] });
+        let printed = json(&value).unwrap();
+        assert_eq!(
+            printed,
+            r#"{"en\u202e\u001b[31mRED\u009b\u0085\u007f é 語\n\"":["en\u202e\u001b[31mRED\u009b\u0085\u007f é 語\n\""]}"#
+        );
+        let read: serde_json::Value = serde_json::from_str(&printed).unwrap();
+        assert_eq!(read, value);
     }
 
     #[test]

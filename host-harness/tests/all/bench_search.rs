@@ -5,7 +5,8 @@ use std::path::PathBuf;
 use host_harness::catalog::Catalog;
 use host_harness::commands::bench::queries;
 use host_harness::commands::bench::search::evaluate;
-use serde_json::Value;
+use host_harness::terminal::is_bidi_control;
+use serde_json::{Value, json};
 
 const CATALOG: &str = r#"{"servers": [
   {"name": "weather", "description": "Weather data.", "tools": [
@@ -230,5 +231,54 @@ fn a_query_too_long_for_tool_search_is_not_timed_and_said_at_its_line() {
     assert!(
         stderr.contains(warning) && stderr.contains("error: no query that tool_search takes"),
         "{stderr}"
+    );
+}
+
+/// `bench search --format json` prints the query file's kinds, and `--rankings` writes its
+/// queries, with no control or bidirectional character raw (serde_json escapes only U+0000
+/// to U+001F): each is a `\uXXXX` escape, and the JSON reads back as the file's text.
+#[test]
+fn the_json_report_and_the_rankings_hold_no_control_character_raw() {
+    let dir = tempfile::tempdir().unwrap();
+    let catalog = dir.path().join("catalog.json");
+    std::fs::write(&catalog, CATALOG).unwrap();
+    let kind = "en\u{202e}\u{1b}[31mRED\u{85}\u{9b}\u{7f}";
+    let query = "weather\u{2066} forecast\u{9d}";
+    let queries = dir.path().join("queries.jsonl");
+    let line = serde_json::json!({"query": query, "gold": ["weather/get_forecast"], "kind": kind});
+    std::fs::write(&queries, format!("{line}\n")).unwrap();
+    let rankings = dir.path().join("rankings.jsonl");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_host-harness"))
+        .args(["bench", "search", "--format", "json", "--catalog"])
+        .arg(&catalog)
+        .arg("--queries")
+        .arg(&queries)
+        .arg("--rankings")
+        .arg(&rankings)
+        .output()
+        .unwrap();
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8(output.stdout).unwrap();
+    let written = std::fs::read_to_string(&rankings).unwrap();
+    for (what, text) in [("the report", &stdout), ("the rankings", &written)] {
+        let raw: Vec<char> = text
+            .chars()
+            .filter(|&c| (c.is_control() && c != '\n') || is_bidi_control(c))
+            .collect();
+        assert!(raw.is_empty(), "{what} holds {raw:?} raw: {text}");
+    }
+    let report: Value = serde_json::from_str(&stdout).unwrap();
+    assert!(
+        report["scorers"]["lazy-tools"].get(kind).is_some(),
+        "{report}"
+    );
+    let ranked: Value = serde_json::from_str(written.trim_end()).unwrap();
+    assert_eq!(
+        (&ranked["query"], &ranked["kind"]),
+        (&json!(query), &json!(kind))
     );
 }

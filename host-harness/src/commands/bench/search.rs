@@ -13,7 +13,7 @@ use super::queries::{self, LabelledQuery};
 use crate::catalog::Catalog;
 use crate::commands::args::CatalogArg;
 use crate::peers::{self, PeerTool};
-use crate::terminal::escape;
+use crate::terminal::{self, escape};
 
 /// How to print the figures.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -55,7 +55,9 @@ impl Report {
                 .collect();
             let line =
                 json!({"query": q.query, "gold": q.gold, "kind": q.kind, "rankings": ranked});
-            out.push_str(&line.to_string());
+            // The query file's text, printed as it reads back (a rankings file is read on a
+            // terminal too).
+            out.push_str(&terminal::json(&line).expect("a JSON value serializes"));
             out.push('\n');
         }
         out
@@ -214,7 +216,8 @@ impl Args {
                 .with_context(|| format!("writing the rankings to {}", path.display()))?;
         }
         match self.format {
-            Format::Json => println!("{}", report.to_json()),
+            // The kinds are the query file's text: no control reaches the terminal raw.
+            Format::Json => println!("{}", terminal::json(&report.to_json())?),
             Format::Table => println!("{}", report.to_table()),
         }
         Ok(())
