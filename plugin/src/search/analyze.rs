@@ -91,6 +91,22 @@ const CATALOG_STOP_WORDS: &[&str] = &[
     "like",
 ];
 
+/// Longer words are indexed as written, not stemmed: the Snowball stemmer takes time
+/// quadratic in a word's length (one 300 KB word `ayay...` took 3.5 s), and no English word a
+/// stem could match is this long (the longest in dictionaries have 45 letters).
+pub const MAX_STEMMED_BYTES: usize = 64;
+
+/// What the analyzer did, counted for tests that bound the work of hostile text.
+#[cfg(test)]
+pub(super) mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Bytes of words given to the stemmer.
+        pub static STEMMED_BYTES: Cell<usize> = const { Cell::new(0) };
+    }
+}
+
 static ANALYZER: LazyLock<Analyzer> = LazyLock::new(Analyzer::new);
 
 /// The analyzer every index and query uses.
@@ -143,16 +159,20 @@ impl Analyzer {
     }
 
     /// The index term of a lowercase word: `None` for a stop word, else its stem (words with
-    /// digits are kept as they are).
+    /// digits, and words longer than [`MAX_STEMMED_BYTES`], are kept as they are).
     pub fn word_term(&self, lower: &str) -> Option<String> {
         if self.is_stop_word(lower) {
             return None;
         }
-        Some(if lower.chars().all(char::is_alphabetic) {
-            self.stemmer.stem(lower).into_owned()
-        } else {
-            lower.to_string()
-        })
+        Some(
+            if lower.len() <= MAX_STEMMED_BYTES && lower.chars().all(char::is_alphabetic) {
+                #[cfg(test)]
+                work::STEMMED_BYTES.with(|bytes| bytes.set(bytes.get() + lower.len()));
+                self.stemmer.stem(lower).into_owned()
+            } else {
+                lower.to_string()
+            },
+        )
     }
 
     /// True for a lowercase word that carries no meaning for search.
@@ -609,6 +629,27 @@ mod tests {
             let slow: Vec<String> = pieces_by_chars(&text).iter().map(|p| format!("{p:?}")).collect();
             proptest::prop_assert_eq!(fast, slow);
         }
+    }
+
+    fn stemmed_bytes(f: impl FnOnce()) -> usize {
+        let before = work::STEMMED_BYTES.get();
+        f();
+        work::STEMMED_BYTES.get() - before
+    }
+
+    #[test]
+    fn a_word_too_long_for_any_stem_is_indexed_as_written_unstemmed() {
+        let analyzer = analyzer();
+        let long = format!("{}ing", "ay".repeat(MAX_STEMMED_BYTES));
+        let mut term = None;
+        assert_eq!(stemmed_bytes(|| term = analyzer.word_term(&long)), 0);
+        assert_eq!(term.as_deref(), Some(long.as_str()));
+        assert_eq!(terms(&format!("Running {long}")), ["run", long.as_str()]);
+        let longest = "a".repeat(MAX_STEMMED_BYTES - 3) + "ing";
+        assert_ne!(
+            analyzer.word_term(&longest).as_deref(),
+            Some(longest.as_str())
+        );
     }
 
     #[test]

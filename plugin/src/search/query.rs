@@ -5,7 +5,7 @@
 
 use rustc_hash::{FxHashMap, FxHashSet};
 
-use super::analyze::{Token, TokenKind, analyzer};
+use super::analyze::{MAX_STEMMED_BYTES, Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
 use super::lexicon;
 use super::vocab::{self, Language};
@@ -318,9 +318,14 @@ fn word_ids(dictionary: &Dictionary, words: &str) -> Option<Vec<u32>> {
     ids.filter(|ids| !ids.is_empty())
 }
 
-/// A query word no tool holds: two known words run together, or a typo of a name term.
+/// A query word no tool holds: two known words run together, or a typo of a name term. A word
+/// longer than any stem is neither: trying each split stems each part again, time cubic in the
+/// word's length (a query of one 500-letter word took 5 ms).
 fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -> Option<usize> {
     let raw = &token.raw;
+    if raw.len() > MAX_STEMMED_BYTES {
+        return None;
+    }
     let chars: Vec<(usize, char)> = raw.char_indices().collect();
     let split = (MIN_SPLIT_PART_CHARS..=chars.len().saturating_sub(MIN_SPLIT_PART_CHARS))
         .rev()
@@ -491,6 +496,26 @@ mod tests {
             .filter(|&(_, &(t, _))| t == id)
             .map(|(slot, &(_, w))| (slot, w))
             .collect()
+    }
+
+    #[test]
+    fn a_query_of_one_long_word_stems_a_bounded_number_of_bytes() {
+        use crate::search::analyze::work::STEMMED_BYTES;
+        let index = index_of(&[("fs__read_file", "Read a file."), ("ay__say", "Say it.")]);
+        for word in ["ay".repeat(250), "readfile".repeat(62), "a".repeat(500)] {
+            let before = STEMMED_BYTES.get();
+            let query = parse(&index.dictionary, &word);
+            let stemmed = STEMMED_BYTES.get() - before;
+            assert!(
+                stemmed <= 2 * MAX_STEMMED_BYTES,
+                "{stemmed} bytes for {}",
+                &word[..8]
+            );
+            assert!(query.slots.is_empty(), "{:?}", query.slots);
+        }
+        // A word of two known words is still read as both.
+        let query = parse(&index.dictionary, "readsay");
+        assert_eq!(query.slots.len(), 1);
     }
 
     #[test]
