@@ -43,6 +43,14 @@ const MAX_PREFIX_MATCHES: usize = 8;
 /// Shorter words are too often one edit away from an unrelated one.
 const MIN_TYPO_CHARS: usize = 5;
 const MAX_TYPO_MATCHES: usize = 3;
+/// Bounds on the typo search, which a registry's names could otherwise make as slow as they
+/// like (28,561 name words `s????k` made one search of 71 such words 3.5 s): the unknown words
+/// of one query looked up (at most 4 in the query sets), the name terms of a word's first
+/// letter walked (at most 491 there, in the API catalog of 2,825 tools), and the terms of its
+/// last letter and length compared edit by edit (at most 10 there).
+const MAX_TYPO_WORDS: usize = 8;
+const MAX_TYPO_SCAN: usize = 2048;
+const MAX_TYPO_CANDIDATES: usize = 64;
 const MIN_SPLIT_PART_CHARS: usize = 3;
 
 /// One form of a word: its terms, which a tool must all hold to match it fully, with weights.
@@ -347,9 +355,14 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
     let length = token.term.chars().count();
     // A word WordNet knows is a word, not a typo (`clock` is not `click`).
     let known = |word: &str| lexicon::synonyms(word).next().is_some();
-    if length < MIN_TYPO_CHARS || known(raw) || known(&token.term) {
+    if length < MIN_TYPO_CHARS
+        || known(raw)
+        || known(&token.term)
+        || builder.typo_words == MAX_TYPO_WORDS
+    {
         return None;
     }
+    builder.typo_words += 1;
     let slot = builder.new_slot();
     // People mistype inside a word, rarely its ends: a candidate keeps the first and last
     // letter, which also narrows the search to the names with that first letter.
@@ -363,10 +376,20 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
     let start = names.partition_point(|(name, _)| name.as_ref() < first_letter);
     names[start..]
         .iter()
-        .take_while(|(name, _)| name.starts_with(first))
+        .take(MAX_TYPO_SCAN)
+        .take_while(|(name, _)| {
+            #[cfg(test)]
+            work::TYPO_SCANNED.with(|n| n.set(n.get() + 1));
+            name.starts_with(first)
+        })
         .filter(|(name, _)| name.ends_with(last))
         .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
-        .filter(|(name, _)| strsim::osa_distance(name, term) == 1)
+        .take(MAX_TYPO_CANDIDATES)
+        .filter(|(name, _)| {
+            #[cfg(test)]
+            work::TYPO_COMPARED.with(|n| n.set(n.get() + 1));
+            strsim::osa_distance(name, term) == 1
+        })
         .take(MAX_TYPO_MATCHES)
         .for_each(|&(_, id)| builder.add_form(slot, vec![(id, TYPO)], false));
     Some(slot)
@@ -398,6 +421,21 @@ struct Builder {
     once: Vec<bool>,
     owner: FxHashMap<u32, usize>,
     said: Vec<u32>,
+    /// Unknown words looked up as typos so far.
+    typo_words: usize,
+}
+
+/// What parsing did, counted for tests that bound the work of hostile names and queries.
+#[cfg(test)]
+mod work {
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Name terms walked looking for typos.
+        pub static TYPO_SCANNED: Cell<usize> = const { Cell::new(0) };
+        /// Name terms compared with a word edit by edit.
+        pub static TYPO_COMPARED: Cell<usize> = const { Cell::new(0) };
+    }
 }
 
 impl Builder {
@@ -516,6 +554,45 @@ mod tests {
         // A word of two known words is still read as both.
         let query = parse(&index.dictionary, "readsay");
         assert_eq!(query.slots.len(), 1);
+    }
+
+    #[test]
+    fn a_typo_search_over_hostile_names_does_a_bounded_amount_of_work() {
+        use work::{TYPO_COMPARED, TYPO_SCANNED};
+        // 4,096 name words `s????k` of one first letter, last letter and length, 32 a tool.
+        let letter = |i: usize| char::from(b'a' + (i % 8) as u8);
+        let words: Vec<String> = (0..4096)
+            .map(|i| {
+                format!(
+                    "s{}{}{}{}k",
+                    letter(i),
+                    letter(i / 8),
+                    letter(i / 64),
+                    letter(i / 512)
+                )
+            })
+            .collect();
+        let names: Vec<String> = words
+            .chunks(32)
+            .map(|w| format!("evil__{}", w.join("_")))
+            .collect();
+        let mut tools: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "A tool.")).collect();
+        tools.push(("img__thumbnail", "Make a small picture."));
+        let index = index_of(&tools);
+        // 40 unknown words, each one edit from none of them.
+        let query: Vec<String> = (0..40).map(|i| format!("s{}xyzk", letter(i))).collect();
+        let (scanned, compared) = (TYPO_SCANNED.get(), TYPO_COMPARED.get());
+        parse(&index.dictionary, &query.join(" "));
+        let scanned = TYPO_SCANNED.get() - scanned;
+        let compared = TYPO_COMPARED.get() - compared;
+        assert!(
+            compared <= MAX_TYPO_WORDS * MAX_TYPO_CANDIDATES,
+            "{compared}"
+        );
+        assert!(scanned <= MAX_TYPO_WORDS * (MAX_TYPO_SCAN + 1), "{scanned}");
+        // A typo of another first letter is still corrected.
+        let query = parse(&index.dictionary, "thumbnial of the screen");
+        assert!(!places(&index.dictionary, &query, "thumbnail").is_empty());
     }
 
     #[test]
