@@ -51,6 +51,15 @@ pub(super) type TermCounts = (u32, [u8; FIELD_COUNT]);
 /// 22; fewer, so that a full build allocates its counts once.
 const BYTES_PER_TERM: usize = 16;
 
+/// Text indexed per text of a document (a name, a description, a parameter's description,
+/// an enrichment text) and per document (a tool with all its texts, or a group): the rest is
+/// not read. A 3 MB description of distinct CJK characters took 250 MB and a second to index;
+/// the longest of the bundled and API catalogs are a 7 KB description and an 11 KB tool, so
+/// no ranking of theirs changes.
+pub(super) const MAX_TEXT_BYTES: usize = 32 << 10;
+pub(super) const MAX_DOC_BYTES: usize = 64 << 10;
+const _: () = assert!(super::schema::MAX_PARAMS_BYTES >= MAX_DOC_BYTES);
+
 /// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
 pub(super) struct Docs {
@@ -92,6 +101,8 @@ pub(super) struct Doc {
     /// One entry per term, in order of first occurrence.
     pub counts: Vec<TermCounts>,
     pub name_words: Vec<u32>,
+    /// Bytes of text read into this document, up to [`MAX_DOC_BYTES`].
+    read: usize,
 }
 
 /// Interns terms while tools are analysed, and counts them in the document being analysed.
@@ -175,7 +186,9 @@ impl Builder {
     pub fn tool(&mut self, registry: &Registry, tool: &ToolDef, text: &ToolText<'_>) {
         self.add(text.own_name, &[Field::Name]);
         self.add(text.summary, &[Field::Summary, Field::Description]);
-        self.add(text.rest, &[Field::Description]);
+        // The description is one text: its first sentence and the rest.
+        let rest = MAX_TEXT_BYTES.saturating_sub(text.summary.len());
+        self.add_within(text.rest, rest, &[Field::Description]);
         for name in &text.params.names {
             self.add(name, &[Field::ParamNames]);
         }
@@ -239,11 +252,21 @@ impl Builder {
         docs.lengths.push(std::mem::take(&mut doc.lengths));
         docs.counts.push(doc.counts.drain(..));
         docs.name_words.push(doc.name_words.drain(..));
+        doc.read = 0;
         doc.id += 1;
     }
 
     /// Adds the terms of `text` to the document being analysed, counted in each of `fields`.
     fn add(&mut self, text: &str, fields: &[Field]) {
+        self.add_within(text, MAX_TEXT_BYTES, fields);
+    }
+
+    /// [`Builder::add`] of the first `max` bytes of `text` at most, and no more than the
+    /// document has room for (cut at a character boundary).
+    fn add_within(&mut self, text: &str, max: usize, fields: &[Field]) {
+        let room = MAX_DOC_BYTES.saturating_sub(self.doc.read);
+        let text = &text[..text.floor_char_boundary(max.min(room))];
+        self.doc.read += text.len();
         let Some((&first, more)) = fields.split_first() else {
             return;
         };
@@ -323,4 +346,73 @@ pub(super) fn saturated<'a>(
         }
         (term, bm25::saturate(tf))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::registry::{Origin, ToolGroup};
+    use crate::search::SearchIndex;
+
+    fn tool(name: &str, description: String, parameters: String) -> ToolDef {
+        ToolDef {
+            name: format!("srv__{name}"),
+            description,
+            parameters,
+            origin: Origin::Mcp("srv".into()),
+        }
+    }
+
+    /// `n` distinct CJK characters, each a term and each pair a bigram.
+    fn cjk(n: u32) -> String {
+        (0..n)
+            .filter_map(|i| char::from_u32(0x4E00 + i % 20_000))
+            .collect()
+    }
+
+    #[test]
+    fn text_past_a_texts_or_a_tools_bound_is_not_indexed() {
+        let filler = "lorem ".repeat(5000);
+        let within = format!("Finds early things. {filler} needle");
+        assert!(within.len() < MAX_TEXT_BYTES);
+        let flood = format!("Finds early things. {} lateword", cjk(200_000));
+        let properties =
+            format!(r#""a":{{"description":"{within}"}},"b":{{"description":"{within} pastdoc"}}"#);
+        let parameters = format!(r#"{{"properties":{{{properties}}}}}"#);
+        let tools = vec![
+            tool("plain", within.clone(), "{}".into()),
+            tool("flood", flood.clone(), "{}".into()),
+            // Each text within its bound, the tool past its own.
+            tool("many", within.clone(), parameters),
+        ];
+        let group = ToolGroup {
+            name: "srv".into(),
+            description: format!("Server. {} latergroup", cjk(100_000)),
+        };
+        let index = SearchIndex::build(&Registry::new(tools, vec![group]));
+        let found = |query: &str| {
+            let mut found = index.search(query, 5, |_| true);
+            found.sort_unstable();
+            found
+        };
+        assert_eq!(found("needle"), ["srv__many", "srv__plain"]);
+        assert_eq!(found("early"), ["srv__flood", "srv__many", "srv__plain"]);
+        assert!(found("lateword").is_empty());
+        assert!(found("pastdoc").is_empty());
+        assert!(found("latergroup").is_empty());
+        // The flood's terms: at most a unigram and a bigram per character within the bound.
+        let terms = index.growth.builder.texts.len();
+        assert!(terms < 2 * (MAX_TEXT_BYTES / 3) + 100, "{terms} terms");
+    }
+
+    #[test]
+    fn a_text_is_cut_at_a_character_boundary() {
+        // One byte short of the bound, then a character of three bytes across it.
+        let description = format!("{}漢", "a ".repeat((MAX_TEXT_BYTES - 1) / 2));
+        let index = SearchIndex::build(&Registry::new(
+            vec![tool("t", description, "{}".into())],
+            Vec::new(),
+        ));
+        assert!(index.search("漢", 5, |_| true).is_empty());
+    }
 }

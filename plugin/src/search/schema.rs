@@ -11,11 +11,18 @@ use serde::de::{self, DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqA
 /// Nested schemas deeper than this add little and cost build time.
 const MAX_DEPTH: usize = 3;
 
+/// Bytes of names and descriptions kept from one schema, in the order they come: no more of a
+/// tool is indexed (`documents::MAX_DOC_BYTES`), and a schema of a million properties would
+/// otherwise be a million strings.
+pub(super) const MAX_PARAMS_BYTES: usize = 64 << 10;
+
 /// The names and descriptions of the properties of a schema.
 #[derive(Debug, Default)]
 pub struct Params<'a> {
     pub names: Vec<Cow<'a, str>>,
     pub descriptions: Vec<Cow<'a, str>>,
+    /// Bytes of `names` and `descriptions`.
+    bytes: usize,
 }
 
 impl<'a> Params<'a> {
@@ -26,6 +33,7 @@ impl<'a> Params<'a> {
     pub fn read(&mut self, schema: &'a str) {
         self.names.clear();
         self.descriptions.clear();
+        self.bytes = 0;
         let mut json = serde_json::Deserializer::from_str(schema);
         let read = Reader {
             params: self,
@@ -80,7 +88,16 @@ impl<'de: 'a, 'a> DeserializeSeed<'de> for Reader<'_, 'a> {
 }
 
 impl<'a> Reader<'_, 'a> {
+    /// Whether the text read next would be kept: escaped text is copied to be kept.
+    fn keeps_text(&self) -> bool {
+        matches!(self.part, Part::Name | Part::Description) && self.params.bytes < MAX_PARAMS_BYTES
+    }
+
     fn push(self, text: Cow<'a, str>) {
+        if !self.keeps_text() {
+            return;
+        }
+        self.params.bytes += text.len();
         match self.part {
             Part::Name => self.params.names.push(text),
             Part::Description => self.params.descriptions.push(text),
@@ -152,7 +169,9 @@ impl<'de: 'a, 'a> Visitor<'de> for Reader<'_, 'a> {
     }
 
     fn visit_str<E: de::Error>(self, text: &str) -> Result<(), E> {
-        self.push(Cow::Owned(text.to_string()));
+        if self.keeps_text() {
+            self.push(Cow::Owned(text.to_string()));
+        }
         Ok(())
     }
 
@@ -246,6 +265,29 @@ mod tests {
                 "{schema}"
             );
         }
+    }
+
+    #[test]
+    fn a_schema_keeps_names_and_descriptions_up_to_a_bound() {
+        let description = "d".repeat(1000);
+        let properties: serde_json::Map<String, Value> = (0..1000)
+            .map(|i| (format!("p{i}"), json!({"description": description})))
+            .collect();
+        let text = json!({"properties": properties}).to_string();
+        let mut params = Params::default();
+        params.read(&text);
+        let kept: usize = params
+            .names
+            .iter()
+            .chain(&params.descriptions)
+            .map(|t| t.len())
+            .sum();
+        assert!(
+            (MAX_PARAMS_BYTES..MAX_PARAMS_BYTES + 1004).contains(&kept),
+            "{kept}"
+        );
+        // The first ones, in the schema's order.
+        assert_eq!(params.names.first().map(|n| n.as_ref()), Some("p0"));
     }
 
     #[test]
