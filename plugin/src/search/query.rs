@@ -52,6 +52,9 @@ const MAX_TYPO_WORDS: usize = 8;
 const MAX_TYPO_SCAN: usize = 2048;
 const MAX_TYPO_CANDIDATES: usize = 64;
 const MIN_SPLIT_PART_CHARS: usize = 3;
+/// Distinct terms a query reads, the rest ignored: each costs lookups and a slot the ranking
+/// walks, and a 500-character query may hold 200 (the query sets hold at most 38).
+const MAX_QUERY_TERMS: usize = 64;
 
 /// One form of a word: its terms, which a tool must all hold to match it fully, with weights.
 pub(super) type Form = Vec<(u32, f32)>;
@@ -79,7 +82,7 @@ impl Query {
 }
 
 pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
-    let tokens = analyzer().tokens(text);
+    let tokens = of_first_terms(analyzer().tokens(text), MAX_QUERY_TERMS);
     let words: Vec<&Token> = tokens
         .iter()
         .filter(|t| t.kind == TokenKind::Word)
@@ -98,16 +101,27 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let stems: Vec<&str> = words.iter().map(|t| t.term.as_str()).collect();
     let lower = text.to_lowercase();
     let dictionary_words = lexicon::chinese_word_spans(&lower);
-    // Each dictionary word's index terms (its bigrams), read once for the checks and glosses below.
-    let word_terms: Vec<Vec<String>> = dictionary_words
-        .iter()
-        .map(|span| chinese_terms(&lower[span.clone()]))
-        .collect();
-    // And the index terms of each of its English glosses that the index holds.
-    let word_glosses: Vec<Vec<Vec<u32>>> = dictionary_words
+    // Each distinct dictionary word, and which one each word of the text is: a word written
+    // twice is looked up and counted once.
+    let mut distinct_words: FxHashMap<&str, usize> = FxHashMap::default();
+    let word_of: Vec<usize> = dictionary_words
         .iter()
         .map(|span| {
-            lexicon::glosses(&lower[span.clone()])
+            let count = distinct_words.len();
+            *distinct_words.entry(&lower[span.clone()]).or_insert(count)
+        })
+        .collect();
+    let mut distinct: Vec<&str> = vec![""; distinct_words.len()];
+    for (word, at) in distinct_words {
+        distinct[at] = word;
+    }
+    // Each dictionary word's index terms (its bigrams), read once for the checks and glosses below.
+    let word_terms: Vec<Vec<String>> = distinct.iter().map(|w| chinese_terms(w)).collect();
+    // And the index terms of each of its English glosses that the index holds.
+    let word_glosses: Vec<Vec<Vec<u32>>> = distinct
+        .iter()
+        .map(|word| {
+            lexicon::glosses(word)
                 .filter_map(|gloss| word_ids(dictionary, gloss))
                 .collect()
         })
@@ -129,16 +143,24 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     // Then the query's own terms, each a slot unless a concept took it.
     let straddling = straddling_bigrams(&lower, &dictionary_words, &word_terms);
-    let held_words: Vec<_> = dictionary_words
+    let held: Vec<bool> = word_terms
         .iter()
-        .zip(word_terms.iter().zip(&word_glosses))
-        .filter(|(_, (terms, glosses))| {
+        .zip(&word_glosses)
+        .map(|(terms, glosses)| {
             (!terms.is_empty() && terms.iter().all(|t| dictionary.term_id(t).is_some()))
                 || !glosses.is_empty()
         })
+        .collect();
+    let held_words: Vec<_> = dictionary_words
+        .iter()
+        .zip(&word_of)
+        .filter(|&(_, &word)| held[word])
         .map(|(span, _)| span.clone())
         .collect();
     let loose = loose_characters(&lower, &held_words);
+    // A token met again adds the forms it added the first time, to the same slot: not looked
+    // up again (`fetch` said 80 times cost 10 times one `fetch`, for the same ranking).
+    let mut met: FxHashSet<(TokenKind, &str, &str)> = FxHashSet::default();
     for token in &tokens {
         // A character inside a dictionary word that the index holds, as written or as its
         // English gloss, says nothing the word does not (the index does not count it as length
@@ -146,6 +168,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         if token.kind == TokenKind::CjkUnigram && !loose.contains(token.term.as_str()) {
             continue;
         }
+        let first = met.insert((token.kind, &token.term, &token.raw));
         let weight = match token.kind {
             TokenKind::CjkUnigram => CJK_UNIGRAM,
             TokenKind::CjkBigram if straddling.contains(token.term.as_str()) => STRADDLING,
@@ -160,10 +183,12 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
                 slot
             }
             Some(id) => builder.own_term(id, weight),
-            None if token.kind == TokenKind::Word => unknown_word(dictionary, token, &mut builder),
+            None if token.kind == TokenKind::Word && first => {
+                unknown_word(dictionary, token, &mut builder)
+            }
             None => None,
         };
-        if matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
+        if first && matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
             prefixes(dictionary, &token.term, slot, &mut builder);
             // The word as written (`cars`), else its stem when that is a word (`car`).
@@ -191,7 +216,11 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
+    let mut pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {
+        if !pairs.insert((&pair[0].raw, &pair[1].raw)) {
+            continue;
+        }
         let joined = format!("{}{}", pair[0].raw, pair[1].raw);
         if let Some(id) = analyzer()
             .word_term(&joined)
@@ -204,6 +233,22 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
+}
+
+/// `tokens` less those past the first `max` distinct ones (a token met again is kept: the
+/// query's words in order tell which names it spells out).
+fn of_first_terms(mut tokens: Vec<Token>, max: usize) -> Vec<Token> {
+    let mut kept: FxHashSet<(TokenKind, &str, &str)> = FxHashSet::default();
+    let keep: Vec<bool> = tokens
+        .iter()
+        .map(|t| {
+            let key = (t.kind, t.term.as_str(), t.raw.as_str());
+            kept.contains(&key) || (kept.len() < max && kept.insert(key))
+        })
+        .collect();
+    let mut keep = keep.into_iter();
+    tokens.retain(|_| keep.next().unwrap_or(false));
+    tokens
 }
 
 /// Adds the forms of the concept `named` names to `slot`: a form the query says at full
@@ -593,6 +638,63 @@ mod tests {
         // A typo of another first letter is still corrected.
         let query = parse(&index.dictionary, "thumbnial of the screen");
         assert!(!places(&index.dictionary, &query, "thumbnail").is_empty());
+    }
+
+    fn forms(query: &Query) -> usize {
+        query.slots.iter().map(Vec::len).sum()
+    }
+
+    #[test]
+    fn a_word_said_again_is_read_once_for_the_same_ranking() {
+        let index = index_of(&[
+            ("web__fetch_page", "Fetch a web page."),
+            ("web__fetcher", "Fetches a URL."),
+            ("fs__read_file", "Read a file from disk."),
+            ("fs__snapshot", "Take a snapshot of a folder."),
+            ("zh__read", "读取文件的内容"),
+        ]);
+        for once in [
+            "fetch",
+            "fetch web page",
+            "read files",
+            "snapshoot",
+            "读取文件",
+        ] {
+            let again = format!("{once} ").repeat(30);
+            let (one, many) = (
+                parse(&index.dictionary, once),
+                parse(&index.dictionary, &again),
+            );
+            assert_eq!(forms(&many), forms(&one), "{once}: {:?}", many.slots);
+            assert_eq!(many.slots, one.slots, "{once}");
+            assert_eq!(
+                index.search_scored(&again, 5, |_| true),
+                index.search_scored(&format!("{once} {once}"), 5, |_| true),
+                "{once}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_query_reads_a_bounded_number_of_distinct_terms() {
+        let index = index_of(&[("fs__read_file", "Read a file.")]);
+        let letter = |i: usize| char::from(b'a' + (i % 26) as u8);
+        let words: Vec<String> = (0..200)
+            .map(|i| format!("w{}{}q", letter(i), letter(i / 26)))
+            .collect();
+        let query = parse(&index.dictionary, &format!("{} read file", words.join(" ")));
+        assert!(
+            query.words.len() <= MAX_QUERY_TERMS,
+            "{}",
+            query.words.len()
+        );
+        // A query of fewer terms reads them all.
+        let query = parse(
+            &index.dictionary,
+            &format!("{} read file", words[..20].join(" ")),
+        );
+        assert_eq!(query.words.len(), 22);
+        assert_eq!(query.slots.len(), 2);
     }
 
     #[test]
