@@ -10,8 +10,15 @@
 //! lookup is inlined into the analysis loop: the optimiser left it a call, and in the
 //! component each call's entry also checks the epoch deadline (full build 63.0 -> 61.2 ms,
 //! medians of four alternating runs of `bench search-speed --runs 10`).
+//!
+//! The slots are hashed with keys drawn per table from the system's random source (WASI's in
+//! the component): the words are the registry's, and with a fixed hash anyone could compute
+//! words that share a slot (20,280 such words in one description made a build of 10,000 tools
+//! take 2 s instead of 76 ms). Only which slot a piece takes depends on the keys; what it
+//! maps to, and so every ranking, does not.
 
-use rustc_hash::FxHashMap;
+use std::collections::HashMap;
+use std::hash::{BuildHasher, RandomState};
 
 /// Pieces up to this many bytes are packed (the key's last byte holds the length).
 const SHORT: usize = 15;
@@ -19,13 +26,33 @@ const SHORT: usize = 15;
 /// A stop word's entry.
 const STOP: u32 = u32::MAX;
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(super) struct WordTerms {
     /// Packed keys and their terms; a zero key is an empty slot (a packed key's length is
     /// never zero). The length is a power of two, at most half full.
     slots: Vec<((u64, u64), u32)>,
     filled: usize,
-    long: FxHashMap<Box<str>, Option<u32>>,
+    /// The hash's keys (see the module's text).
+    seed: (u64, u64),
+    /// Longer pieces, under std's keyed hash for the same reason (few: most words are short).
+    long: HashMap<Box<str>, Option<u32>, RandomState>,
+    /// Slots a lookup or insertion stepped past, for tests.
+    #[cfg(test)]
+    probes: std::cell::Cell<usize>,
+}
+
+impl Default for WordTerms {
+    fn default() -> Self {
+        let keys = RandomState::new();
+        Self {
+            slots: Vec::new(),
+            filled: 0,
+            seed: (keys.hash_one(0u8), keys.hash_one(1u8)),
+            long: HashMap::with_hasher(keys),
+            #[cfg(test)]
+            probes: std::cell::Cell::new(0),
+        }
+    }
 }
 
 impl WordTerms {
@@ -39,9 +66,11 @@ impl WordTerms {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(key, mask);
+        let mut at = slot_of(key, self.seed, mask);
         while self.slots[at].0 != key && self.slots[at].0 != (0, 0) {
             at = (at + 1) & mask;
+            #[cfg(test)]
+            self.probes.set(self.probes.get() + 1);
         }
         let (found, term) = self.slots[at];
         (found == key).then_some((term != STOP).then_some(term))
@@ -62,9 +91,11 @@ impl WordTerms {
 
     fn place(&mut self, key: (u64, u64), term: u32) {
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(key, mask);
+        let mut at = slot_of(key, self.seed, mask);
         while self.slots[at].0 != (0, 0) && self.slots[at].0 != key {
             at = (at + 1) & mask;
+            #[cfg(test)]
+            self.probes.set(self.probes.get() + 1);
         }
         self.slots[at] = (key, term);
     }
@@ -80,12 +111,34 @@ impl WordTerms {
     }
 }
 
-/// The slot a key's probe starts at.
+/// The slot a key's probe starts at: the key's two halves, each mixed with its secret key,
+/// multiplied, and the product's halves folded together (foldhash's short-input hash), so
+/// that every bit of the key moves the slot.
 #[inline(always)]
-fn slot_of((low, high): (u64, u64), mask: usize) -> usize {
-    const MIX: u64 = 0x9e37_79b9_7f4a_7c15;
-    let hash = (low ^ high.wrapping_mul(MIX).rotate_left(29)).wrapping_mul(MIX);
-    (hash >> 32) as usize & mask
+fn slot_of((low, high): (u64, u64), (k0, k1): (u64, u64), mask: usize) -> usize {
+    folded_multiply(low ^ k0, high ^ k1) as usize & mask
+}
+
+#[cfg(target_pointer_width = "64")]
+#[inline(always)]
+fn folded_multiply(x: u64, y: u64) -> u64 {
+    let full = u128::from(x) * u128::from(y);
+    (full as u64) ^ (full >> 64) as u64
+}
+
+#[cfg(not(target_pointer_width = "64"))]
+use folded_cross_multiply as folded_multiply;
+
+/// Where a 128-bit product would be a call (wasm32), the cross products of the halves, as
+/// foldhash does there.
+#[cfg_attr(target_pointer_width = "64", allow(dead_code))]
+#[inline(always)]
+fn folded_cross_multiply(x: u64, y: u64) -> u64 {
+    let (lx, hx) = (x as u32, (x >> 32) as u32);
+    let (ly, hy) = (y as u32, (y >> 32) as u32);
+    let a = u64::from(lx) * u64::from(hy);
+    let b = u64::from(hx) * u64::from(ly);
+    a ^ b.rotate_right(32)
 }
 
 /// The bytes of a short piece and its length in two integers: two pieces pack equal only
@@ -179,5 +232,39 @@ mod tests {
         assert_eq!(terms.get("ge"), None);
         assert_eq!(terms.get("sixteen_bytes__"), None);
         assert_eq!(terms.get("w5000"), None);
+    }
+
+    /// Words that differ only in their last two bytes shared one slot under the unkeyed hash,
+    /// whatever the table's size up to 2^16 slots: each insertion stepped past all the ones
+    /// before (a flood of them in one description took a build from 76 ms to 2 s).
+    #[test]
+    fn words_built_to_collide_do_not_share_a_slot() {
+        let mut terms = WordTerms::default();
+        let mut words = Vec::new();
+        for x in b'a'..=b'z' {
+            for y in b'a'..=b'z' {
+                words.push(format!("qwerty{}{}", x as char, y as char));
+            }
+        }
+        for (i, word) in words.iter().enumerate() {
+            terms.insert(word, Some(i as u32));
+        }
+        for (i, word) in words.iter().enumerate() {
+            assert_eq!(terms.get(word), Some(Some(i as u32)));
+        }
+        // 676 words, each inserted and looked up once, in a table at most half full: a few
+        // steps each on average, not hundreds (unkeyed: 587,116).
+        let probes = terms.probes.get();
+        assert!(probes < 4 * words.len(), "{probes} probe steps");
+        // The component's (32-bit) fold spreads them too.
+        let (k0, k1) = terms.seed;
+        let mut slots: Vec<usize> = words
+            .iter()
+            .map(|w| folded_cross_multiply(pack(w).unwrap().0 ^ k0, pack(w).unwrap().1 ^ k1))
+            .map(|hash| hash as usize & 2047)
+            .collect();
+        slots.sort_unstable();
+        slots.dedup();
+        assert!(slots.len() > words.len() / 2, "{} slots", slots.len());
     }
 }
