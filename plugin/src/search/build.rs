@@ -155,6 +155,7 @@ impl SearchIndex {
                 added_tf: Rows::default(),
                 built: tools.len(),
                 churn: 0,
+                own_terms: Vec::new(),
                 registered: registry
                     .groups()
                     .map(|g| (g.name.as_str().into(), hash(&g.description)))

@@ -44,6 +44,8 @@ pub(super) struct Growth {
     pub churn: usize,
     /// The registry's group descriptions (hashed) as last indexed.
     pub registered: FxHashMap<Box<str>, u64>,
+    /// Room for a tool's own terms while it is counted in or out (see `update`).
+    pub own_terms: Vec<u32>,
     /// The [`Registry::groups_revision`](crate::registry::Registry::groups_revision) of the
     /// groups `registered` holds.
     pub groups_revision: u64,
