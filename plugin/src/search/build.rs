@@ -124,6 +124,9 @@ impl SearchIndex {
             group_live[group as usize] += 1;
         }
 
+        let built_group_items = group_tf.items_len();
+        let built_pieces = builder.pieces();
+        let built_size = postings.items_len() + built_group_items + built_pieces;
         let mut dictionary = std::mem::take(&mut builder.dictionary);
         dictionary.set_name_terms(name_terms);
         SearchIndex {
@@ -155,6 +158,9 @@ impl SearchIndex {
                 added_tf: Rows::default(),
                 built: tools.len(),
                 churn: 0,
+                built_size,
+                built_group_items,
+                built_pieces,
                 own_terms: Vec::new(),
                 registered: registry
                     .groups()

@@ -134,6 +134,11 @@ impl Builder {
         }
     }
 
+    /// How many distinct pieces of text it has met (each kept with its term).
+    pub fn pieces(&self) -> usize {
+        self.words.len()
+    }
+
     fn intern(&mut self, term: &str) -> u32 {
         if let Some(id) = self.dictionary.any_term_id(term) {
             return id;

@@ -42,6 +42,11 @@ pub(super) struct Growth {
     pub built: usize,
     /// Tools added, removed or changed since the full build.
     pub churn: usize,
+    /// What the full build held: its postings (tools' and groups'), and the pieces of text
+    /// it met (see [`Growth::grown`]).
+    pub built_size: usize,
+    pub built_group_items: usize,
+    pub built_pieces: usize,
     /// The registry's group descriptions (hashed) as last indexed.
     pub registered: FxHashMap<Box<str>, u64>,
     /// Room for a tool's own terms while it is counted in or out (see `update`).
@@ -49,6 +54,21 @@ pub(super) struct Growth {
     /// The [`Registry::groups_revision`](crate::registry::Registry::groups_revision) of the
     /// groups `registered` holds.
     pub groups_revision: u64,
+}
+
+impl Growth {
+    /// What updates have added since the full build, counted as `built_size` is: the added
+    /// tools' postings that are not removed, new groups' postings, and new pieces of text (a
+    /// new term is a new piece). Each version of a tool edited again and again would
+    /// otherwise stay, and each per-term table would grow with every new word.
+    pub fn grown(&self) -> usize {
+        self.added_tf.items_len()
+            + self
+                .group_tf
+                .items_len()
+                .saturating_sub(self.built_group_items)
+            + self.builder.pieces().saturating_sub(self.built_pieces)
+    }
 }
 
 /// How many live tools each MCP server (a tool's origin) has in the index: a group the shell

@@ -56,6 +56,28 @@ impl<T> Rows<T> {
         }
     }
 
+    /// Empties the rows from `first` on that `keep` does not keep, freeing their items for
+    /// rows pushed later; the rows themselves stay, so later rows keep their numbers.
+    pub fn empty_rows_from(&mut self, first: usize, keep: impl Fn(usize) -> bool)
+    where
+        T: Copy,
+    {
+        let Some(&start) = self.starts.get(first) else {
+            return;
+        };
+        let (mut read, mut write) = (start as usize, start as usize);
+        for row in first..self.len() {
+            let end = self.starts[row + 1] as usize;
+            if keep(row) {
+                self.items.copy_within(read..end, write);
+                write += end - read;
+            }
+            read = end;
+            self.starts[row + 1] = write as u32;
+        }
+        self.items.truncate(write);
+    }
+
     pub fn iter(&self) -> impl Iterator<Item = &[T]> {
         self.starts
             .windows(2)
@@ -136,5 +158,16 @@ mod tests {
             [&['a', 'b'][..], &[], &['c']]
         );
         assert_eq!(Rows::<u8>::default().iter().count(), 0);
+
+        let mut rows = Rows::default();
+        for row in [&[1, 2][..], &[3], &[4, 5], &[], &[6]] {
+            rows.push(row.iter().copied());
+        }
+        rows.empty_rows_from(1, |row| row != 2 && row != 4);
+        assert_eq!(
+            rows.iter().collect::<Vec<_>>(),
+            [&[1, 2][..], &[3], &[], &[], &[]]
+        );
+        assert_eq!(rows.items_len(), 3);
     }
 }

@@ -76,6 +76,11 @@ impl WordTerms {
         (found == key).then_some((term != STOP).then_some(term))
     }
 
+    /// How many pieces it holds.
+    pub fn len(&self) -> usize {
+        self.filled + self.long.len()
+    }
+
     /// Records what `piece` became; a piece is inserted once.
     pub fn insert(&mut self, piece: &str, term: Option<u32>) {
         let Some(key) = pack(piece) else {
