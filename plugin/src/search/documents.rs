@@ -16,22 +16,47 @@ use crate::registry::{Enrichment, Registry, ToolDef};
 /// Marks a term of a tool's own name (or of a group's name) in a document's term list.
 pub(super) const IN_NAME: u32 = 1 << 31;
 
-/// Groups by key (the MCP server, or the namespace of tools of no described group), with a
-/// hash of the description they were indexed with (`None`: not described).
+/// A group's key, in one of three key spaces: a tool named like a server (a builtin `github`)
+/// must not take the place of that server's described group.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum GroupKey<'a> {
+    /// A group the registry describes (an MCP server), by name.
+    Described(&'a str),
+    /// The namespace of tools of no described group (`ns__` of `ns__tool`).
+    Namespace(&'a str),
+    /// A tool of neither, by its whole name: a group of its own, without text.
+    Alone(&'a str),
+}
+
+impl<'a> GroupKey<'a> {
+    fn split(self) -> (usize, &'a str) {
+        match self {
+            Self::Described(key) => (0, key),
+            Self::Namespace(key) => (1, key),
+            Self::Alone(key) => (2, key),
+        }
+    }
+}
+
+/// Groups by key, with a hash of the description they were indexed with (`None`: not
+/// described).
 #[derive(Debug, Default)]
 pub(super) struct GroupTable {
-    keys: FxHashMap<Box<str>, u32>,
+    /// Per key space (see [`GroupKey`]), keys and their groups.
+    keys: [FxHashMap<Box<str>, u32>; 3],
     described: Vec<Option<u64>>,
 }
 
 impl GroupTable {
-    pub fn get(&self, key: &str) -> Option<u32> {
-        self.keys.get(key).copied()
+    pub fn get(&self, key: GroupKey<'_>) -> Option<u32> {
+        let (space, key) = key.split();
+        self.keys[space].get(key).copied()
     }
 
-    pub fn insert(&mut self, key: &str, described: Option<u64>) -> u32 {
+    pub fn insert(&mut self, key: GroupKey<'_>, described: Option<u64>) -> u32 {
         let id = self.described.len() as u32;
-        self.keys.insert(key.into(), id);
+        let (space, key) = key.split();
+        self.keys[space].insert(key.into(), id);
         self.described.push(described);
         id
     }
@@ -163,11 +188,11 @@ impl Builder {
     ) -> u32 {
         let registered = group_of(registry, tool);
         let key = match registered {
-            Some((name, _)) => name,
+            Some((name, _)) => GroupKey::Described(name),
             None if text.namespace().next().is_some() => {
-                &tool.name[..tool.name.len() - text.own_name.len()]
+                GroupKey::Namespace(&tool.name[..tool.name.len() - text.own_name.len()])
             }
-            None => tool.name.as_str(),
+            None => GroupKey::Alone(tool.name.as_str()),
         };
         if let Some(group) = table.get(key) {
             return group;

@@ -486,24 +486,39 @@ mod tests {
         "reposi",
         "s2__get_file",
         "delete_stock",
+        "s1",
+        "s3 files",
+        "ns get",
     ];
 
-    /// A tool drawn from `WORDS`: server, name words, description words.
-    type Spec = (u8, (usize, usize), Vec<usize>);
+    /// A tool drawn from `WORDS`: server, name words, description words, name's shape.
+    type Spec = (u8, (usize, usize), Vec<usize>, u8);
 
-    fn tool((server, (verb, noun), words): &Spec, edit: u32) -> ToolDef {
+    fn tool((server, (verb, noun), words, shape): &Spec, edit: u32) -> ToolDef {
         let word = |i: &usize| WORDS[i % WORDS.len()];
         let mut description: Vec<&str> = words.iter().map(word).collect();
         let edited = format!("v{edit}");
         if edit > 0 {
             description.push(&edited);
         }
+        let name = match shape {
+            // Named like a server, its own or another's (a builtin `github`).
+            0 => format!("s{}", (*server as usize + verb) % 4),
+            // A namespace of no described group, or of a server's.
+            1 => format!("ns__{}", word(verb)),
+            2 => format!("s{}__{}", (*server as usize + noun) % 4, word(verb)),
+            _ => format!("s{server}__{}_{}", word(verb), word(noun)),
+        };
         ToolDef {
-            name: format!("s{server}__{}_{}", word(verb), word(noun)),
+            name,
             description: description.join(" "),
             parameters: "{}".into(),
             // Server 3's tools have no described group.
-            origin: Origin::Mcp(format!("s{server}")),
+            origin: match (shape, noun % 3) {
+                (0..=2, 0) => Origin::Builtin,
+                (0..=2, 1) => Origin::Agent("a".into()),
+                _ => Origin::Mcp(format!("s{server}")),
+            },
         }
     }
 
@@ -540,6 +555,7 @@ mod tests {
             0u8..4,
             (0..WORDS.len(), 0..WORDS.len()),
             prop::collection::vec(0..WORDS.len(), 0..8),
+            prop_oneof![3 => Just(3u8), 1 => 0u8..3],
         )
     }
 
@@ -584,7 +600,7 @@ mod tests {
         let specs: Vec<(Spec, bool, u32)> = (0..64)
             .map(|i| {
                 (
-                    (1, (i % WORDS.len(), i / WORDS.len()), vec![i, i + 3]),
+                    (1, (i % WORDS.len(), i / WORDS.len()), vec![i, i + 3], 3),
                     i < 48,
                     0,
                 )
@@ -679,6 +695,51 @@ mod tests {
         assert!(comparisons < 2 * 2000 * 16, "{comparisons} comparisons");
     }
 
+    /// A tool named like a server, of no described group itself, is a group of its own: the
+    /// server's tools keep their group's text (a builtin `github` took the `github` server's
+    /// name and description from its tools).
+    #[test]
+    fn a_tool_named_like_a_server_leaves_the_servers_group_its_text() {
+        let tool = |name: &str, description: &str, origin: Origin| ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: "{}".into(),
+            origin,
+        };
+        let github = || Origin::Mcp("github".into());
+        let mut tools = vec![
+            tool("github__create_issue", "Creates one.", github()),
+            tool(
+                "weather__forecast",
+                "Forecast.",
+                Origin::Mcp("weather".into()),
+            ),
+        ];
+        let groups = vec![ToolGroup {
+            name: "github".into(),
+            description: "Pull requests and repositories on GitHub.".into(),
+        }];
+        let alone = SearchIndex::build(&Registry::new(tools.clone(), groups.clone()));
+        tools.push(tool(
+            "github",
+            "Opens a repository's web page.",
+            Origin::Builtin,
+        ));
+        let registry = Registry::new(tools, groups);
+        let found = |index: &SearchIndex| -> Vec<String> {
+            let found = index.search_scored("pull requests", 5, |_| true);
+            found
+                .into_iter()
+                .map(|(name, _)| name.to_string())
+                .collect()
+        };
+        assert_eq!(found(&alone), ["github__create_issue"]);
+        assert_eq!(
+            found(&SearchIndex::build(&registry)),
+            ["github__create_issue"]
+        );
+    }
+
     /// What an index holds that updates grow: terms, pieces of text, and postings kept for
     /// updates.
     fn held(index: &SearchIndex) -> usize {
@@ -733,7 +794,7 @@ mod tests {
     #[test]
     fn groups_set_again_in_the_same_registry_reach_the_index_when_they_changed() {
         let specs: Vec<(Spec, bool, u32)> = (0..12)
-            .map(|i| ((i as u8 % 3, (i, i + 1), vec![i + 2]), true, 0))
+            .map(|i| ((i as u8 % 3, (i, i + 1), vec![i + 2], 3), true, 0))
             .collect();
         let mut copy = registry(&specs, 0);
         let mut index = SearchIndex::build(&copy);
