@@ -16,6 +16,12 @@ use crate::registry::{Origin, ToolDef};
 /// The texts each tool has in a table: name, description, parameters.
 const TEXTS_PER_TOOL: usize = 3;
 
+/// The bytes per tool that origins may hold beyond the texts' own, a copy for each tool that
+/// names one (an origin is a server's name or an agent's id: tens of bytes). A table names
+/// each origin once, but every tool read from it holds its own copy: 200 tools naming one
+/// 1 MiB origin made 210 MB of a 1 MB table.
+const ORIGIN_BYTES_PER_TOOL: usize = 256;
+
 /// The registry's tools in columns; see the module's documentation.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ToolTable {
@@ -52,6 +58,11 @@ pub enum TableError {
     },
     #[error("the texts pass 4 GiB: a table cannot say where they end")]
     TooLarge,
+    #[error(
+        "the tools' origins, a copy per tool, would hold {bytes} bytes: more than the texts \
+         and 256 bytes per tool ({limit})"
+    )]
+    OriginsTooLarge { bytes: usize, limit: usize },
 }
 
 impl ToolTable {
@@ -89,7 +100,31 @@ impl ToolTable {
             });
             table.origin_of.push(place);
         }
+        table.check_origin_bytes()?;
         Ok(table)
+    }
+
+    /// Refuses a table whose tools would hold too many bytes of origins (see
+    /// [`ORIGIN_BYTES_PER_TOOL`]); an origin number out of range counts nothing here.
+    fn check_origin_bytes(&self) -> Result<(), TableError> {
+        let length = |origin: &Origin| match origin {
+            Origin::Builtin => 0,
+            Origin::Mcp(name) | Origin::Agent(name) => name.len(),
+        };
+        let lengths: Vec<usize> = self.origins.iter().map(length).collect();
+        let bytes = self
+            .origin_of
+            .iter()
+            .filter_map(|&origin| lengths.get(origin as usize))
+            .fold(0usize, |sum, &length| sum.saturating_add(length));
+        let limit = self
+            .texts
+            .len()
+            .saturating_add(ORIGIN_BYTES_PER_TOOL.saturating_mul(self.origin_of.len()));
+        if bytes > limit {
+            return Err(TableError::OriginsTooLarge { bytes, limit });
+        }
+        Ok(())
     }
 
     /// The table of the plugin's own tool definitions.
@@ -111,6 +146,7 @@ impl ToolTable {
                 tools,
             });
         }
+        self.check_origin_bytes()?;
         let mut start = 0;
         let mut text = |tool: usize, end: u32| -> Result<String, TableError> {
             let end = end as usize;
@@ -264,6 +300,41 @@ mod tests {
                 origins: 1
             })
         );
+        // Each tool of a table holds its own copy of its origin.
+        let long = |tools: usize, origin: usize| ToolTable {
+            texts: String::new(),
+            ends: vec![0; 3 * tools],
+            origins: vec![Origin::Builtin, Origin::Mcp("x".repeat(origin))],
+            origin_of: vec![1; tools],
+        };
+        assert_eq!(
+            long(200, 1 << 20).into_tools(),
+            Err(TableError::OriginsTooLarge {
+                bytes: 200 << 20,
+                limit: 200 * 256
+            })
+        );
+        let tools = long(200, 256).into_tools().unwrap();
+        assert_eq!(tools.len(), 200);
+        assert_eq!(
+            ToolTable::of_defs(&tools).map(|t| t.origin_of.len()),
+            Ok(200)
+        );
+        assert!(matches!(
+            long(200, 257).into_tools(),
+            Err(TableError::OriginsTooLarge { .. })
+        ));
+        let longer: Vec<ToolDef> = tools
+            .into_iter()
+            .map(|t| ToolDef {
+                origin: Origin::Agent("x".repeat(257)),
+                ..t
+            })
+            .collect();
+        assert!(matches!(
+            ToolTable::of_defs(&longer),
+            Err(TableError::OriginsTooLarge { .. })
+        ));
         let tools = table("create_issueOpens an issue.{}", &[12, 27, 29], &[0])
             .into_tools()
             .unwrap();
