@@ -32,8 +32,10 @@ pub(super) struct WordTerms {
     /// never zero). The length is a power of two, at most half full.
     slots: Vec<((u64, u64), u32)>,
     filled: usize,
-    /// The hash's keys (see the module's text).
+    /// The hash's odd multipliers, drawn per table (see the module's text).
     seed: (u64, u64),
+    /// 64 less the table's size in bits: the slot is the hash's top bits.
+    shift: u32,
     /// Longer pieces, under std's keyed hash for the same reason (few: most words are short).
     long: HashMap<Box<str>, Option<u32>, RandomState>,
     /// Slots a lookup or insertion stepped past, for tests.
@@ -47,7 +49,8 @@ impl Default for WordTerms {
         Self {
             slots: Vec::new(),
             filled: 0,
-            seed: (keys.hash_one(0u8), keys.hash_one(1u8)),
+            seed: (keys.hash_one(0u8) | 1, keys.hash_one(1u8) | 1),
+            shift: 64,
             long: HashMap::with_hasher(keys),
             #[cfg(test)]
             probes: std::cell::Cell::new(0),
@@ -66,7 +69,7 @@ impl WordTerms {
             return None;
         }
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(key, self.seed, mask);
+        let mut at = slot_of(key, self.seed, self.shift);
         while self.slots[at].0 != key && self.slots[at].0 != (0, 0) {
             at = (at + 1) & mask;
             #[cfg(test)]
@@ -96,7 +99,7 @@ impl WordTerms {
 
     fn place(&mut self, key: (u64, u64), term: u32) {
         let mask = self.slots.len() - 1;
-        let mut at = slot_of(key, self.seed, mask);
+        let mut at = slot_of(key, self.seed, self.shift);
         while self.slots[at].0 != (0, 0) && self.slots[at].0 != key {
             at = (at + 1) & mask;
             #[cfg(test)]
@@ -108,6 +111,7 @@ impl WordTerms {
     fn grow(&mut self) {
         let size = (2 * self.slots.len()).max(1024);
         let old = std::mem::replace(&mut self.slots, vec![((0, 0), 0); size]);
+        self.shift = 64 - size.trailing_zeros();
         for (key, term) in old {
             if key != (0, 0) {
                 self.place(key, term);
@@ -116,34 +120,14 @@ impl WordTerms {
     }
 }
 
-/// The slot a key's probe starts at: the key's two halves, each mixed with its secret key,
-/// multiplied, and the product's halves folded together (foldhash's short-input hash), so
-/// that every bit of the key moves the slot.
+/// The slot a key's probe starts at, in a table of `64 - shift` bits: multiply-shift hashing
+/// (each half of the key times its own odd multiplier, the top bits of the sum). Every bit of
+/// the key moves the top bits, and with multipliers drawn at random per table two keys share a
+/// slot with a probability of about two in the table's size, whatever the keys (Dietzfelbinger
+/// et al.). Plain 64-bit arithmetic: as cheap in the component as natively.
 #[inline(always)]
-fn slot_of((low, high): (u64, u64), (k0, k1): (u64, u64), mask: usize) -> usize {
-    folded_multiply(low ^ k0, high ^ k1) as usize & mask
-}
-
-#[cfg(target_pointer_width = "64")]
-#[inline(always)]
-fn folded_multiply(x: u64, y: u64) -> u64 {
-    let full = u128::from(x) * u128::from(y);
-    (full as u64) ^ (full >> 64) as u64
-}
-
-#[cfg(not(target_pointer_width = "64"))]
-use folded_cross_multiply as folded_multiply;
-
-/// Where a 128-bit product would be a call (wasm32), the cross products of the halves, as
-/// foldhash does there.
-#[cfg_attr(target_pointer_width = "64", allow(dead_code))]
-#[inline(always)]
-fn folded_cross_multiply(x: u64, y: u64) -> u64 {
-    let (lx, hx) = (x as u32, (x >> 32) as u32);
-    let (ly, hy) = (y as u32, (y >> 32) as u32);
-    let a = u64::from(lx) * u64::from(hy);
-    let b = u64::from(hx) * u64::from(ly);
-    a ^ b.rotate_right(32)
+fn slot_of((low, high): (u64, u64), (m0, m1): (u64, u64), shift: u32) -> usize {
+    (low.wrapping_mul(m0).wrapping_add(high.wrapping_mul(m1)) >> shift) as usize
 }
 
 /// The bytes of a short piece and its length in two integers: two pieces pack equal only
@@ -261,12 +245,10 @@ mod tests {
         // steps each on average, not hundreds (unkeyed: 587,116).
         let probes = terms.probes.get();
         assert!(probes < 4 * words.len(), "{probes} probe steps");
-        // The component's (32-bit) fold spreads them too.
-        let (k0, k1) = terms.seed;
+        // In a table of 2,048 slots they spread too.
         let mut slots: Vec<usize> = words
             .iter()
-            .map(|w| folded_cross_multiply(pack(w).unwrap().0 ^ k0, pack(w).unwrap().1 ^ k1))
-            .map(|hash| hash as usize & 2047)
+            .map(|w| slot_of(pack(w).unwrap(), terms.seed, 64 - 11))
             .collect();
         slots.sort_unstable();
         slots.dedup();
