@@ -1259,27 +1259,20 @@ fn wait_within(child: &mut std::process::Child, secs: u64) -> Option<std::proces
     None
 }
 
-#[test]
-fn a_server_that_never_answers_fails_the_fetch() {
-    let port = silent_port();
+/// The stderr of `plugin add <source>` with `vars`, which must fail within `secs` seconds.
+fn failed_add(source: &str, vars: &[(&str, &str)], secs: u64) -> String {
     let home = tempfile::tempdir().unwrap();
-    let source = format!("git:http://127.0.0.1:{port}/repo");
-    // Git's own variable shortens the minute the harness allows to 2 s.
     let mut child = spawn_harness(
         home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        &[("GIT_HTTP_LOW_SPEED_TIME", "2")],
+        &["plugin", "--profile", "p", "add", source],
+        vars,
     );
-    let status = wait_within(&mut child, 30).expect("the fetch still hangs after 30 s");
+    let status = wait_within(&mut child, secs)
+        .unwrap_or_else(|| panic!("`plugin add {source}` still runs after {secs} s"));
     assert!(!status.success());
-    let stderr = stderr_of(&mut child);
-    assert!(
-        stderr.contains(&format!(
-            "fetching `HEAD` from http://127.0.0.1:{port}/repo failed:"
-        )),
-        "{stderr}"
-    );
-    assert!(stderr.contains("Operation too slow"), "{stderr}");
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    stderr
 }
 
 /// A TCP port on which connections are accepted and never answered.
@@ -1295,33 +1288,33 @@ fn silent_port() -> u16 {
     port
 }
 
-/// The stderr of a finished `child`.
-fn stderr_of(child: &mut std::process::Child) -> String {
-    use std::io::Read as _;
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
-    stderr
+#[test]
+fn a_server_that_never_answers_fails_the_fetch() {
+    let port = silent_port();
+    // Git's own variable shortens the minute the harness allows to 2 s.
+    let stderr = failed_add(
+        &format!("git:http://127.0.0.1:{port}/repo"),
+        &[("GIT_HTTP_LOW_SPEED_TIME", "2")],
+        30,
+    );
+    assert!(
+        stderr.contains(&format!(
+            "fetching `HEAD` from http://127.0.0.1:{port}/repo failed:"
+        )),
+        "{stderr}"
+    );
+    assert!(stderr.contains("Operation too slow"), "{stderr}");
 }
 
 #[test]
 fn a_git_protocol_server_that_never_answers_is_stopped_at_the_time_limit() {
     // `git://` (as ssh) has no low-speed limit: only the harness's own limit stops it.
     let port = silent_port();
-    let home = tempfile::tempdir().unwrap();
-    let source = format!("git:git://127.0.0.1:{port}/repo");
-    let mut child = spawn_harness(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
+    let stderr = failed_add(
+        &format!("git:git://127.0.0.1:{port}/repo"),
         &[("DSH_GIT_TIMEOUT", "2")],
+        60,
     );
-    let status = wait_within(&mut child, 60).expect("the fetch still hangs after 60 s");
-    assert!(!status.success());
-    let stderr = stderr_of(&mut child);
     assert!(
         stderr.contains(&format!(
             "fetching `HEAD` from git://127.0.0.1:{port}/repo did not finish in 2 s and was stopped"
@@ -1332,21 +1325,11 @@ fn a_git_protocol_server_that_never_answers_is_stopped_at_the_time_limit() {
 
 #[test]
 fn a_git_time_limit_that_is_not_a_number_of_seconds_is_refused() {
-    let home = tempfile::tempdir().unwrap();
-    let mut child = spawn_harness(
-        home.path(),
-        &[
-            "plugin",
-            "--profile",
-            "p",
-            "add",
-            "git:https://example.invalid/repo",
-        ],
+    let stderr = failed_add(
+        "git:https://example.invalid/repo",
         &[("DSH_GIT_TIMEOUT", "10m")],
+        60,
     );
-    let status = wait_within(&mut child, 60).expect("add still runs after 60 s");
-    assert!(!status.success());
-    let stderr = stderr_of(&mut child);
     assert!(
         stderr.contains("DSH_GIT_TIMEOUT is `10m`: it must be a whole number of seconds"),
         "{stderr}"
