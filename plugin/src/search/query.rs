@@ -428,7 +428,14 @@ fn unknown_word(dictionary: &Dictionary, token: &Token, builder: &mut Builder) -
             name.starts_with(first)
         })
         .filter(|(name, _)| name.ends_with(last))
-        .filter(|(name, _)| name.chars().count().abs_diff(length) <= 1)
+        // A name's characters counted only as far as the length can still match: a name word
+        // may be 32 KiB, and 2,048 of them a query word are walked.
+        .filter(|(name, _)| {
+            let counted = name.chars().take(length + 2).count();
+            #[cfg(test)]
+            work::TYPO_CHARS.with(|n| n.set(n.get() + counted));
+            counted.abs_diff(length) <= 1
+        })
         .take(MAX_TYPO_CANDIDATES)
         .filter(|(name, _)| {
             #[cfg(test)]
@@ -480,6 +487,8 @@ mod work {
         pub static TYPO_SCANNED: Cell<usize> = const { Cell::new(0) };
         /// Name terms compared with a word edit by edit.
         pub static TYPO_COMPARED: Cell<usize> = const { Cell::new(0) };
+        /// Characters of name terms counted for their length.
+        pub static TYPO_CHARS: Cell<usize> = const { Cell::new(0) };
     }
 }
 
@@ -638,6 +647,25 @@ mod tests {
         // A typo of another first letter is still corrected.
         let query = parse(&index.dictionary, "thumbnial of the screen");
         assert!(!places(&index.dictionary, &query, "thumbnail").is_empty());
+    }
+
+    #[test]
+    fn a_typo_search_over_long_name_words_reads_a_bounded_part_of_each() {
+        use work::TYPO_CHARS;
+        // Name words `s???` + 3,000 x + `k`: each of the query word's first and last letter.
+        let names: Vec<String> = (0..64)
+            .map(|i| {
+                let c = char::from(b'a' + (i % 26) as u8);
+                format!("evil__s{c}{c}{}k", "x".repeat(3000))
+            })
+            .collect();
+        let tools: Vec<(&str, &str)> = names.iter().map(|n| (n.as_str(), "A tool.")).collect();
+        let index = index_of(&tools);
+        let before = TYPO_CHARS.get();
+        parse(&index.dictionary, "sqazvk");
+        let counted = TYPO_CHARS.get() - before;
+        // At most the word's length and two more of each name walked (`sqazvk`: 6 + 2).
+        assert!(counted <= 64 * 8, "{counted} characters counted");
     }
 
     fn forms(query: &Query) -> usize {
