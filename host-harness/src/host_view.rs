@@ -23,6 +23,9 @@ pub struct HostView {
     core: Arc<Mutex<ShellCore>>,
     plugin_id: String,
     logs: Mutex<LogRing>,
+    /// Time the group loader ran (a server may start), in nanoseconds, since it was last
+    /// taken: it has a timeout of its own, so a plugin call's whole-time bound leaves it out.
+    loader_nanos: std::sync::atomic::AtomicU64,
 }
 
 impl HostView {
@@ -31,11 +34,20 @@ impl HostView {
             core,
             plugin_id: plugin_id.to_string(),
             logs: Mutex::new(LogRing::new(KEPT_LOG_LINES)),
+            loader_nanos: std::sync::atomic::AtomicU64::new(0),
         }
     }
 
     pub fn plugin_id(&self) -> &str {
         &self.plugin_id
+    }
+
+    /// How long the group loader ran since this was last asked (and resets it).
+    pub fn take_loader_time(&self) -> std::time::Duration {
+        let nanos = self
+            .loader_nanos
+            .swap(0, std::sync::atomic::Ordering::Relaxed);
+        std::time::Duration::from_nanos(nanos)
     }
 
     /// The plugin's last log lines, oldest first (at most [`KEPT_LOG_LINES`]).
@@ -159,7 +171,12 @@ impl Host for HostView {
             core.begin_group_load(name).map_err(LoadRefusal::Failed)?
         };
         // The loader runs without the shell's lock (it may start a server).
-        let tools = loader.load(name).map_err(LoadRefusal::Failed)?;
+        let started = std::time::Instant::now();
+        let loaded = loader.load(name);
+        let spent = u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.loader_nanos
+            .fetch_add(spent, std::sync::atomic::Ordering::Relaxed);
+        let tools = loaded.map_err(LoadRefusal::Failed)?;
         let mut core = self.core();
         for tool in &tools {
             core.register_loaded(tool.clone())

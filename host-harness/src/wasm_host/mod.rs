@@ -390,15 +390,6 @@ impl PluginState {
         self.clock.charge_host(started.elapsed());
         out
     }
-
-    /// [`PluginState::host_call`] for an import with a timeout of its own (a
-    /// lazy group's server starting), which the whole call's bound leaves out.
-    pub(crate) fn timed_host_call<T>(&mut self, f: impl FnOnce(&mut Self) -> T) -> T {
-        let started = std::time::Instant::now();
-        let out = f(self);
-        self.clock.charge_timed_host(started.elapsed());
-        out
-    }
 }
 
 /// One instantiated plugin. Every method returns `Err` only when the

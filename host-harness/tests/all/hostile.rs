@@ -292,6 +292,55 @@ fn a_state_too_large_to_restore_is_not_saved() {
     assert_eq!(shell.quarantined().count(), 0);
 }
 
+/// A group loader that must never run: every load in these tests is refused before it.
+#[derive(Debug)]
+struct NeverLoads;
+
+impl host_harness::shell_core::GroupLoader for NeverLoads {
+    fn load(&self, group: &str) -> Result<Vec<Tool>, String> {
+        panic!("group `{group}` was loaded")
+    }
+}
+
+#[test]
+fn a_plugin_that_loops_on_refused_group_loads_is_stopped_within_ten_times_its_limit() {
+    // Only a loader's run (a server starting) is left out of the whole call's bound; a load the
+    // shell refuses (20,000 declared names checked against `main`'s allow set) is not.
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    shell
+        .register_tools([Tool::new("read", "", Origin::Builtin)])
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    shell
+        .restrict("main", "profile", Some(vec!["read".into()]))
+        .unwrap();
+    let declared = host_harness::shell_core::LazyGroupDecl {
+        name: "big".into(),
+        description: "A server of many tools".into(),
+        tool_names: (0..20_000).map(|i| format!("big__tool_{i}")).collect(),
+    };
+    shell
+        .set_lazy_groups(vec![declared], std::sync::Arc::new(NeverLoads))
+        .unwrap();
+    shell
+        .install_plugin(HOSTILE, &hostile(), &json!("fail=visible-tools how=loads"))
+        .unwrap();
+    let started = Instant::now();
+    shell.next_request("main").unwrap();
+    let took = started.elapsed();
+    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+    let [q] = quarantined.as_slice() else {
+        panic!("quarantined {quarantined:?}");
+    };
+    assert!(
+        q.reason
+            .contains("of it in the shell's imports (limit 300ms of its own, 3000ms in all)"),
+        "{q}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}
+
 #[test]
 fn a_plugin_that_fails_while_installing_leaves_nothing_and_says_why() {
     for (config, expected) in [

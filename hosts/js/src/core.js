@@ -6,6 +6,8 @@
 // own scope; layers intersect along the chain, so an agent never sees what
 // its parent cannot.
 
+import { performance } from 'node:perf_hooks';
+
 import { escape } from './terminal.js';
 import { scopeName } from './tools.js';
 
@@ -55,6 +57,8 @@ export class ShellCore {
   lazyGroups = new Map();
   /** Loads a lazy group: `(name) => Tool[]`, throwing why it could not. */
   groupLoader = undefined;
+  /** How long the group loader has run in all, in ms (plugin-thread.js leaves it out of a call's whole-time bound). */
+  loaderMs = 0;
   /** Set when a plugin's `load-group` registered tools, for the shell to tell every plugin. */
   loadedOutside = false;
   /** A function from text to a token count, when the shell counts tokens. */
@@ -111,7 +115,14 @@ export class ShellCore {
     if (!group) throw new Error(`the shell has no lazy group \`${name}\``);
     group.loads += 1;
     if (!this.groupLoader) throw new Error(`the shell cannot load group \`${name}\`: it has no loader`);
-    const tools = this.groupLoader(name);
+    // The loader's own time (a server may start) is not bounded by the plugin call's.
+    const started = performance.now();
+    let tools;
+    try {
+      tools = this.groupLoader(name);
+    } finally {
+      this.loaderMs += performance.now() - started;
+    }
     for (const tool of tools) {
       // As the Rust harness: a tool already registered in that scope (from a
       // cached listing, say) is kept as it is, and the load goes on.

@@ -8,6 +8,7 @@
 
 import * as wasiRandom from '@bytecodealliance/preview2-shim/random';
 
+import { LOADER_MS } from './plugin-thread.js';
 import { pushLog } from './plugin-log.js';
 import { sandboxedWasi } from './wasi-sandbox.js';
 
@@ -169,6 +170,8 @@ export function hostInterface(core, pluginId, logs) {
  */
 export function importObject(core, pluginId, logs) {
   return {
+    // Not an import (a symbol key: jco never sees it): the plugin's thread reads it.
+    [LOADER_MS]: () => core.loaderMs,
     'dsh:tool-restriction/host': hostInterface(core, pluginId, logs),
     'dsh:tool-restriction/types': {},
     ...sandboxedWasi(logs),

@@ -37,8 +37,12 @@ export const LONG_CALL_LIMIT_MS = 2000;
  * import in a loop spends almost none of its own time.
  */
 export const WALL_FACTOR = 10;
-/** Imports with timeouts of their own (a lazy group's server starting), which the whole call's bound leaves out. */
-const TIMED_IMPORTS = new Set(['loadGroup']);
+/**
+ * The key of an import object's function that says how long, in ms, the
+ * shell's group loader has run in all (a server may start): that time has a
+ * timeout of its own, so the whole call's bound leaves it out (host-imports.js).
+ */
+export const LOADER_MS = Symbol('group loader ms');
 /** How long a new worker may take to load the component's JavaScript (not the plugin's time). */
 export const START_LIMIT_MS = 30_000;
 
@@ -285,7 +289,7 @@ export class PluginThread {
    * Waits for the worker's answer for at most `limit` milliseconds of the
    * plugin's own time, serving the imports it calls meanwhile (their time
    * is not counted), and at most `WALL_FACTOR` times `limit` in all (but for
-   * imports with timeouts of their own). Gives `{kind: 'timeout', error}`
+   * the group loader's runs, which have a timeout of their own). Gives `{kind: 'timeout', error}`
    * past either.
    */
   #answer(limit, { imports = true } = {}) {
@@ -304,11 +308,11 @@ export class PluginThread {
       const message = receive(this.#port, this.#flags, TO_HOST, Math.min(limit - spent, wallLimit - bounded));
       if (message === undefined) continue;
       if (message.kind !== 'import' || !imports) return message;
-      const served = performance.now();
+      const loaderMs = this.#imports[LOADER_MS] ?? (() => 0);
+      const [served, loaded] = [performance.now(), loaderMs()];
       this.#serve(message);
-      const took = performance.now() - served;
-      inHost += took;
-      if (TIMED_IMPORTS.has(message.name)) inTimedHost += took;
+      inHost += performance.now() - served;
+      inTimedHost += loaderMs() - loaded;
       // The import stopped the thread (a call into the same plugin from inside it ran out of time).
       if (this.#stopped) return { kind: 'trap', error: describeError(new Error(`the plugin's thread was stopped: ${this.#stopped}`)) };
     }

@@ -103,8 +103,7 @@ impl dsh::tool_restriction::host::Host for PluginState {
         agent: String,
         name: String,
     ) -> Result<Vec<wit::ToolDef>, wit::LoadRefusal> {
-        // Starting a server has its own timeout (the profile's).
-        self.timed_host_call(|s| {
+        let loaded = self.host_call(|s| {
             s.host()
                 .load_group(&agent, &name)
                 .map(|tools| tools.into_iter().map(def_to_wit).collect())
@@ -112,7 +111,12 @@ impl dsh::tool_restriction::host::Host for PluginState {
                     LoadRefusal::Denied(reason) => wit::LoadRefusal::Denied(reason),
                     LoadRefusal::Failed(reason) => wit::LoadRefusal::Failed(reason),
                 })
-        })
+        });
+        // The loader (a server starting) has a timeout of its own: the whole call's bound
+        // leaves its time out, not the rest of the import's (the check, the registering).
+        let loader = self.host().take_loader_time();
+        self.clock.exempt_from_wall(loader);
+        loaded
     }
 
     fn registry_revision(&mut self) -> u64 {

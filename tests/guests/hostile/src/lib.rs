@@ -5,7 +5,8 @@
 //!   that export (`configure`, `agent-created`, `agent-forked`,
 //!   `visible-tools`, `pre-execute`, `execute`, `registry-changed`,
 //!   `system-prompt`); `sleep` waits on a WASI clock, where no deadline check
-//!   runs; `imports` asks the shell for `main`'s allow set in a loop;
+//!   runs; `imports` asks the shell for `main`'s allow set in a loop, `loads`
+//!   asks it to load lazy group `big` for `main` in a loop;
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
@@ -85,6 +86,10 @@ fn maybe_fail(export: &str) {
         // The shell's work, not its own: an import in a loop.
         Some("imports") => loop {
             std::hint::black_box(host::allowed_tools("main").ok());
+        },
+        // The same through `load-group`, which the shell refuses each time.
+        Some("loads") => loop {
+            std::hint::black_box(host::load_group("main", "big").ok());
         },
         // Escape sequences in long lines, until the deadline stops it.
         Some("logflood") => {
