@@ -321,7 +321,7 @@ fn a_plugin_that_loops_on_refused_group_loads_is_stopped_within_ten_times_its_li
         tool_names: (0..20_000).map(|i| format!("big__tool_{i}")).collect(),
     };
     shell
-        .set_lazy_groups(vec![declared], std::sync::Arc::new(NeverLoads))
+        .set_lazy_groups(vec![declared], Arc::new(NeverLoads))
         .unwrap();
     shell
         .install_plugin(HOSTILE, &hostile(), &json!("fail=visible-tools how=loads"))
