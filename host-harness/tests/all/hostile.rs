@@ -240,6 +240,26 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
+/// Runs a request for `main` in `shell`, whose plugin loops on the shell's imports in
+/// visible-tools: it must be stopped at the whole call's bound (the tests' 300 ms limit, ten
+/// times that in all) and quarantined, within 6 s.
+fn stopped_at_the_whole_call_bound(shell: &mut Shell) {
+    let started = Instant::now();
+    shell.next_request("main").unwrap();
+    let took = started.elapsed();
+    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+    let [q] = quarantined.as_slice() else {
+        panic!("quarantined {quarantined:?}");
+    };
+    assert_eq!(q.during, "visible-tools");
+    assert!(
+        q.reason
+            .contains("of it in the shell's imports (limit 300ms of its own, 3000ms in all)"),
+        "{q}"
+    );
+    assert!(took < Duration::from_secs(6), "took {took:?}");
+}
+
 #[test]
 fn a_plugin_that_loops_on_the_shells_imports_is_stopped_within_ten_times_its_limit() {
     // Each ask intersects 20,000 names with the profile's one: the shell's time, not the
@@ -262,20 +282,7 @@ fn a_plugin_that_loops_on_the_shells_imports_is_stopped_within_ten_times_its_lim
             &json!("fail=visible-tools how=imports"),
         )
         .unwrap();
-    let started = Instant::now();
-    shell.next_request("main").unwrap();
-    let took = started.elapsed();
-    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
-    let [q] = quarantined.as_slice() else {
-        panic!("quarantined {quarantined:?}");
-    };
-    assert_eq!(q.during, "visible-tools");
-    assert!(
-        q.reason
-            .contains("of it in the shell's imports (limit 300ms of its own, 3000ms in all)"),
-        "{q}"
-    );
-    assert!(took < Duration::from_secs(6), "took {took:?}");
+    stopped_at_the_whole_call_bound(&mut shell);
     // The profile's restriction holds without the plugin.
     assert_eq!(names(&mut shell, "main"), ["tool_0"]);
 }
@@ -326,19 +333,7 @@ fn a_plugin_that_loops_on_refused_group_loads_is_stopped_within_ten_times_its_li
     shell
         .install_plugin(HOSTILE, &hostile(), &json!("fail=visible-tools how=loads"))
         .unwrap();
-    let started = Instant::now();
-    shell.next_request("main").unwrap();
-    let took = started.elapsed();
-    let quarantined: Vec<_> = shell.quarantined().cloned().collect();
-    let [q] = quarantined.as_slice() else {
-        panic!("quarantined {quarantined:?}");
-    };
-    assert!(
-        q.reason
-            .contains("of it in the shell's imports (limit 300ms of its own, 3000ms in all)"),
-        "{q}"
-    );
-    assert!(took < Duration::from_secs(6), "took {took:?}");
+    stopped_at_the_whole_call_bound(&mut shell);
 }
 
 #[test]
