@@ -2,7 +2,9 @@
 // for the long calls): each instance runs on a thread of its own
 // (plugin-thread.js), and a plugin still running at its deadline is stopped
 // and quarantined as a trapping one is. The shell's own time, in the imports
-// the plugin calls, is not charged to it.
+// the plugin calls, is not charged to it; the whole call is bounded all the
+// same, but for the group loader's runs (a server starting), which have a
+// timeout of their own.
 
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -11,7 +13,7 @@ import { test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 import { DEFAULT_LIMITS, loadComponent } from '../src/component.js';
-import { Tool, builtin } from '../src/tools.js';
+import { Tool, builtin, mcp } from '../src/tools.js';
 import { hostileComponent } from './hostile-component.js';
 import { names, shell } from './two-tools.js';
 
@@ -36,6 +38,11 @@ async function exited(worker, ms = 5000) {
 function busy(ms) {
   const until = performance.now() + ms;
   while (performance.now() < until);
+}
+
+/** Sleeps `ms` milliseconds on the shell's thread, as a shell waiting for a server to start does. */
+function sleepSync(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
 
 /** `hostile`, whose `log` import (in the shell) takes `ms` milliseconds each time, counted in `calls.log`. */
@@ -148,6 +155,53 @@ test('a plugin that calls a slow import in a loop is stopped at ten times its li
   assert.ok(stopped.ms >= 500, `${stopped.ms} ms`);
   assert.ok(stopped.ms < 2000, `${stopped.ms} ms`);
   s.close();
+});
+
+test("the group loader's time is left out of a call's whole-time bound; the shell's other time in load-group is not", () => {
+  // A server that takes longer to start than a plugin call may take in all
+  // must not get the plugin that asked for it stopped: the loader has a
+  // timeout of its own (core.js's `loaderMs`, plugin-thread.js's `LOADER_MS`).
+  // Long calls get 200 ms here, so a call is bounded at 2 s in all; the real
+  // lazy-tools loads group `db` in execute (`load_tools`), through the
+  // shell's `load-group` import.
+  const lazyTools = component.withLimits({ longCall: 200 });
+  const SLOW_MS = 2500;
+  const db = (s, loaderMs) =>
+    s.setLazyGroups([{ name: 'db', description: 'A SQL database.', toolNames: ['db__query'] }], () => {
+      sleepSync(loaderMs);
+      return [new Tool('db__query', 'Run a SQL query.', mcp('db'))];
+    });
+  const s = shell();
+  db(s, SLOW_MS);
+  s.installPlugin('lazy-tools', lazyTools, { defer: ['db__*'] });
+  const load = timed(() => s.call('main', 'load_tools', { group_id: 'db' }));
+  assert.ok(load.ms >= SLOW_MS, `${load.ms} ms`);
+  assert.deepEqual(s.quarantined(), []);
+  assert.equal(load.value.kind, 'completed');
+  assert.deepEqual(load.value.json.tool_names, ['db__query']);
+  assert.ok(names(s.nextRequest('main')).includes('db__query'));
+  s.close();
+  // The same time spent by the shell in `load-group` but outside the loader
+  // (here before it runs; in the Rust harness, refusing loads in a loop) is
+  // bounded as any import's: the plugin is stopped at 2 s.
+  const slowImport = {
+    instantiate(imports) {
+      const host = imports['dsh:tool-restriction/host'];
+      const loadGroup = (...args) => (sleepSync(SLOW_MS), host.loadGroup(...args));
+      return lazyTools.instantiate({ ...imports, 'dsh:tool-restriction/host': { ...host, loadGroup } });
+    },
+    memoryBytes: (exports) => lazyTools.memoryBytes(exports),
+  };
+  const t = shell();
+  db(t, 0);
+  t.installPlugin('lazy-tools', slowImport, { defer: ['db__*'] });
+  assert.equal(t.call('main', 'load_tools', { group_id: 'db' }).kind, 'refused');
+  assert.deepEqual(t.quarantined().map((q) => q.during), ['execute']);
+  assert.match(
+    t.quarantined()[0].reason,
+    /^ran out of time: still running \d+ms after the call began, \d+ms of it in the shell's imports \(limit 200ms of its own, 2000ms in all\)$/,
+  );
+  t.close();
 });
 
 test('a plugin whose start never ends is not installed, and leaves nothing behind', async () => {
