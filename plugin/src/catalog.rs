@@ -454,7 +454,7 @@ fn group_name<'a>(entry: &Entry<'a>) -> &'a str {
 /// The entries' groups, sorted by name. A hash map finds each entry's group: a tree keyed by
 /// name would compare strings for each of 100,000 entries.
 fn group<'a>(entries: &[Entry<'a>]) -> Vec<Group<'a>> {
-    let mut at: rustc_hash::FxHashMap<&str, usize> = rustc_hash::FxHashMap::default();
+    let mut at: crate::keyed_hash::KeyedMap<&str, usize> = Default::default();
     let mut groups: Vec<Group> = Vec::new();
     for (index, entry) in entries.iter().enumerate() {
         let name = group_name(entry);

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::rc::Rc;
 
-use rustc_hash::{FxHashMap, FxHashSet as HashSet};
+use crate::keyed_hash::{KeyedMap, KeyedSet as HashSet};
 use smallvec::SmallVec;
 
 use crate::config::GroupDecl;
@@ -54,7 +54,7 @@ pub struct Groups {
     by_id: BTreeMap<String, Group>,
     /// Names that belong to some group, with the ids of their groups (sorted): a changed
     /// name leaves those groups without a walk through every group's members.
-    grouped: FxHashMap<String, GroupIds>,
+    grouped: KeyedMap<String, GroupIds>,
     /// Groups that are MCP servers of registered tools (described as the registry describes
     /// the server, unless declared otherwise).
     servers: HashSet<String>,
@@ -78,7 +78,7 @@ impl Groups {
         // Each server's tools gathered, then sorted once: one lookup by hash per tool, not a
         // walk down the trees (comparing strings is slow in the component; see
         // `names::compare`).
-        let mut of_server: FxHashMap<&str, Vec<&str>> = FxHashMap::default();
+        let mut of_server: KeyedMap<&str, Vec<&str>> = KeyedMap::default();
         for tool in registry.tools() {
             if let Origin::Mcp(server) = &tool.origin {
                 of_server.entry(server).or_default().push(&tool.name);
@@ -126,8 +126,8 @@ impl Groups {
         }
         // Almost every registered name is in a group: room for all of them, not a table that
         // grows (and rehashes every name) as it fills.
-        let mut grouped: FxHashMap<String, GroupIds> =
-            FxHashMap::with_capacity_and_hasher(registry.tools().len(), Default::default());
+        let mut grouped: KeyedMap<String, GroupIds> =
+            KeyedMap::with_capacity_and_hasher(registry.tools().len(), Default::default());
         // `by_id` is in id order, so each name's ids are pushed sorted.
         for (id, group) in &by_id {
             let id: Rc<str> = Rc::from(id.as_str());

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::keyed_hash::KeyedMap as HashMap;
 
 use serde::{Deserialize, Serialize};
 use smallvec::SmallVec;

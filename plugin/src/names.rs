@@ -3,7 +3,7 @@
 //! about 1.25 KB as bits and about 400 KB as strings, and a shell runs
 //! hundreds of agents.
 
-use rustc_hash::FxHashMap as HashMap;
+use crate::keyed_hash::KeyedMap as HashMap;
 use std::rc::Rc;
 
 use bit_set::BitSet;

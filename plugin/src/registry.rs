@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use crate::keyed_hash::{KeyedMap as HashMap, KeyedSet as HashSet};
 use smallvec::SmallVec;
 
 use crate::shown;

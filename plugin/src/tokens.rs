@@ -1,7 +1,7 @@
 //! What a tool's schema costs in a request, counted by the host's tokenizer
 //! or, when the host has none, estimated on the safe side.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::keyed_hash::{KeyedMap, KeyedSet};
 use smallvec::SmallVec;
 
 use crate::host::Host;
@@ -162,11 +162,11 @@ fn escaped_len(b: u8) -> u64 {
 /// schemas that are new.
 #[derive(Debug, Default)]
 pub struct TokenCosts {
-    by_schema: FxHashMap<u64, u32>,
+    by_schema: KeyedMap<u64, u32>,
     /// The cost of each registered definition, by name and origin. Every agent refresh under
     /// a budget reads the cost of every tool the agent may call: a schema key hashes the
     /// tool's whole text, so it is taken once per registry change, not once per agent.
-    by_tool: FxHashMap<String, SmallVec<[(Origin, u32); 1]>>,
+    by_tool: KeyedMap<String, SmallVec<[(Origin, u32); 1]>>,
 }
 
 impl TokenCosts {
@@ -176,7 +176,7 @@ impl TokenCosts {
         let tools: Vec<&ToolDef> = match changed {
             Some(names) => {
                 // A name can be in the list twice (changed and enriched): recorded once.
-                let mut seen: FxHashSet<&str> = FxHashSet::default();
+                let mut seen: KeyedSet<&str> = KeyedSet::default();
                 names
                     .iter()
                     .filter(|name| seen.insert(name.as_str()))
@@ -218,14 +218,14 @@ impl TokenCosts {
 
     /// Forgets the definitions' costs (no budget needs them); counted schemas are kept.
     pub fn forget_tools(&mut self) {
-        self.by_tool = FxHashMap::default();
+        self.by_tool = KeyedMap::default();
     }
 
     /// Counts each of `tools` (schema keys `keys`) whose schema has not been counted yet.
     fn count(&mut self, tools: &[&ToolDef], keys: &[u64], host: &impl Host) {
         // A set, not a scan of the list: a first fetch of ten thousand tools is ten thousand
         // new keys.
-        let mut pending: FxHashSet<u64> = FxHashSet::default();
+        let mut pending: KeyedSet<u64> = KeyedSet::default();
         let (new, texts): (Vec<u64>, Vec<String>) = tools
             .iter()
             .zip(keys)

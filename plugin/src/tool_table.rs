@@ -9,7 +9,7 @@
 
 use std::hash::Hash;
 
-use rustc_hash::FxHashMap;
+use crate::keyed_hash::KeyedMap;
 
 use crate::registry::{Origin, ToolDef};
 
@@ -85,7 +85,7 @@ impl ToolTable {
             origins: Vec::new(),
             origin_of: Vec::with_capacity(tools.len()),
         };
-        let mut places: FxHashMap<K, u32> = FxHashMap::default();
+        let mut places: KeyedMap<K, u32> = KeyedMap::default();
         for tool in tools {
             let (texts, key) = row(tool);
             for text in texts {

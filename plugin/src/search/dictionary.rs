@@ -1,11 +1,13 @@
 //! The term dictionary: each distinct term of the index and its id, and the terms of tool and
 //! group names, sorted for prefix and typo matches. A query reads only this to become terms.
 
-use rustc_hash::{FxHashMap, FxHashSet};
+use rustc_hash::FxHashSet;
+
+use crate::keyed_hash::KeyedMap;
 
 #[derive(Debug, Default)]
 pub struct Dictionary {
-    terms: FxHashMap<Box<str>, u32>,
+    terms: KeyedMap<Box<str>, u32>,
     /// Terms no tool holds any more (an update removed the last one): kept, so a tool that
     /// brings one back gets its id again, but not found.
     gone: FxHashSet<u32>,

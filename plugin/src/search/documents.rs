@@ -2,7 +2,7 @@
 //! interned once. The full build analyses every tool with a [`Builder`]; an update keeps it
 //! and analyses the tools it adds with the same one.
 
-use rustc_hash::FxHashMap;
+use crate::keyed_hash::KeyedMap;
 
 use super::analyze::{Analyzer, Piece, PieceSink, Scratch, analyzer};
 use super::bm25;
@@ -43,7 +43,7 @@ impl<'a> GroupKey<'a> {
 #[derive(Debug, Default)]
 pub(super) struct GroupTable {
     /// Per key space (see [`GroupKey`]), keys and their groups.
-    keys: [FxHashMap<Box<str>, u32>; 3],
+    keys: [KeyedMap<Box<str>, u32>; 3],
     described: Vec<Option<u64>>,
 }
 

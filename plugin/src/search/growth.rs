@@ -2,7 +2,7 @@
 //! full build (see `update`): the builder, the figures of the last full build, each tool's and
 //! group's terms, and the counts an idf is computed from.
 
-use rustc_hash::FxHashMap;
+use crate::keyed_hash::KeyedMap;
 
 use super::documents::{Builder, GroupTable};
 use super::fields::FIELD_COUNT;
@@ -48,7 +48,7 @@ pub(super) struct Growth {
     pub built_group_items: usize,
     pub built_pieces: usize,
     /// The registry's group descriptions (hashed) as last indexed.
-    pub registered: FxHashMap<Box<str>, u64>,
+    pub registered: KeyedMap<Box<str>, u64>,
     /// Room for a tool's own terms while it is counted in or out (see `update`).
     pub own_terms: Vec<u32>,
     /// The [`Registry::groups_revision`](crate::registry::Registry::groups_revision) of the
@@ -75,7 +75,7 @@ impl Growth {
 /// describes anew changes the text of exactly these.
 #[derive(Debug, Default)]
 pub(super) struct Origins {
-    ids: FxHashMap<Box<str>, u32>,
+    ids: KeyedMap<Box<str>, u32>,
     pub live: Vec<u32>,
     /// Per tool, its origin's id (`u32::MAX`: not an MCP server).
     pub of_tool: Vec<u32>,
