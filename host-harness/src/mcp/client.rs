@@ -71,6 +71,9 @@ pub enum Fault {
     Handshake(String),
     #[error("sent an invalid tools/list: {0}")]
     BadListing(String),
+    /// The session is ending (Ctrl-C, SIGTERM): the harness stopped waiting for it.
+    #[error("the harness stopped waiting for it: the session is ending")]
+    Interrupted,
 }
 
 /// What the watchers saw, shared with the connection.

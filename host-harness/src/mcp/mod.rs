@@ -18,7 +18,7 @@ use serde_json::Value;
 
 pub use cache::{Listing, ListingCache};
 pub use config::{MCP_FILE, McpConfig, ServerConfig};
-pub use servers::{Event, McpServers, StartReason};
+pub use servers::{Event, Interrupt, McpServers, StartReason};
 
 use crate::shell::{GroupLoader, RegistryChange, Shell, ShellCore, Tool, ToolBackend, ToolOutput};
 
@@ -30,6 +30,11 @@ pub struct SharedServers(Arc<Mutex<McpServers>>);
 impl SharedServers {
     pub fn lock(&self) -> MutexGuard<'_, McpServers> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// What stops the servers' waits from another thread (see [`Interrupt`]).
+    pub fn interrupt(&self) -> Arc<Interrupt> {
+        self.lock().interrupt()
     }
 }
 

@@ -11,6 +11,9 @@
 //!   started when the session starts, to learn its tools.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use futures::future::join_all;
@@ -32,6 +35,37 @@ pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// How long session end waits for the servers to stop (each stops in
 /// parallel within about a second).
 const STOP_ALL: Duration = Duration::from_secs(5);
+
+/// Set from another thread (the one a session's Ctrl-C or SIGTERM reaches): the servers' calls
+/// and starts stop waiting at once, with [`Fault::Interrupted`], instead of up to their
+/// timeouts (a minute for a call by default), so that the session ends promptly and stops
+/// its servers itself. It stays set: the session is ending.
+#[derive(Debug, Default)]
+pub struct Interrupt {
+    set: AtomicBool,
+    woken: tokio::sync::Notify,
+}
+
+impl Interrupt {
+    pub fn set(&self) {
+        self.set.store(true, Ordering::SeqCst);
+        self.woken.notify_waiters();
+    }
+
+    pub fn is_set(&self) -> bool {
+        self.set.load(Ordering::SeqCst)
+    }
+
+    async fn wait(&self) {
+        let woken = self.woken.notified();
+        tokio::pin!(woken);
+        // Registered before the flag is read: a `set` in between still wakes it.
+        woken.as_mut().enable();
+        if !self.is_set() {
+            woken.await;
+        }
+    }
+}
 
 /// What happened to a server, in order (for tests and the CLI).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -107,6 +141,7 @@ pub struct McpServers {
     seen_generation: Option<u64>,
     first_backoff: Duration,
     events: Vec<Event>,
+    interrupt: Arc<Interrupt>,
 }
 
 impl McpServers {
@@ -128,6 +163,7 @@ impl McpServers {
             seen_generation: None,
             first_backoff: FIRST_BACKOFF,
             events: Vec::new(),
+            interrupt: Arc::default(),
         };
         let mut now = Vec::new();
         for (index, config) in config.servers.iter().enumerate() {
@@ -152,6 +188,25 @@ impl McpServers {
         }
         servers.start_all(&now);
         Ok(servers)
+    }
+
+    /// What stops the waits for these servers from another thread.
+    pub fn interrupt(&self) -> Arc<Interrupt> {
+        Arc::clone(&self.interrupt)
+    }
+
+    /// Runs `future` to its end, or until the interrupt is set: `None` then.
+    fn until_interrupted<F: Future>(&self, future: F) -> Option<F::Output> {
+        if self.interrupt.is_set() {
+            return None;
+        }
+        let interrupt = &self.interrupt;
+        self.runtime.block_on(async {
+            tokio::select! {
+                output = future => Some(output),
+                () = interrupt.wait() => None,
+            }
+        })
     }
 
     /// Waits `first` (doubling) before restarting a failed server.
@@ -217,11 +272,14 @@ impl McpServers {
             .iter()
             .map(|(i, _)| self.servers[*i].config.clone())
             .collect();
-        let results = self.runtime.block_on(join_all(
-            configs
-                .iter()
-                .map(|config| async move { Connection::start(config).await }),
-        ));
+        // Interrupted, the starts are dropped, which stops what they spawned.
+        let results = self
+            .until_interrupted(join_all(
+                configs
+                    .iter()
+                    .map(|config| async move { Connection::start(config).await }),
+            ))
+            .unwrap_or_else(|| which.iter().map(|_| Err(Fault::Interrupted)).collect());
         for ((index, why), result) in which.iter().zip(results) {
             self.started(*index, *why, result);
         }
@@ -506,9 +564,11 @@ impl ToolBackend for McpServers {
         let State::Running(connection) = &self.servers[index].state else {
             unreachable!("ensure_running succeeded");
         };
-        let outcome = self
-            .runtime
-            .block_on(connection.call(&mcp_name, arguments, timeout));
+        let Some(outcome) = self.until_interrupted(connection.call(&mcp_name, arguments, timeout))
+        else {
+            // The server is not at fault: it stays running until the session stops it.
+            return Some(self.error(index, &mcp_name, Fault::Interrupted.to_string()));
+        };
         Some(match outcome {
             Ok(Ok(result)) => render(&result),
             Ok(Err(message)) => self.error(

@@ -2,14 +2,13 @@
 //!
 //! Lines are read on a thread of their own, so that Ctrl-C ends the session at once even
 //! while the read waits for a line (the terminal would restart it after the signal): the
-//! session then saves its state as after `quit`. A second Ctrl-C stops the harness without
-//! waiting for that. SIGTERM and SIGHUP (a `kill`, a closed terminal) count as Ctrl-C: the
-//! session's MCP servers are stopped and its state saved, rather than left running unsaved.
+//! session then saves its state as after `quit` (see [`super::signals`]).
 
 use std::io::{BufRead, Read as _};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, sync_channel};
+
+use super::signals::Ending;
 
 /// The longest line read as a command. `call` takes its JSON arguments on one line, and a
 /// person pastes a file's content for `write` at most: 1 MiB holds that many times over,
@@ -39,25 +38,28 @@ pub enum Line {
 /// The queue the session reads from.
 pub struct Inputs {
     queue: Receiver<std::io::Result<Input>>,
-    /// Set by Ctrl-C: the lines read ahead of it are not run.
-    interrupted: Arc<AtomicBool>,
+    /// Ctrl-C and the other ending signals: the lines read ahead of one are not run.
+    ending: Option<Arc<Ending>>,
 }
 
 impl Inputs {
     /// Reads `input`'s lines on a thread of their own, at most one line ahead of the session;
-    /// the thread ends once the queue is gone. With `interrupts` (on Unix), Ctrl-C (SIGINT) is
-    /// put in the queue too: instead of stopping the harness, the first one ends the session
-    /// as `quit` does, and a second one stops the harness as Ctrl-C always does.
+    /// the thread ends once the queue is gone. With `interrupts`, Ctrl-C (SIGINT, and SIGTERM
+    /// and SIGHUP) is put in the queue too: instead of stopping the harness, the first one
+    /// ends the session as `quit` does, and a second one stops the harness as Ctrl-C always
+    /// does.
     pub fn read(input: impl BufRead + Send + 'static, interrupts: bool) -> std::io::Result<Self> {
         // Room for a line read ahead and a Ctrl-C: neither sender waits for the other.
         let (sender, queue) = sync_channel(2);
-        let interrupted = Arc::new(AtomicBool::new(false));
-        #[cfg(unix)]
-        if interrupts {
-            interrupts::forward(sender.clone(), Arc::clone(&interrupted))?;
-        }
-        #[cfg(not(unix))]
-        let _ = interrupts;
+        let ending = if interrupts {
+            let wake = sender.clone();
+            // Wakes a session waiting for a line; a full queue wakes it anyway.
+            Some(Ending::catch(move || {
+                let _ = wake.try_send(Ok(Input::Interrupted));
+            })?)
+        } else {
+            None
+        };
         std::thread::spawn(move || {
             let mut input = input;
             loop {
@@ -68,7 +70,12 @@ impl Inputs {
                 }
             }
         });
-        Ok(Self { queue, interrupted })
+        Ok(Self { queue, ending })
+    }
+
+    /// What the ending signals set, when this queue catches them.
+    pub fn ending(&self) -> Option<&Ending> {
+        self.ending.as_deref()
     }
 
     /// A queue that holds `inputs`, then ends (for tests).
@@ -80,53 +87,17 @@ impl Inputs {
         }
         Self {
             queue,
-            interrupted: Arc::default(),
+            ending: None,
         }
     }
 
     /// The next input; [`Input::End`] once nothing can send any.
     pub fn next(&self) -> std::io::Result<Input> {
         let next = self.queue.recv().unwrap_or(Ok(Input::End));
-        if self.interrupted.load(Ordering::SeqCst) {
+        if self.ending.as_ref().is_some_and(|e| e.signalled()) {
             return Ok(Input::Interrupted);
         }
         next
-    }
-}
-
-#[cfg(unix)]
-mod interrupts {
-    use std::sync::Arc;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::mpsc::SyncSender;
-
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    use signal_hook::iterator::Signals;
-
-    use super::Input;
-
-    pub(super) fn forward(
-        queue: SyncSender<std::io::Result<Input>>,
-        interrupted: Arc<AtomicBool>,
-    ) -> std::io::Result<()> {
-        // The order matters: the second signal (of any of them) finds the flag the first set.
-        let second = Arc::new(AtomicBool::new(false));
-        let ending = [SIGINT, SIGTERM, SIGHUP];
-        for signal in ending {
-            signal_hook::flag::register_conditional_default(signal, Arc::clone(&second))?;
-        }
-        for signal in ending {
-            signal_hook::flag::register(signal, Arc::clone(&second))?;
-        }
-        let mut signals = Signals::new(ending)?;
-        std::thread::spawn(move || {
-            for _ in signals.forever() {
-                interrupted.store(true, Ordering::SeqCst);
-                // Wakes a session waiting for a line; a full queue wakes it anyway.
-                let _ = queue.try_send(Ok(Input::Interrupted));
-            }
-        });
-        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@
 
 mod input;
 pub mod repl;
+mod signals;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -285,6 +286,9 @@ pub fn run(
         let prompt = stdin.is_terminal();
         let input =
             input::Inputs::read(std::io::BufReader::new(stdin), true).context("handling Ctrl-C")?;
+        if let (Some(ending), Some(mcp)) = (input.ending(), &session.mcp) {
+            ending.watch(mcp.interrupt());
+        }
         let mut repl = repl::Repl::new(session);
         let ran = repl.run(&input, &mut std::io::stdout().lock(), prompt);
         // However the session ended (the end of the input, `quit`, Ctrl-C, an input or
@@ -301,6 +305,8 @@ pub fn run(
             escape(&path.display().to_string())
         );
     }
+    // Caught from here: a signal while the servers start ends the session once they have.
+    let ending = signals::Ending::catch(|| {}).context("handling Ctrl-C")?;
     let base = path.parent().unwrap_or(Path::new("."));
     let set_up = |shell: &mut Shell| {
         script
@@ -317,9 +323,18 @@ pub fn run(
         set_up(&mut session.shell)?;
         session
     };
+    if let Some(mcp) = &session.mcp {
+        ending.watch(mcp.interrupt());
+    }
     tell_mcp_warnings(&mut session);
     state.restore(&mut session)?;
-    let ran = run_script(&mut session, &script, path, &mut std::io::stdout().lock());
+    let ran = run_script(
+        &mut session,
+        &script,
+        path,
+        Some(&ending),
+        &mut std::io::stdout().lock(),
+    );
     // A failed step ends the session too: what was loaded until then is saved.
     let saved = state.save(&mut session);
     ran.and(saved)
@@ -337,7 +352,7 @@ pub fn run_steps(
     script
         .set_up(&mut session.shell, base)
         .with_context(|| format!("setting up {}", path.display()))?;
-    run_script(session, &script, path, out)
+    run_script(session, &script, path, None, out)
 }
 
 /// Prints the MCP servers' new faults on standard error.
@@ -348,16 +363,26 @@ fn tell_mcp_warnings(session: &mut ProfileShell) {
 }
 
 /// Runs the steps and prints a transcript line per step; steps that address
-/// a plugin address the profile's first.
+/// a plugin address the profile's first. After an ending signal, no further step runs.
 fn run_script(
     session: &mut ProfileShell,
     script: &Script,
     path: &Path,
+    ending: Option<&signals::Ending>,
     out: &mut dyn std::io::Write,
 ) -> Result<()> {
     let plugin = session.plugin_ids().into_iter().next().unwrap_or_default();
     for (index, step) in script.steps.iter().enumerate() {
         let line = step.referenced.line();
+        if ending.is_some_and(signals::Ending::signalled) {
+            bail!(
+                "{}:{line}: interrupted (Ctrl-C, SIGTERM or SIGHUP) before step {}: it and the \
+                 {} after it did not run",
+                escape(&path.display().to_string()),
+                index + 1,
+                script.steps.len() - index - 1
+            );
+        }
         let transcript = run_step(&mut session.shell, &plugin, &step.value)
             .with_context(|| format!("{}:{line}: step {} failed", path.display(), index + 1));
         tell_mcp_warnings(session);

@@ -1,0 +1,74 @@
+//! SIGINT, SIGTERM and SIGHUP (Ctrl-C, a `kill`, a closed terminal) end a session, not the
+//! harness: the session stops where it is, stops its MCP servers with what they started in
+//! their process groups, and saves its state. Left to the signal's default, the harness would
+//! die and the kernel would take down only the servers' own processes (`PR_SET_PDEATHSIG`),
+//! not what they started (npx's node, a wrapper's helper). A second signal stops the harness
+//! at once, as Ctrl-C always does.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::mcp::Interrupt;
+
+/// Whether an ending signal came, and the servers whose waits it ends.
+#[derive(Default)]
+pub struct Ending {
+    signalled: AtomicBool,
+    servers: Mutex<Option<Arc<Interrupt>>>,
+}
+
+impl Ending {
+    /// Catches the ending signals from now on; `then` runs on the signal's thread after each
+    /// first one has been recorded.
+    #[cfg(unix)]
+    pub fn catch(then: impl Fn() + Send + 'static) -> std::io::Result<Arc<Self>> {
+        use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+        use signal_hook::iterator::Signals;
+
+        let ending = Arc::new(Self::default());
+        // The order matters: the second signal (of any of them) finds the flag the first set.
+        let second = Arc::new(AtomicBool::new(false));
+        let signals = [SIGINT, SIGTERM, SIGHUP];
+        for signal in signals {
+            signal_hook::flag::register_conditional_default(signal, Arc::clone(&second))?;
+        }
+        for signal in signals {
+            signal_hook::flag::register(signal, Arc::clone(&second))?;
+        }
+        let mut caught = Signals::new(signals)?;
+        let recorded = Arc::clone(&ending);
+        std::thread::spawn(move || {
+            for _ in caught.forever() {
+                recorded.signalled.store(true, Ordering::SeqCst);
+                if let Some(servers) = recorded.lock().as_ref() {
+                    servers.set();
+                }
+                then();
+            }
+        });
+        Ok(ending)
+    }
+
+    #[cfg(not(unix))]
+    pub fn catch(_then: impl Fn() + Send + 'static) -> std::io::Result<Arc<Self>> {
+        Ok(Arc::default())
+    }
+
+    /// From now on (or at once, if a signal came already), a signal ends the waits of
+    /// `servers`' calls and starts.
+    pub fn watch(&self, servers: Arc<Interrupt>) {
+        let mut watched = self.lock();
+        if self.signalled() {
+            servers.set();
+        }
+        *watched = Some(servers);
+    }
+
+    pub fn signalled(&self) -> bool {
+        self.signalled.load(Ordering::SeqCst)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Interrupt>>> {
+        self.servers.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
