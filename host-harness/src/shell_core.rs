@@ -105,6 +105,9 @@ fn shortened(id: &str) -> String {
 /// than depending on a tokenizer.
 pub trait TokenCounter: fmt::Debug + Send + Sync {
     fn count(&self, text: &str) -> u32;
+    /// Does the counter's one-time setup (loading a vocabulary), so that it does not
+    /// happen inside the first plugin call that counts, on that call's time.
+    fn warm_up(&self) {}
 }
 
 /// Loads a lazy group's tools on demand (WIT 0.3.0 `host.load-group`): an
@@ -431,7 +434,13 @@ impl ShellCore {
         std::mem::take(&mut self.loaded_outside)
     }
 
+    /// Sets the model's tokenizer, ready to count: o200k's vocabulary took 980 ms to load in
+    /// a debug build, which inside a plugin's first `count-tokens` went past the call's whole
+    /// bound (500 ms) and got the plugin stopped.
     pub fn set_tokenizer<C: TokenCounter + 'static>(&mut self, tokenizer: Option<C>) {
+        if let Some(tokenizer) = &tokenizer {
+            tokenizer.warm_up();
+        }
         self.tokenizer = tokenizer.map(|t| Arc::new(t) as Arc<dyn TokenCounter>);
     }
 
@@ -1021,6 +1030,29 @@ mod tests {
         core.create_agent("main", None).unwrap();
         core.create_agent("main/worker", Some("main")).unwrap();
         core
+    }
+
+    /// A counter whose setup is slow (a vocabulary to load) is set up when the shell takes it,
+    /// not in the first plugin call that counts.
+    #[test]
+    fn a_tokenizer_is_ready_when_the_shell_takes_it() {
+        #[derive(Debug, Default)]
+        struct Counter(std::sync::atomic::AtomicBool);
+        impl TokenCounter for Counter {
+            fn count(&self, _: &str) -> u32 {
+                assert!(
+                    self.0.load(std::sync::atomic::Ordering::SeqCst),
+                    "counted cold"
+                );
+                1
+            }
+            fn warm_up(&self) {
+                self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+            }
+        }
+        let mut core = core();
+        core.set_tokenizer(Some(Counter::default()));
+        assert_eq!(core.token_counter().unwrap().count("a"), 1);
     }
 
     #[test]

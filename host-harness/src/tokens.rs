@@ -49,6 +49,11 @@ impl TokenCounter for Tokenizer {
     fn count(&self, text: &str) -> u32 {
         Tokenizer::count(*self, text)
     }
+
+    /// The vocabulary is loaded at its first use.
+    fn warm_up(&self) {
+        Tokenizer::count(*self, "");
+    }
 }
 
 impl fmt::Display for Tokenizer {
