@@ -186,6 +186,12 @@ impl Host for HostView {
         Ok(tools.iter().map(tool_def).collect())
     }
 
+    fn may_load_group(&self, agent: &str, name: &str) -> bool {
+        (self.core())
+            .may_load_group(agent, &self.plugin_id, name)
+            .unwrap_or(false)
+    }
+
     fn registry_revision(&self) -> Option<u64> {
         Some(self.core().registry_revision())
     }

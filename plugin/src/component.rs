@@ -111,6 +111,10 @@ impl Host for WitHost {
             })
     }
 
+    fn may_load_group(&self, agent: &str, name: &str) -> bool {
+        wit_host::may_load_group(agent, name)
+    }
+
     fn registry_revision(&self) -> Option<u64> {
         Some(wit_host::registry_revision())
     }

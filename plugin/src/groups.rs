@@ -329,11 +329,20 @@ impl Groups {
     /// every group with a deferred member, and every lazy group as the host
     /// declared it (loaded or not, so loading never changes its line). A
     /// declared name that is registered shows only when the agent may load
-    /// it, so a line never names a tool the agent's chain denies.
-    pub fn lines<'g>(&'g self, deferred: NamesIn<'g>, registry: &Registry) -> Vec<GroupLine<'g>> {
+    /// it, so a line never names a tool the agent's chain denies; and a lazy
+    /// group shows only when `may_load` it (the host's answer: a name not
+    /// registered yet is in no restriction's allow set, so what the agent may
+    /// call cannot tell).
+    pub fn lines<'g>(
+        &'g self,
+        deferred: NamesIn<'g>,
+        registry: &Registry,
+        may_load: impl Fn(&str) -> bool,
+    ) -> Vec<GroupLine<'g>> {
         let mut lines = Vec::new();
         for (id, group) in &self.by_id {
             let tools = match &group.lazy {
+                Some(_) if !may_load(id) => continue,
                 Some(decl) => {
                     let mut names: Vec<&str> = decl
                         .tool_names
@@ -455,11 +464,18 @@ mod tests {
         }
         let deferred = NamesIn::new(&table, &set);
         let ids: Vec<&str> = groups
-            .lines(deferred, &registry)
+            .lines(deferred, &registry, |_| true)
             .into_iter()
             .map(|l| l.id)
             .collect();
         assert_eq!(ids, ["db", "gh", "notes", "other"]);
+        // An agent the host would refuse the lazy group is not shown its line.
+        let ids: Vec<&str> = groups
+            .lines(deferred, &registry, |group| group != "db")
+            .into_iter()
+            .map(|l| l.id)
+            .collect();
+        assert_eq!(ids, ["gh", "notes", "other"]);
         assert_eq!(groups.members_for("other", deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
         assert_eq!(groups.members_for("nope", deferred), None);
@@ -490,7 +506,7 @@ mod tests {
         let mut table = names::NameTable::default();
         let set = deferred_set(&mut table, &["evil__x", "long__x", "gh__x"]);
         let deferred = NamesIn::new(&table, &set);
-        let lines = groups.lines(deferred, &registry);
+        let lines = groups.lines(deferred, &registry, |_| true);
         assert_eq!(lines.len(), 3);
         for line in &lines {
             let shown = shown::group_id(line.id);
@@ -521,7 +537,7 @@ mod tests {
         let set = deferred_set(&mut table, &["other__x", "todo", "gh__x"]);
         let deferred = NamesIn::new(&table, &set);
         let groups = Groups::build(&registry, &[], &[], &LazyLoads::new());
-        let lines = groups.lines(deferred, &registry);
+        let lines = groups.lines(deferred, &registry, |_| true);
         let shown: Vec<(&str, &[&str])> = lines.iter().map(|l| (l.id, &l.tools[..])).collect();
         assert_eq!(
             shown,
@@ -550,7 +566,7 @@ mod tests {
         let mut table = names::NameTable::default();
         let set = deferred_set(&mut table, &["todo", "gh__x"]);
         let deferred = NamesIn::new(&table, &set);
-        let lines = groups.lines(deferred, &registry);
+        let lines = groups.lines(deferred, &registry, |_| true);
         let shown: Vec<(&str, &[&str])> = lines.iter().map(|l| (l.id, &l.tools[..])).collect();
         assert_eq!(
             shown,

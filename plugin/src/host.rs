@@ -53,6 +53,12 @@ pub trait Host {
     /// them, or says why it did not (WIT 0.3.0 `host.load-group`); it refuses an agent
     /// that may call none of them.
     fn load_group(&self, agent: &str, name: &str) -> Result<Vec<ToolDef>, LoadRefusal>;
+    /// Whether [`Host::load_group`] would load lazy group `name` for `agent` rather than
+    /// refuse it as denied; it loads nothing (WIT 0.3.0 `host.may-load-group`). By default
+    /// every agent may, and a refusal comes when it asks.
+    fn may_load_group(&self, _agent: &str, _name: &str) -> bool {
+        true
+    }
     /// Extra search text for registered tools (WIT 0.3.0 `host.tool-enrichment`); none by
     /// default.
     fn tool_enrichment(&self) -> Vec<Enrichment> {

@@ -587,9 +587,11 @@ impl<H: Host> LazyTools<H> {
         };
         let text = if dispatch && mode == CatalogMode::Groups {
             catalog::render_dispatch(
-                &self
-                    .groups
-                    .lines(NamesIn::new(&self.names, state.deferred()), &self.registry),
+                &self.groups.lines(
+                    NamesIn::new(&self.names, state.deferred()),
+                    &self.registry,
+                    |group| host.may_load_group(agent, group),
+                ),
                 chars,
                 cap,
                 count,
@@ -1352,10 +1354,12 @@ impl<H: Host> Loads for LazyTools<H> {
                     // it: the model passes that id back, and the host's own may not be one
                     // line.
                     let allowed = NamesIn::new(&self.names, state.allowed());
-                    let shown: Vec<Cow<'_, str>> = (self.groups.lines(allowed, &self.registry))
-                        .iter()
-                        .map(|line| shown::group_id(line.id))
-                        .collect();
+                    let may_load = |group: &str| self.host.may_load_group(agent, group);
+                    let shown: Vec<Cow<'_, str>> =
+                        (self.groups.lines(allowed, &self.registry, may_load))
+                            .iter()
+                            .map(|line| shown::group_id(line.id))
+                            .collect();
                     GroupLookup::Unknown(format!(
                         "no group of that id{}",
                         self.hints

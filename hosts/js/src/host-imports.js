@@ -138,6 +138,14 @@ export function hostInterface(core, pluginId, logs) {
         return err({ tag: 'failed', val: e.message });
       }
     },
+    // The same rule as `loadGroup`'s, loading nothing; an unknown agent may not.
+    mayLoadGroup(agent, name) {
+      try {
+        return core.mayLoadGroup(agent, pluginId, name);
+      } catch {
+        return false;
+      }
+    },
     // WIT 0.3.0: search text beyond each tool's definition.
     toolEnrichment: () =>
       core.tools

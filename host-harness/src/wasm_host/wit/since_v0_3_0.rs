@@ -119,6 +119,10 @@ impl dsh::tool_restriction::host::Host for PluginState {
         loaded
     }
 
+    fn may_load_group(&mut self, agent: String, name: String) -> bool {
+        self.host_call(|s| s.host().may_load_group(&agent, &name))
+    }
+
     fn registry_revision(&mut self) -> u64 {
         self.host().registry_revision().unwrap_or_default()
     }
