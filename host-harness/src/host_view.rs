@@ -12,6 +12,7 @@ use lazy_tools::registry::{
 };
 use lazy_tools::tool_table::ToolTable;
 
+use crate::log_allowance::{HeldBack, LogAllowance};
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
 
@@ -23,6 +24,10 @@ pub struct HostView {
     core: Arc<Mutex<ShellCore>>,
     plugin_id: String,
     logs: Mutex<LogRing>,
+    /// What the plugin call in progress may still write to the shell's log: the shell opens
+    /// and closes it around each call; each line is charged to it. The plugin's own, so a
+    /// line takes no lock of the shell's.
+    log_allowance: Mutex<LogAllowance>,
     /// Time the group loader ran (a server may start), in nanoseconds, since it was last
     /// taken: it has a timeout of its own, so a plugin call's whole-time bound leaves it out.
     loader_nanos: std::sync::atomic::AtomicU64,
@@ -34,6 +39,7 @@ impl HostView {
             core,
             plugin_id: plugin_id.to_string(),
             logs: Mutex::new(LogRing::new(KEPT_LOG_LINES)),
+            log_allowance: Mutex::new(LogAllowance::default()),
             loader_nanos: std::sync::atomic::AtomicU64::new(0),
         }
     }
@@ -48,6 +54,16 @@ impl HostView {
             .loader_nanos
             .swap(0, std::sync::atomic::Ordering::Relaxed);
         std::time::Duration::from_nanos(nanos)
+    }
+
+    /// Gives the plugin call that starts now a fresh log allowance.
+    pub fn open_log_allowance(&self) {
+        lock(&self.log_allowance).open();
+    }
+
+    /// Ends the call's log allowance: what it held back, if anything.
+    pub fn close_log_allowance(&self) -> Option<HeldBack> {
+        lock(&self.log_allowance).close()
     }
 
     /// The plugin's last log lines, oldest first (at most [`KEPT_LOG_LINES`]).
@@ -107,7 +123,7 @@ impl Host for HostView {
         let shown = crate::terminal::escape(&line);
         // Past the call's allowance a line is only kept in the ring; the shell says how
         // much was held back once the call is over.
-        if self.core().log_allowance().admit(shown.len()) {
+        if lock(&self.log_allowance).admit(shown.len()) {
             match level {
                 LogLevel::Error => tracing::error!(plugin = %plugin, "{shown}"),
                 LogLevel::Warn => tracing::warn!(plugin = %plugin, "{shown}"),

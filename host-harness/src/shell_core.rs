@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 
-use crate::log_allowance::LogAllowance;
 use crate::tool::{AgentId, Tool};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -278,9 +277,6 @@ pub struct ShellCore {
     /// Set when a plugin's `load-group` registered tools: the shell tells
     /// every plugin once the call is over.
     loaded_outside: bool,
-    /// What the plugin call in progress may still write to the log: the shell opens it,
-    /// the plugin's host view charges each line to it.
-    log_allowance: LogAllowance,
     /// How many times a method walked the whole registry: tests check that
     /// per-name work goes through `names` instead.
     #[cfg(test)]
@@ -422,11 +418,6 @@ impl ShellCore {
         self.metadata_revision += u64::from(searched);
         self.tools[at] = tool;
         Ok(true)
-    }
-
-    /// The log allowance of the plugin call in progress.
-    pub fn log_allowance(&mut self) -> &mut LogAllowance {
-        &mut self.log_allowance
     }
 
     /// Whether a lazy load registered tools since the last call (and clears it).

@@ -130,29 +130,26 @@ impl ShellPlugin {
 
     /// Calls into the plugin (`during`: the export) under a fresh log allowance; why it
     /// cannot once it is quarantined.
-    fn call<T>(
-        &mut self,
-        core: &Mutex<ShellCore>,
-        during: &str,
-        run: impl FnOnce(&mut PluginInstance) -> T,
-    ) -> Result<T> {
+    fn call<T>(&mut self, during: &str, run: impl FnOnce(&mut PluginInstance) -> T) -> Result<T> {
         let live = match &mut self.run {
             PluginRun::Live(live) => live,
             PluginRun::Quarantined(q) => bail!("{q}"),
         };
-        Ok(within_log_allowance(core, &self.id, during, || {
-            run(&mut live.instance)
-        }))
+        Ok(within_log_allowance(
+            &mut live.instance,
+            &self.id,
+            during,
+            run,
+        ))
     }
 
     /// [`call`](Self::call) where a quarantined plugin is skipped: `None` then.
     fn call_live<T>(
         &mut self,
-        core: &Mutex<ShellCore>,
         during: &str,
         run: impl FnOnce(&mut PluginInstance) -> T,
     ) -> Option<T> {
-        self.call(core, during, run).ok()
+        self.call(during, run).ok()
     }
 }
 
@@ -160,15 +157,13 @@ impl ShellPlugin {
 /// allowance, then says in one line what the allowance held back: a plugin's log cannot
 /// flood the shell's, nor be cut without a word.
 fn within_log_allowance<T>(
-    core: &Mutex<ShellCore>,
+    instance: &mut PluginInstance,
     plugin: &str,
     during: &str,
-    run: impl FnOnce() -> T,
+    run: impl FnOnce(&mut PluginInstance) -> T,
 ) -> T {
-    let lock = || core.lock().unwrap_or_else(|e| e.into_inner());
-    lock().log_allowance().open();
-    let out = run();
-    if let Some(held_back) = lock().log_allowance().close() {
+    let (out, held_back) = instance.with_log_allowance(run);
+    if let Some(held_back) = held_back {
         tracing::warn!(plugin = %plugin, "in {during}: {held_back}");
     }
     out
@@ -343,7 +338,7 @@ impl Shell {
             }
             self.register_guards(index, &id)?;
             let plugin = &mut self.plugins[index];
-            match plugin.call(&self.core, "agent-forked", |instance| {
+            match plugin.call("agent-forked", |instance| {
                 instance.agent_forked(&id, parent, source)
             })? {
                 Ok(forked) => forked.map_err(|e| {
@@ -363,10 +358,8 @@ impl Shell {
         let removed = self.core().dispose_agent(id)?;
         for index in 0..self.plugins.len() {
             for agent in &removed {
-                let Some(disposed) =
-                    self.plugins[index].call_live(&self.core, "agent-disposed", |instance| {
-                        instance.agent_disposed(agent)
-                    })
+                let Some(disposed) = self.plugins[index]
+                    .call_live("agent-disposed", |instance| instance.agent_disposed(agent))
                 else {
                     break;
                 };
@@ -407,7 +400,7 @@ impl Shell {
         let failed = |during: &str, e: &anyhow::Error| {
             anyhow!("plugin `{id}` failed in {during}: {}", failure_reason(e))
         };
-        if let Err(errors) = within_log_allowance(&self.core, id, "configure", || {
+        if let Err(errors) = within_log_allowance(&mut instance, id, "configure", |instance| {
             instance.configure(&config_json)
         })
         .map_err(|e| failed("configure", &e))?
@@ -417,8 +410,10 @@ impl Shell {
                 errors,
             });
         }
-        let guards = within_log_allowance(&self.core, id, "guard-tools", || instance.guard_tools())
-            .map_err(|e| failed("guard-tools", &e))?;
+        let guards = within_log_allowance(&mut instance, id, "guard-tools", |instance| {
+            instance.guard_tools()
+        })
+        .map_err(|e| failed("guard-tools", &e))?;
         self.check_guard_names(id, &guards)?;
         self.plugins.push(ShellPlugin {
             id: id.to_string(),
@@ -516,7 +511,7 @@ impl Shell {
     /// Gives a running plugin a new config.
     pub fn reconfigure(&mut self, id: &str, config: &Value) -> Result<(), InstallError> {
         let index = self.live_index(id)?;
-        let configured = self.plugins[index].call(&self.core, "configure", |instance| {
+        let configured = self.plugins[index].call("configure", |instance| {
             instance.configure(&config.to_string())
         })?;
         match configured {
@@ -563,7 +558,7 @@ impl Shell {
         let mut plugin = self.plugins.remove(index);
         // A quarantined plugin is not called again.
         let disposed = plugin
-            .call_live(&self.core, "dispose", PluginInstance::dispose)
+            .call_live("dispose", PluginInstance::dispose)
             .unwrap_or(Ok(()));
         {
             let mut core = self.core();
@@ -595,7 +590,7 @@ impl Shell {
     /// Plugin `id`'s load state (WIT 0.3.0 `export-state`), to resume later.
     pub fn export_state(&mut self, id: &str) -> Result<String> {
         let index = self.live_index(id)?;
-        match self.plugins[index].call(&self.core, "export-state", PluginInstance::export_state)? {
+        match self.plugins[index].call("export-state", PluginInstance::export_state)? {
             Ok(Some(Ok(state))) if state.len() > lazy_tools::MAX_STATE_BYTES => bail!(
                 "plugin `{id}` exported a state of {} bytes, more than the {} a shell restores: \
                  not saved",
@@ -622,9 +617,7 @@ impl Shell {
     /// Gives plugin `id` a state saved by an earlier run.
     pub fn restore_state(&mut self, id: &str, state: &str) -> Result<()> {
         let index = self.live_index(id)?;
-        match self.plugins[index].call(&self.core, "restore-state", |instance| {
-            instance.restore_state(state)
-        })? {
+        match self.plugins[index].call("restore-state", |instance| instance.restore_state(state))? {
             Ok(restored) => restored.map_err(|e| anyhow!("plugin `{id}` cannot restore: {e}")),
             Err(failure) => {
                 self.quarantine(index, "restore-state", &failure);
@@ -691,9 +684,9 @@ impl Shell {
         if version == "0.1.0" {
             bail!("plugin `{id}` speaks dsh:tool-restriction@{version}, which has no explain");
         }
-        match self.plugins[index].call(&self.core, "explain", |instance| {
-            instance.explain_located(agent, tool)
-        })? {
+        match self.plugins[index]
+            .call("explain", |instance| instance.explain_located(agent, tool))?
+        {
             Ok(explained) => {
                 explained.map_err(|e| anyhow!("plugin `{id}`: {}", describe_plugin_error(&e)))
             }
@@ -713,9 +706,9 @@ impl Shell {
         let mut texts = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(text) = plugin.call_live(&self.core, "system-prompt", |instance| {
-                instance.system_prompt(agent)
-            }) else {
+            let Some(text) =
+                plugin.call_live("system-prompt", |instance| instance.system_prompt(agent))
+            else {
                 continue;
             };
             let text = match text {
@@ -758,9 +751,9 @@ impl Shell {
         let mut views = Vec::with_capacity(self.plugins.len());
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(view) = plugin.call_live(&self.core, "visible-tools", |instance| {
-                instance.visible_tools(agent)
-            }) else {
+            let Some(view) =
+                plugin.call_live("visible-tools", |instance| instance.visible_tools(agent))
+            else {
                 continue;
             };
             let view = match view {
@@ -881,7 +874,7 @@ impl Shell {
         }) else {
             return Ok(Resolved::Direct);
         };
-        let resolution = self.plugins[index].call(&self.core, "resolve-call", |instance| {
+        let resolution = self.plugins[index].call("resolve-call", |instance| {
             instance.resolve_call(agent, tool, &arguments.to_string())
         })?;
         // A lazy group the plugin loaded registered tools: every plugin hears.
@@ -950,7 +943,7 @@ impl Shell {
         }
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(verdict) = plugin.call_live(&self.core, "pre-execute", |instance| {
+            let Some(verdict) = plugin.call_live("pre-execute", |instance| {
                 instance.pre_execute(agent, tool, &arguments_json)
             }) else {
                 continue;
@@ -994,7 +987,7 @@ impl Shell {
             .iter()
             .position(|p| p.id == owner && p.is_live())
             .ok_or_else(|| anyhow!("tool `{tool}` belongs to plugin `{owner}`, which is gone"))?;
-        let executed = self.plugins[index].call(&self.core, "execute", |instance| {
+        let executed = self.plugins[index].call("execute", |instance| {
             instance.execute(agent, tool, &arguments_json)
         })?;
         let result = match executed {
@@ -1036,7 +1029,7 @@ impl Shell {
         }
         self.register_guards(index, agent)?;
         let plugin = &mut self.plugins[index];
-        match plugin.call(&self.core, "agent-created", |instance| {
+        match plugin.call("agent-created", |instance| {
             instance.agent_created(agent, parent)
         })? {
             Ok(created) => {
@@ -1077,11 +1070,9 @@ impl Shell {
         let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];
-            let Some(changed) = plugin.call_live(
-                &self.core,
-                "registry-changed",
-                PluginInstance::registry_changed,
-            ) else {
+            let Some(changed) =
+                plugin.call_live("registry-changed", PluginInstance::registry_changed)
+            else {
                 continue;
             };
             match changed {

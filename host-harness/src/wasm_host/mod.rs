@@ -406,6 +406,17 @@ impl PluginInstance {
         self.bindings.version()
     }
 
+    /// Runs `run`, one call into the plugin, under a fresh log allowance; what the allowance
+    /// held back, if anything, comes back beside its output.
+    pub fn with_log_allowance<T>(
+        &mut self,
+        run: impl FnOnce(&mut Self) -> T,
+    ) -> (T, Option<crate::log_allowance::HeldBack>) {
+        self.store.data().host.open_log_allowance();
+        let out = run(self);
+        (out, self.store.data().host.close_log_allowance())
+    }
+
     /// The plugin's last log lines, oldest first (a bounded number).
     pub fn recent_logs(&self) -> Vec<(LogLevel, String)> {
         self.store.data().host.recent_logs()
