@@ -342,7 +342,21 @@ impl Groups {
         let mut lines = Vec::new();
         for (id, group) in &self.by_id {
             let tools = match &group.lazy {
-                Some(_) if !may_load(id) => continue,
+                Some(_) if !may_load(id) => {
+                    // Not this agent's to load; but a group of id `other` also lists the
+                    // tools of no group, which its line must still show, as the line of
+                    // no group would.
+                    let ungrouped = with_ungrouped(Vec::new(), self, deferred);
+                    if id == OTHER && !ungrouped.is_empty() {
+                        lines.push(GroupLine {
+                            id,
+                            display_name: None,
+                            description: OTHER_DESCRIPTION,
+                            tools: ungrouped,
+                        });
+                    }
+                    continue;
+                }
                 Some(decl) => {
                     let mut names: Vec<&str> = decl
                         .tool_names
@@ -479,6 +493,32 @@ mod tests {
         assert_eq!(groups.members_for("other", deferred).unwrap(), ["todo"]);
         assert_eq!(groups.lazy_group_declaring("db__query"), Some("db"));
         assert_eq!(groups.members_for("nope", deferred), None);
+    }
+
+    /// A lazy group of id `other` (an MCP server of that name) shares its line with the
+    /// tools of no group: an agent the host would refuse the group still sees those.
+    #[test]
+    fn the_tools_of_no_group_show_when_a_lazy_group_named_other_is_refused() {
+        let registry = Registry::new(vec![tool("todo", Origin::Builtin)], vec![]);
+        let lazy = [LazyGroup {
+            name: OTHER.into(),
+            description: "A server named other.".into(),
+            tool_names: vec!["other__x".into()],
+        }];
+        let groups = Groups::build(&registry, &[], &lazy, &LazyLoads::new());
+        let mut table = names::NameTable::default();
+        let set = deferred_set(&mut table, &["todo"]);
+        let deferred = NamesIn::new(&table, &set);
+        let may = groups.lines(deferred, &registry, |_| true);
+        assert_eq!(may.len(), 1);
+        assert_eq!(may[0].tools, ["other__x", "todo"]);
+        let refused = groups.lines(deferred, &registry, |_| false);
+        assert_eq!(refused.len(), 1);
+        assert_eq!(
+            (refused[0].id, refused[0].tools.as_slice()),
+            (OTHER, &["todo"][..])
+        );
+        assert_eq!(refused[0].description, OTHER_DESCRIPTION);
     }
 
     /// The deferred set of `names`, numbered in `table`.

@@ -588,18 +588,24 @@ impl Process {
     }
 
     /// SIGTERM to the group, a short grace, then SIGKILL; waits for the exit
-    /// so that no zombie is left.
+    /// so that no zombie is left. The waiter stays in place until then: a stop
+    /// dropped half way (the session interrupted during the grace) still kills
+    /// the group in `drop`.
     async fn stop(mut self) {
-        let Some(mut waiter) = self.waiter.take() else {
+        let Some(waiter) = self.waiter.as_mut() else {
             return;
         };
         crate::child_process::signal_group(self.pid, libc::SIGTERM);
-        if tokio::time::timeout(STOP_GRACE, &mut waiter).await.is_err() {
+        if tokio::time::timeout(STOP_GRACE, &mut *waiter)
+            .await
+            .is_err()
+        {
             crate::child_process::signal_group(self.pid, libc::SIGKILL);
             let _ = waiter.await;
         }
         // Whatever the server started in its group goes too.
         crate::child_process::signal_group(self.pid, libc::SIGKILL);
+        self.waiter = None;
     }
 }
 

@@ -476,9 +476,12 @@ impl McpServers {
                     .map(|l| l.description.clone())
                     .unwrap_or_else(|| server.config.name.clone());
                 let timeout = server.config.call_timeout;
-                let relisted = self
-                    .runtime
-                    .block_on(connection.relist(description, timeout));
+                let Some(relisted) =
+                    self.until_interrupted(connection.relist(description, timeout))
+                else {
+                    // The session is ending: its servers' tools no longer matter.
+                    return;
+                };
                 match relisted {
                     Ok(listing) => {
                         let server = &self.servers[index];

@@ -766,8 +766,9 @@ fn start_faults(handle: &SharedServers) -> Vec<(String, String)> {
 /// A tools/list whose `nextCursor` never ends is refused as soon as it repeats a cursor, lists
 /// more tools than the harness takes or more pages than it reads, not when the start times
 /// out (its pages used to fill the memory until then). The start timeouts are far longer than
-/// any of that takes, so that a fault that names a limit, not the timeout, is what shows it:
-/// 10,000 empty pages took over 20 s on a loaded machine.
+/// any of that takes, so that a fault that names a limit, not the timeout, is what shows it
+/// (10,000 empty pages took over 20 s on a loaded machine), and the refusal comes long before
+/// them.
 #[test]
 fn a_tools_list_that_never_ends_is_refused_at_once() {
     const START_TIMEOUT: Duration = Duration::from_secs(600);
@@ -791,6 +792,7 @@ fn a_tools_list_that_never_ends_is_refused_at_once() {
         ],
     );
     large.start_timeout = START_TIMEOUT;
+    let began = std::time::Instant::now();
     let (_shell, handle) = session(
         cache.path(),
         vec![
@@ -827,6 +829,8 @@ fn a_tools_list_that_never_ends_is_refused_at_once() {
             ),
         ]
     );
+    // Long before the timeout, however loaded the machine.
+    assert!(began.elapsed() < START_TIMEOUT / 4, "{:?}", began.elapsed());
 }
 
 /// The same holds for the listing after `notifications/tools/list_changed`: the server fails
@@ -1210,6 +1214,42 @@ fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
 /// harness, and the kernel took only the server's own process with it, not its helper.
 #[test]
 fn sigterm_ends_a_scripted_session_without_waiting_for_its_call() {
+    let (code, stderr, rest) = sigterm_during_the_second_step(
+        "  - call: {agent: main, tool: fx__misbehave, args: {mode: hang}, expect: {outcome: ok}}\n\
+         \x20 - call: {agent: main, tool: fx__echo, args: {text: never}, expect: {outcome: ok}}\n",
+    );
+    // Ended by the session (an error exit and its message), not killed by the signal, and
+    // not by the call's timeout: the signal may come before the hanging call or during it.
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("the harness stopped waiting for it: the session is ending")
+            || stderr.contains("interrupted (Ctrl-C, SIGTERM or SIGHUP) before step 2"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("did not answer"), "{stderr}");
+    assert!(!rest.contains("never"), "{rest}");
+}
+
+/// A last step that the signal cut short does not pass the script, even when its cut-short
+/// call is the error result the step expects.
+#[test]
+fn a_scripted_session_signalled_during_its_last_step_does_not_pass() {
+    let (code, stderr, rest) = sigterm_during_the_second_step(
+        "  - call: {agent: main, tool: fx__misbehave, args: {mode: hang}, expect: {outcome: error}}\n",
+    );
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("interrupted (Ctrl-C, SIGTERM or SIGHUP)"),
+        "{stderr}"
+    );
+    assert!(!rest.contains("steps passed"), "{rest}");
+}
+
+/// Runs a scripted session whose first step echoes and whose later ones are `rest_of_steps`
+/// (YAML list items), on a server whose helper runs in its group; SIGTERM once the first
+/// step's line is out. Its exit code, stderr and the rest of its stdout; the helper must be
+/// gone.
+fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, String) {
     use std::io::{BufRead as _, BufReader};
     let home = tempfile::tempdir().unwrap();
     let helper = home.path().join("helper.pid");
@@ -1220,10 +1260,9 @@ fn sigterm_ends_a_scripted_session_without_waiting_for_its_call() {
     let steps = home.path().join("steps.yml");
     std::fs::write(
         &steps,
-        "steps:\n\
-         \x20 - call: {agent: main, tool: fx__echo, args: {text: first}, expect: {outcome: ok}}\n\
-         \x20 - call: {agent: main, tool: fx__misbehave, args: {mode: hang}, expect: {outcome: ok}}\n\
-         \x20 - call: {agent: main, tool: fx__echo, args: {text: never}, expect: {outcome: ok}}\n",
+        format!(
+            "steps:\n  - call: {{agent: main, tool: fx__echo, args: {{text: first}}, expect: {{outcome: ok}}}}\n{rest_of_steps}"
+        ),
     )
     .unwrap();
     let mut child = session_process(
@@ -1255,19 +1294,9 @@ fn sigterm_ends_a_scripted_session_without_waiting_for_its_call() {
         .status()
         .unwrap();
     assert!(sent.success());
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let output = child.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    let rest = String::from_utf8_lossy(&output.stdout);
-    // Ended by the session (an error exit and its message), not killed by the signal, and
-    // not by the call's timeout: the signal may come before the hanging call or during it.
-    assert_eq!(output.status.code(), Some(1), "{stderr}");
-    assert!(
-        stderr.contains("the harness stopped waiting for it: the session is ending")
-            || stderr.contains("interrupted (Ctrl-C, SIGTERM or SIGHUP) before step 2"),
-        "{stderr}"
-    );
-    assert!(!stderr.contains("did not answer"), "{stderr}");
-    assert!(!rest.contains("never"), "{rest}");
     let outlived = !gone(helper);
     if outlived {
         let _ = std::process::Command::new("kill")
@@ -1278,6 +1307,11 @@ fn sigterm_ends_a_scripted_session_without_waiting_for_its_call() {
         !outlived,
         "the server's helper {helper} outlived the session"
     );
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+        rest,
+    )
 }
 
 // ---- the reference servers from npm ----

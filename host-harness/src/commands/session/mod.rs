@@ -305,8 +305,15 @@ pub fn run(
             escape(&path.display().to_string())
         );
     }
-    // Caught from here: a signal while the servers start ends the session once they have.
-    let ending = signals::Ending::catch(|| {}).context("handling Ctrl-C")?;
+    // Caught from here: a signal while the servers start ends the session once they have
+    // (each within its start timeout); it says so, since that may take a while.
+    let ending = signals::Ending::catch(|| {
+        eprintln!(
+            "interrupted: the session ends once what it is waiting for stops (a second Ctrl-C \
+             stops the harness at once)"
+        );
+    })
+    .context("handling Ctrl-C")?;
     let base = path.parent().unwrap_or(Path::new("."));
     let set_up = |shell: &mut Shell| {
         script
@@ -394,6 +401,14 @@ fn run_script(
             "{}:{line}: {shown}",
             escape(&path.display().to_string())
         )?;
+    }
+    // A signal during the last step: it may have passed on a call the signal cut short.
+    if ending.is_some_and(signals::Ending::signalled) {
+        bail!(
+            "{}: interrupted (Ctrl-C, SIGTERM or SIGHUP) during step {}, the last",
+            escape(&path.display().to_string()),
+            script.steps.len()
+        );
     }
     writeln!(out, "{} steps passed", script.steps.len())?;
     Ok(())
