@@ -198,6 +198,7 @@ impl Host for HostView {
             core.register_loaded(tool.clone())
                 .map_err(|e| LoadRefusal::Failed(format!("group `{name}`: {e}")))?;
         }
+        core.note_group_loaded(name, tools.iter().map(|t| t.name.as_str()));
         tracing::info!(plugin = %self.plugin_id, group = %name, tools = tools.len(), "lazy group loaded");
         Ok(tools.iter().map(tool_def).collect())
     }

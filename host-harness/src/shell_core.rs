@@ -273,6 +273,9 @@ pub struct ShellCore {
     exposures: BTreeMap<AgentId, BTreeMap<String, BTreeSet<String>>>,
     /// Groups loaded on demand, by name, and how often each was loaded.
     lazy_groups: BTreeMap<String, (LazyGroupDecl, u32)>,
+    /// The names each lazy group's loads registered: once loaded, a group is judged by
+    /// the tools it has, not only by the ones it declared.
+    lazy_loaded: BTreeMap<String, BTreeSet<String>>,
     loader: Option<Arc<dyn GroupLoader>>,
     /// Set when a plugin's `load-group` registered tools: the shell tells
     /// every plugin once the call is over.
@@ -340,8 +343,15 @@ impl ShellCore {
             .ok_or_else(|| format!("the shell cannot load group `{name}`: it has no loader"))
     }
 
+    /// Records that lazy group `name`'s load registered `tools`.
+    pub fn note_group_loaded<'a>(&mut self, name: &str, tools: impl IntoIterator<Item = &'a str>) {
+        (self.lazy_loaded.entry(name.to_string()).or_default())
+            .extend(tools.into_iter().map(str::to_string));
+    }
+
     /// Whether `agent` may load lazy group `name`: the restrictions along its chain (but
-    /// `plugin`'s own layer on it) allow one of the tools the group declares. Exposure
+    /// `plugin`'s own layer on it) allow one of the tools the group declares or (once
+    /// loaded) registered. Exposure
     /// layers are left out: they are what a model sees, which their plugins keep once the
     /// tools are registered. An unknown group is not judged here: loading it fails.
     pub fn may_load_group(
@@ -355,16 +365,17 @@ impl ShellCore {
             return Ok(true);
         };
         let mut layers = self.restriction_layers(&chain, plugin);
-        if group.tool_names.is_empty() {
+        let loaded = self.lazy_loaded.get(name).into_iter().flatten();
+        let names: BTreeSet<&String> = group.tool_names.iter().chain(loaded).collect();
+        if names.is_empty() {
             // Nothing to judge by. A restriction lists registered names only, so it denies
             // whatever the group will register; a chain without one allows it.
             return Ok(layers.next().is_none());
         }
         let layers: Vec<&BTreeSet<String>> = layers.collect();
-        Ok(group
-            .tool_names
+        Ok(names
             .iter()
-            .any(|tool| layers.iter().all(|allow| allow.contains(tool))))
+            .any(|tool| layers.iter().all(|allow| allow.contains(*tool))))
     }
 
     /// The allow sets that mask a global tool for the agent at the end of `chain`, but
@@ -1021,6 +1032,30 @@ mod tests {
         core.create_agent("main", None).unwrap();
         core.create_agent("main/worker", Some("main")).unwrap();
         core
+    }
+
+    /// A lazy group that declares no tools is refused to a restricted chain (a restriction
+    /// names registered tools only); once loaded, it is judged by the tools it registered.
+    #[test]
+    fn a_loaded_lazy_group_is_judged_by_the_tools_it_registered() {
+        let mut core = core();
+        core.declare_lazy_group(LazyGroupDecl {
+            name: "db".into(),
+            description: String::new(),
+            tool_names: Vec::new(),
+        });
+        let may = |core: &ShellCore| core.may_load_group("main/worker", "lazy-tools", "db");
+        assert!(may(&core).unwrap());
+        core.restrict("main", "parent", Some(vec!["read".into()]))
+            .unwrap();
+        assert!(!may(&core).unwrap());
+        core.register_loaded(Tool::new("db__query", "", Origin::Mcp("db".into())))
+            .unwrap();
+        core.note_group_loaded("db", ["db__query"]);
+        assert!(!may(&core).unwrap());
+        core.restrict("main", "parent", Some(vec!["db__query".into()]))
+            .unwrap();
+        assert!(may(&core).unwrap());
     }
 
     /// A counter whose setup is slow (a vocabulary to load) is set up when the shell takes it,

@@ -87,11 +87,12 @@ export class ShellCore {
   exposures = new Map();
 
   /**
-   * Whether `agent` may load lazy group `name` (WIT 0.3.0 `host.load-group`):
-   * the restrictions along its chain, but `plugin`'s own layer on it, allow one
-   * of the tools the group declares. Exposure layers are left out: they are
-   * what a model sees, which their plugins keep once the tools are registered.
-   * An unknown group is not judged here: loading it fails.
+   * Whether `agent` may load lazy group `name` (WIT 0.3.0 `host.load-group`,
+   * `host.may-load-group`): the restrictions along its chain, but `plugin`'s
+   * own layer on it, allow one of the tools the group declares or (once
+   * loaded) registered. Exposure layers are left out: they are what a model
+   * sees, which their plugins keep once the tools are registered. An unknown
+   * group is not judged here: loading it fails.
    */
   mayLoadGroup(agent, plugin, name) {
     const chain = this.chain(agent);
@@ -105,8 +106,9 @@ export class ShellCore {
     }
     // Nothing to judge by: a restriction lists registered names only, so it
     // denies whatever the group will register; a chain without one allows it.
-    if (group.decl.toolNames.length === 0) return layers.length === 0;
-    return group.decl.toolNames.some((tool) => layers.every((allow) => allow.has(tool)));
+    const names = [...group.decl.toolNames, ...(group.loaded ?? [])];
+    if (names.length === 0) return layers.length === 0;
+    return names.some((tool) => layers.every((allow) => allow.has(tool)));
   }
 
   /** Registers what lazy group `name` loads; counts the load. Returns the tools. */
@@ -135,6 +137,8 @@ export class ShellCore {
       }
       this.loadedOutside = true;
     }
+    // Once loaded, a group is judged by the tools it has too (`mayLoadGroup`).
+    group.loaded = new Set([...(group.loaded ?? []), ...tools.map((t) => t.name)]);
     return tools;
   }
 

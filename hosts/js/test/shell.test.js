@@ -61,6 +61,19 @@ test('a lazy group loads for an agent whose restrictions allow one of its tools,
   assert.throws(() => c.mayLoadGroup('ghost', 'lazy-tools', 'gh'), /unknown agent/);
 });
 
+test('once loaded, a lazy group is judged by the tools it registered, as in the Rust harness', () => {
+  const c = core();
+  c.lazyGroups.set('db', { decl: { name: 'db', description: '', toolNames: [] }, loads: 0 });
+  c.groupLoader = () => [new Tool('db_query', '', builtin())];
+  // Declaring no tools, it is refused to a restricted chain: a restriction names registered tools only.
+  c.restrict('main', 'parent', ['read']);
+  assert.ok(!c.mayLoadGroup('main/worker', 'lazy-tools', 'db'));
+  c.loadGroup('db');
+  assert.ok(!c.mayLoadGroup('main/worker', 'lazy-tools', 'db'));
+  c.restrict('main', 'parent', ['db_query']);
+  assert.ok(c.mayLoadGroup('main/worker', 'lazy-tools', 'db'));
+});
+
 test('a nearer scope shadows a farther tool of the same name', () => {
   const c = core();
   c.register(new Tool('bash', 'the worker bash', ofAgent('main/worker')));
