@@ -1167,6 +1167,29 @@ fn no_server_process_outlives_the_session() {
     }
 }
 
+/// The pid a server's wrapper wrote to `file` for the helper it started in its group.
+fn helper_pid(file: &Path) -> u32 {
+    std::fs::read_to_string(file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap()
+}
+
+/// Fails if `helper` outlived the session, and then stops it.
+fn assert_helper_gone(helper: u32) {
+    let outlived = !gone(helper);
+    if outlived {
+        let _ = std::process::Command::new("kill")
+            .arg(helper.to_string())
+            .status();
+    }
+    assert!(
+        !outlived,
+        "the server's helper {helper} outlived the session"
+    );
+}
+
 /// SIGTERM ends an interactive session as `quit` does: its servers are stopped, with what
 /// they started in their group (a wrapper's helper here); they used to outlive the harness.
 #[test]
@@ -1189,22 +1212,9 @@ fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
     stdin.write_all(b"tools\n").unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     crate::common::read_until(&mut stdout, "fx__echo");
-    let helper: u32 = std::fs::read_to_string(&helper)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let helper = helper_pid(&helper);
     crate::common::interrupt(child, &mut stdout, "-TERM");
-    let outlived = !gone(helper);
-    if outlived {
-        let _ = std::process::Command::new("kill")
-            .arg(helper.to_string())
-            .status();
-    }
-    assert!(
-        !outlived,
-        "the server's helper {helper} outlived the session"
-    );
+    assert_helper_gone(helper);
     drop(stdin);
 }
 
@@ -1284,11 +1294,7 @@ fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, 
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert!(line.contains("echo: first"), "{line}");
-    let helper: u32 = std::fs::read_to_string(&helper)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
+    let helper = helper_pid(&helper);
     let sent = std::process::Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
         .status()
@@ -1297,16 +1303,7 @@ fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, 
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let output = child.wait_with_output().unwrap();
-    let outlived = !gone(helper);
-    if outlived {
-        let _ = std::process::Command::new("kill")
-            .arg(helper.to_string())
-            .status();
-    }
-    assert!(
-        !outlived,
-        "the server's helper {helper} outlived the session"
-    );
+    assert_helper_gone(helper);
     (
         output.status.code(),
         String::from_utf8_lossy(&output.stderr).into_owned(),
