@@ -66,7 +66,17 @@ impl ToolBackend for SharedServers {
 /// and makes them its tool backend. Call it before the plugins are
 /// installed, as a shell connects its servers before it starts its plugins.
 pub fn attach(shell: &mut Shell, config: &McpConfig, cache: ListingCache) -> Result<SharedServers> {
-    let mut servers = McpServers::open(config, cache)?;
+    attach_interruptible(shell, config, cache, Arc::default())
+}
+
+/// [`attach`], whose waits for the servers (their first starts among them) `interrupt` ends.
+pub fn attach_interruptible(
+    shell: &mut Shell,
+    config: &McpConfig,
+    cache: ListingCache,
+    interrupt: Arc<Interrupt>,
+) -> Result<SharedServers> {
+    let mut servers = McpServers::open_interruptible(config, cache, interrupt)?;
     let mut tools = Vec::new();
     for change in servers.take_changes() {
         match change {

@@ -149,6 +149,15 @@ impl McpServers {
     /// ones and ones never seen), in parallel. Their tools are in
     /// [`McpServers::take_changes`].
     pub fn open(config: &McpConfig, cache: ListingCache) -> anyhow::Result<Self> {
+        Self::open_interruptible(config, cache, Arc::default())
+    }
+
+    /// [`McpServers::open`], whose waits (the first starts among them) `interrupt` ends.
+    pub fn open_interruptible(
+        config: &McpConfig,
+        cache: ListingCache,
+        interrupt: Arc<Interrupt>,
+    ) -> anyhow::Result<Self> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("mcp")
@@ -163,7 +172,7 @@ impl McpServers {
             seen_generation: None,
             first_backoff: FIRST_BACKOFF,
             events: Vec::new(),
-            interrupt: Arc::default(),
+            interrupt,
         };
         let mut now = Vec::new();
         for (index, config) in config.servers.iter().enumerate() {

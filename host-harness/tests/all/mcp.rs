@@ -1255,6 +1255,61 @@ fn a_scripted_session_signalled_during_its_last_step_does_not_pass() {
     assert!(!rest.contains("steps passed"), "{rest}");
 }
 
+/// A signal while a scripted session's servers start (one never finishes starting, its
+/// timeout five minutes) ends the start at once, and the session: no step runs, the server
+/// is stopped.
+#[test]
+fn sigterm_while_a_scripted_sessions_server_starts_ends_it_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let started = home.path().join("started.pid");
+    let mcp_yml = format!(
+        "mcpServers:\n  slow:\n    command: sh\n    args: [-c, 'echo $$ > {}; exec sleep 1234']\n    lazyStart: false\n    startTimeoutSeconds: 300\n",
+        started.display()
+    );
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - visible: {agent: main, includes: [read]}\n",
+    )
+    .unwrap();
+    let child = session_process(
+        home.path(),
+        "slow",
+        &mcp_yml,
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    // The server runs: the session waits for its start.
+    let mut waited = 0;
+    while !started.exists() {
+        assert!(waited < 6000, "the server never started");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    let server = helper_pid(&started);
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("interrupted (Ctrl-C, SIGTERM or SIGHUP) before step 1"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("did not finish starting"), "{stderr}");
+    assert_helper_gone(server);
+}
+
 /// Runs a scripted session whose first step echoes and whose later ones are `rest_of_steps`
 /// (YAML list items), on a server whose helper runs in its group; SIGTERM once the first
 /// step's line is out. Its exit code, stderr and the rest of its stdout; the helper must be

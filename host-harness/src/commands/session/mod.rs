@@ -13,6 +13,7 @@ mod signals;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result, anyhow, bail};
 
@@ -20,7 +21,7 @@ use super::args::{CatalogArg, ProfileArg};
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};
-use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
+use crate::mcp::{self, Event, Interrupt, ListingCache, McpConfig, SharedServers};
 use crate::profile::activate::install_plugins;
 use crate::profile::{EffectivePlugin, Profile};
 use crate::script::{Script, run_step};
@@ -112,7 +113,18 @@ impl ProfileShell {
 /// tools, started when needed), then the profile's enabled plugins. A
 /// profile problem is reported at its file, line and column.
 pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<ProfileShell> {
-    start_with(home, profile, |shell| {
+    start_interruptible(home, profile, catalog, Arc::default())
+}
+
+/// [`start`], whose waits for the MCP servers (their first starts among them) `interrupt`
+/// ends.
+fn start_interruptible(
+    home: &DshHome,
+    profile: &str,
+    catalog: Option<&Path>,
+    interrupt: Arc<Interrupt>,
+) -> Result<ProfileShell> {
+    start_with(home, profile, interrupt, |shell| {
         shell.register_tools(core_builtins())?;
         if let Some(path) = catalog {
             shell.register_catalog(&Catalog::load(path)?)?;
@@ -127,6 +139,7 @@ pub fn start(home: &DshHome, profile: &str, catalog: Option<&Path>) -> Result<Pr
 fn start_with(
     home: &DshHome,
     profile: &str,
+    interrupt: Arc<Interrupt>,
     world: impl FnOnce(&mut Shell) -> Result<()>,
 ) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
@@ -142,8 +155,13 @@ fn start_with(
         None
     } else {
         Some(
-            mcp::attach(&mut shell, &servers, ListingCache::in_home(home.root()))
-                .map_err(|e| mcp_start_error(e, &dir))?,
+            mcp::attach_interruptible(
+                &mut shell,
+                &servers,
+                ListingCache::in_home(home.root()),
+                interrupt,
+            )
+            .map_err(|e| mcp_start_error(e, &dir))?,
         )
     };
     let cache = home.compiled_cache();
@@ -305,15 +323,13 @@ pub fn run(
             escape(&path.display().to_string())
         );
     }
-    // Caught from here: a signal while the servers start ends the session once they have
-    // (each within its start timeout); it says so, since that may take a while.
+    // Caught from here: a signal while the servers start ends their starts and the session.
     let ending = signals::Ending::catch(|| {
-        eprintln!(
-            "interrupted: the session ends once what it is waiting for stops (a second Ctrl-C \
-             stops the harness at once)"
-        );
+        eprintln!("interrupted: the session ends (a second Ctrl-C stops the harness at once)");
     })
     .context("handling Ctrl-C")?;
+    let interrupt = Arc::<Interrupt>::default();
+    ending.watch(Arc::clone(&interrupt));
     let base = path.parent().unwrap_or(Path::new("."));
     let set_up = |shell: &mut Shell| {
         script
@@ -324,15 +340,12 @@ pub fn run(
     // fixture case is: the shell starts with nothing else. One that only
     // has steps runs in the session's usual world.
     let mut session = if script.declares_world() {
-        start_with(home, profile, set_up)?
+        start_with(home, profile, interrupt, set_up)?
     } else {
-        let mut session = start(home, profile, catalog)?;
+        let mut session = start_interruptible(home, profile, catalog, interrupt)?;
         set_up(&mut session.shell)?;
         session
     };
-    if let Some(mcp) = &session.mcp {
-        ending.watch(mcp.interrupt());
-    }
     tell_mcp_warnings(&mut session);
     state.restore(&mut session)?;
     let ran = run_script(
