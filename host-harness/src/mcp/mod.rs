@@ -31,11 +31,6 @@ impl SharedServers {
     pub fn lock(&self) -> MutexGuard<'_, McpServers> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
-
-    /// What stops the servers' waits from another thread (see [`Interrupt`]).
-    pub fn interrupt(&self) -> Arc<Interrupt> {
-        self.lock().interrupt()
-    }
 }
 
 impl std::fmt::Debug for SharedServers {

@@ -199,11 +199,6 @@ impl McpServers {
         Ok(servers)
     }
 
-    /// What stops the waits for these servers from another thread.
-    pub fn interrupt(&self) -> Arc<Interrupt> {
-        Arc::clone(&self.interrupt)
-    }
-
     /// Runs `future` to its end, or until the interrupt is set: `None` then.
     fn until_interrupted<F: Future>(&self, future: F) -> Option<F::Output> {
         if self.interrupt.is_set() {

@@ -1310,6 +1310,39 @@ fn sigterm_while_a_scripted_sessions_server_starts_ends_it_at_once() {
     assert_helper_gone(server);
 }
 
+/// The same for an interactive session: a signal while its servers first start ends the
+/// starts at once, and the session as `quit` does once it has started.
+#[test]
+fn sigterm_while_an_interactive_sessions_server_starts_ends_it_at_once() {
+    use std::io::BufReader;
+    let home = tempfile::tempdir().unwrap();
+    let started = home.path().join("started.pid");
+    let mcp_yml = format!(
+        "mcpServers:\n  slow:\n    command: sh\n    args: [-c, 'echo $$ > {}; exec sleep 1234']\n    lazyStart: false\n    startTimeoutSeconds: 300\n",
+        started.display()
+    );
+    let mut child = session_process(home.path(), "slow", &mcp_yml, &["--no-catalog".as_ref()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The input stays open: only the signal ends the session.
+    let stdin = child.stdin.take().unwrap();
+    let mut waited = 0;
+    while !started.exists() {
+        assert!(waited < 6000, "the server never started");
+        std::thread::sleep(Duration::from_millis(10));
+        waited += 1;
+    }
+    let server = helper_pid(&started);
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let stderr = crate::common::interrupt(child, &mut stdout, "-TERM");
+    assert!(!stderr.contains("did not finish starting"), "{stderr}");
+    assert_helper_gone(server);
+    drop(stdin);
+}
+
 /// Runs a scripted session whose first step echoes and whose later ones are `rest_of_steps`
 /// (YAML list items), on a server whose helper runs in its group; SIGTERM once the first
 /// step's line is out. Its exit code, stderr and the rest of its stdout; the helper must be

@@ -44,22 +44,20 @@ pub struct Inputs {
 
 impl Inputs {
     /// Reads `input`'s lines on a thread of their own, at most one line ahead of the session;
-    /// the thread ends once the queue is gone. With `interrupts`, Ctrl-C (SIGINT, and SIGTERM
-    /// and SIGHUP) is put in the queue too: instead of stopping the harness, the first one
-    /// ends the session as `quit` does, and a second one stops the harness as Ctrl-C always
-    /// does.
-    pub fn read(input: impl BufRead + Send + 'static, interrupts: bool) -> std::io::Result<Self> {
+    /// the thread ends once the queue is gone. With the `ending` signals caught (Ctrl-C,
+    /// SIGTERM, SIGHUP), one is put in the queue too: the first ends the session as `quit`
+    /// does (one that came before is the next input), and a second stops the harness as
+    /// Ctrl-C always does.
+    pub fn read(input: impl BufRead + Send + 'static, ending: Option<Arc<Ending>>) -> Self {
         // Room for a line read ahead and a Ctrl-C: neither sender waits for the other.
         let (sender, queue) = sync_channel(2);
-        let ending = if interrupts {
+        if let Some(ending) = &ending {
             let wake = sender.clone();
             // Wakes a session waiting for a line; a full queue wakes it anyway.
-            Some(Ending::catch(move || {
+            ending.wake_with(move || {
                 let _ = wake.try_send(Ok(Input::Interrupted));
-            })?)
-        } else {
-            None
-        };
+            });
+        }
         std::thread::spawn(move || {
             let mut input = input;
             loop {
@@ -70,12 +68,7 @@ impl Inputs {
                 }
             }
         });
-        Ok(Self { queue, ending })
-    }
-
-    /// What the ending signals set, when this queue catches them.
-    pub fn ending(&self) -> Option<&Ending> {
-        self.ending.as_deref()
+        Self { queue, ending }
     }
 
     /// A queue that holds `inputs`, then ends (for tests).
@@ -93,6 +86,9 @@ impl Inputs {
 
     /// The next input; [`Input::End`] once nothing can send any.
     pub fn next(&self) -> std::io::Result<Input> {
+        if self.ending.as_ref().is_some_and(|e| e.signalled()) {
+            return Ok(Input::Interrupted);
+        }
         let next = self.queue.recv().unwrap_or(Ok(Input::End));
         if self.ending.as_ref().is_some_and(|e| e.signalled()) {
             return Ok(Input::Interrupted);

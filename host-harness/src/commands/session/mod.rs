@@ -297,16 +297,17 @@ pub fn run(
 ) -> Result<()> {
     state.check()?;
     let Some(path) = steps else {
-        let mut session = start(home, profile, catalog)?;
+        // Caught from the start: a signal while the servers start ends their starts, and the
+        // session once it has started (it saves as after `quit`).
+        let ending = signals::Ending::catch(|| {}).context("handling Ctrl-C")?;
+        let interrupt = Arc::<Interrupt>::default();
+        ending.watch(Arc::clone(&interrupt));
+        let mut session = start_interruptible(home, profile, catalog, interrupt)?;
         tell_mcp_warnings(&mut session);
         state.restore(&mut session)?;
         let stdin = std::io::stdin();
         let prompt = stdin.is_terminal();
-        let input =
-            input::Inputs::read(std::io::BufReader::new(stdin), true).context("handling Ctrl-C")?;
-        if let (Some(ending), Some(mcp)) = (input.ending(), &session.mcp) {
-            ending.watch(mcp.interrupt());
-        }
+        let input = input::Inputs::read(std::io::BufReader::new(stdin), Some(ending));
         let mut repl = repl::Repl::new(session);
         let ran = repl.run(&input, &mut std::io::stdout().lock(), prompt);
         // However the session ended (the end of the input, `quit`, Ctrl-C, an input or

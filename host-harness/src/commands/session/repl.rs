@@ -281,7 +281,7 @@ mod tests {
     fn play(input: &[u8]) -> (Result<()>, String) {
         let session = session();
         let mut out = Vec::new();
-        let input = Inputs::read(std::io::Cursor::new(input.to_vec()), false).unwrap();
+        let input = Inputs::read(std::io::Cursor::new(input.to_vec()), None);
         let ran = Repl::new(session).run(&input, &mut out, false);
         (ran, String::from_utf8(out).unwrap())
     }

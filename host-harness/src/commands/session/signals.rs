@@ -10,11 +10,18 @@ use std::sync::{Arc, Mutex};
 
 use crate::mcp::Interrupt;
 
-/// Whether an ending signal came, and the servers whose waits it ends.
+/// Whether an ending signal came, and what it reaches: the servers whose waits it ends, and
+/// the session's input, which it wakes.
 #[derive(Default)]
 pub struct Ending {
     signalled: AtomicBool,
-    servers: Mutex<Option<Arc<Interrupt>>>,
+    reached: Mutex<Reached>,
+}
+
+#[derive(Default)]
+struct Reached {
+    servers: Option<Arc<Interrupt>>,
+    wake: Option<Box<dyn Fn() + Send>>,
 }
 
 impl Ending {
@@ -40,8 +47,14 @@ impl Ending {
         std::thread::spawn(move || {
             for _ in caught.forever() {
                 recorded.signalled.store(true, Ordering::SeqCst);
-                if let Some(servers) = recorded.lock().as_ref() {
-                    servers.set();
+                {
+                    let reached = recorded.lock();
+                    if let Some(servers) = &reached.servers {
+                        servers.set();
+                    }
+                    if let Some(wake) = &reached.wake {
+                        wake();
+                    }
                 }
                 then();
             }
@@ -57,18 +70,24 @@ impl Ending {
     /// From now on (or at once, if a signal came already), a signal ends the waits of
     /// `servers`' calls and starts.
     pub fn watch(&self, servers: Arc<Interrupt>) {
-        let mut watched = self.lock();
+        let mut reached = self.lock();
         if self.signalled() {
             servers.set();
         }
-        *watched = Some(servers);
+        reached.servers = Some(servers);
+    }
+
+    /// From now on, a signal also runs `wake` (a session waiting for a line is woken); one
+    /// that came already is for the session to see in [`Ending::signalled`].
+    pub fn wake_with(&self, wake: impl Fn() + Send + 'static) {
+        self.lock().wake = Some(Box::new(wake));
     }
 
     pub fn signalled(&self) -> bool {
         self.signalled.load(Ordering::SeqCst)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Arc<Interrupt>>> {
-        self.servers.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> std::sync::MutexGuard<'_, Reached> {
+        self.reached.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
