@@ -1167,6 +1167,70 @@ fn no_server_process_outlives_the_session() {
     }
 }
 
+/// A session of `profile` (its `mcp.yml` as given, no catalog) that plays the steps file
+/// `steps`; stdout and stderr piped.
+fn scripted_session(
+    home: &Path,
+    profile: &str,
+    mcp_yml: &str,
+    steps: &Path,
+) -> std::process::Child {
+    session_process(
+        home,
+        profile,
+        mcp_yml,
+        &[
+            "--no-catalog".as_ref(),
+            "--steps".as_ref(),
+            steps.as_os_str(),
+        ],
+    )
+    .stdout(std::process::Stdio::piped())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap()
+}
+
+/// Sends SIGTERM to `child`.
+fn sigterm(child: &std::process::Child) {
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// An interactive session of `profile` (its `mcp.yml` as given, no catalog), every stream
+/// piped.
+fn interactive_session(home: &Path, profile: &str, mcp_yml: &str) -> std::process::Child {
+    session_process(home, profile, mcp_yml, &["--no-catalog".as_ref()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// An `mcp.yml` whose server `slow` never finishes starting (its start timeout five minutes);
+/// its process writes its pid to `started` first.
+fn never_starting_server(started: &Path) -> String {
+    format!(
+        "mcpServers:\n  slow:\n    command: sh\n    args: [-c, 'echo $$ > {}; exec sleep 1234']\n    lazyStart: false\n    startTimeoutSeconds: 300\n",
+        started.display()
+    )
+}
+
+/// Waits (up to a minute) until `file` exists.
+fn wait_for(file: &Path) {
+    for _ in 0..6000 {
+        if file.exists() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never appeared", file.display());
+}
+
 /// The pid a server's wrapper wrote to `file` for the helper it started in its group.
 fn helper_pid(file: &Path) -> u32 {
     std::fs::read_to_string(file)
@@ -1201,12 +1265,7 @@ fn sigterm_ends_the_session_and_stops_what_its_servers_started() {
         "mcpServers:\n  fx:\n    command: sh\n    args: [-c, 'sleep 1234 & echo $! > {}; exec \"$0\"', {{fixture}}]\n    lazyStart: false\n",
         helper.display()
     );
-    let mut child = session_process(home.path(), "linger", &mcp_yml, &["--no-catalog".as_ref()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = interactive_session(home.path(), "linger", &mcp_yml);
     // The input stays open: the session waits for its next line when SIGTERM comes.
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(b"tools\n").unwrap();
@@ -1262,43 +1321,18 @@ fn a_scripted_session_signalled_during_its_last_step_does_not_pass() {
 fn sigterm_while_a_scripted_sessions_server_starts_ends_it_at_once() {
     let home = tempfile::tempdir().unwrap();
     let started = home.path().join("started.pid");
-    let mcp_yml = format!(
-        "mcpServers:\n  slow:\n    command: sh\n    args: [-c, 'echo $$ > {}; exec sleep 1234']\n    lazyStart: false\n    startTimeoutSeconds: 300\n",
-        started.display()
-    );
+    let mcp_yml = never_starting_server(&started);
     let steps = home.path().join("steps.yml");
     std::fs::write(
         &steps,
         "steps:\n  - visible: {agent: main, includes: [read]}\n",
     )
     .unwrap();
-    let child = session_process(
-        home.path(),
-        "slow",
-        &mcp_yml,
-        &[
-            "--no-catalog".as_ref(),
-            "--steps".as_ref(),
-            steps.as_os_str(),
-        ],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let child = scripted_session(home.path(), "slow", &mcp_yml, &steps);
     // The server runs: the session waits for its start.
-    let mut waited = 0;
-    while !started.exists() {
-        assert!(waited < 6000, "the server never started");
-        std::thread::sleep(Duration::from_millis(10));
-        waited += 1;
-    }
+    wait_for(&started);
     let server = helper_pid(&started);
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    sigterm(&child);
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(1), "{stderr}");
@@ -1317,24 +1351,11 @@ fn sigterm_while_an_interactive_sessions_server_starts_ends_it_at_once() {
     use std::io::BufReader;
     let home = tempfile::tempdir().unwrap();
     let started = home.path().join("started.pid");
-    let mcp_yml = format!(
-        "mcpServers:\n  slow:\n    command: sh\n    args: [-c, 'echo $$ > {}; exec sleep 1234']\n    lazyStart: false\n    startTimeoutSeconds: 300\n",
-        started.display()
-    );
-    let mut child = session_process(home.path(), "slow", &mcp_yml, &["--no-catalog".as_ref()])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mcp_yml = never_starting_server(&started);
+    let mut child = interactive_session(home.path(), "slow", &mcp_yml);
     // The input stays open: only the signal ends the session.
     let stdin = child.stdin.take().unwrap();
-    let mut waited = 0;
-    while !started.exists() {
-        assert!(waited < 6000, "the server never started");
-        std::thread::sleep(Duration::from_millis(10));
-        waited += 1;
-    }
+    wait_for(&started);
     let server = helper_pid(&started);
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let stderr = crate::common::interrupt(child, &mut stdout, "-TERM");
@@ -1363,31 +1384,14 @@ fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, 
         ),
     )
     .unwrap();
-    let mut child = session_process(
-        home.path(),
-        "scripted",
-        &mcp_yml,
-        &[
-            "--no-catalog".as_ref(),
-            "--steps".as_ref(),
-            steps.as_os_str(),
-        ],
-    )
-    .stdout(std::process::Stdio::piped())
-    .stderr(std::process::Stdio::piped())
-    .spawn()
-    .unwrap();
+    let mut child = scripted_session(home.path(), "scripted", &mcp_yml, &steps);
     // The first step's line: the second, which hangs, runs now (or is about to).
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
     assert!(line.contains("echo: first"), "{line}");
     let helper = helper_pid(&helper);
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    sigterm(&child);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stdout, &mut rest).unwrap();
     let output = child.wait_with_output().unwrap();
