@@ -17,8 +17,9 @@
 //! take 2 s instead of 76 ms). Only which slot a piece takes depends on the keys; what it
 //! maps to, and so every ranking, does not.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasher, RandomState};
+use std::hash::BuildHasher;
+
+use crate::keyed_hash::{Keyed, KeyedMap};
 
 /// Pieces up to this many bytes are packed (the key's last byte holds the length).
 const SHORT: usize = 15;
@@ -36,8 +37,9 @@ pub(super) struct WordTerms {
     seed: (u64, u64, u64),
     /// 64 less the table's size in bits: the slot is the hash's top bits.
     shift: u32,
-    /// Longer pieces, under std's keyed hash for the same reason (few: most words are short).
-    long: HashMap<Box<str>, Option<u32>, RandomState>,
+    /// Longer pieces, in the plugin's keyed map for the same reason (few: most words are
+    /// short).
+    long: KeyedMap<Box<str>, Option<u32>>,
     /// Slots a lookup or insertion stepped past, for tests.
     #[cfg(test)]
     probes: std::cell::Cell<usize>,
@@ -45,7 +47,7 @@ pub(super) struct WordTerms {
 
 impl Default for WordTerms {
     fn default() -> Self {
-        let keys = RandomState::new();
+        let keys = Keyed::default();
         Self {
             slots: Vec::new(),
             filled: 0,
@@ -55,7 +57,7 @@ impl Default for WordTerms {
                 keys.hash_one(2u8) | 1,
             ),
             shift: 64,
-            long: HashMap::with_hasher(keys),
+            long: KeyedMap::with_hasher(keys),
             #[cfg(test)]
             probes: std::cell::Cell::new(0),
         }
