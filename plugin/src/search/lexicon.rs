@@ -1,7 +1,8 @@
 //! Maintained lexical resources, pruned to tool language when generated (`lexicon/generate.py`):
 //! CC-CEDICT's English glosses of Chinese words (`lexicon/cedict.tsv`, CC BY-SA 4.0) and
-//! WordNet's synonyms of English nouns and verbs (`lexicon/wordnet.tsv`). A query word found
-//! here adds these words to its slot at a lower weight than the word itself.
+//! WordNet's synonyms of English nouns and verbs, one word or two (`lexicon/wordnet.tsv`). A
+//! query word or phrase found here adds these words to its slot at a lower weight than the word
+//! itself.
 //!
 //! Each file is `key<TAB>value` lines sorted by key, read in place by binary search: nothing is
 //! parsed, inflated or allocated when the component loads, an index is built or a query runs.
@@ -65,6 +66,12 @@ pub fn glosses(chinese: &str) -> impl Iterator<Item = &'static str> {
 /// WordNet's synonyms of a lowercase English noun or verb (`fetch` -> bring, get, convey).
 pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
     WORDNET.values(word, ' ')
+}
+
+/// WordNet's one-word synonyms of a two-word English verb or noun (`work out` -> figure,
+/// calculate, cipher), given as its two lowercase words.
+pub fn phrase_synonyms(first: &str, second: &str) -> impl Iterator<Item = &'static str> + use<> {
+    WORDNET.values(&format!("{first} {second}"), ' ')
 }
 
 /// The CC-CEDICT words in `text`, as byte ranges, by forward maximum matching over each run of

@@ -216,6 +216,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
+    phrases(dictionary, &lower, &mut builder);
+
     let mut pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {
         if !pairs.insert((&pair[0].raw, &pair[1].raw)) {
@@ -233,6 +235,41 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     let word_ids = words.iter().map(|t| dictionary.term_id(&t.term)).collect();
     builder.finish(word_ids)
+}
+
+/// WordNet's two-word verbs and nouns in the query (`work out` -> calculate, `whole number` ->
+/// integer): their synonyms join the slot of the phrase's first word, as a word's own synonyms
+/// join its slot. Only two words written next to each other, neither a stop word (`take to`,
+/// `look for` are grammar more often than a phrase).
+fn phrases(dictionary: &Dictionary, lower: &str, builder: &mut Builder) {
+    let analyzer = analyzer();
+    let words: Vec<&str> = lower.split_whitespace().collect();
+    let mut met: FxHashSet<(&str, &str)> = FxHashSet::default();
+    for pair in words.windows(2) {
+        let first = pair[0];
+        let second = pair[1].trim_end_matches(|c: char| c.is_ascii_punctuation());
+        let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase());
+        if !plain(first)
+            || !plain(second)
+            || analyzer.is_stop_word(first)
+            || analyzer.is_stop_word(second)
+            || !met.insert((first, second))
+        {
+            continue;
+        }
+        let mut synonyms = lexicon::phrase_synonyms(first, second).peekable();
+        if synonyms.peek().is_none() {
+            continue;
+        }
+        let slot = analyzer
+            .word_term(first)
+            .and_then(|term| dictionary.term_id(&term))
+            .and_then(|id| builder.owner.get(&id).copied())
+            .unwrap_or_else(|| builder.new_slot());
+        for synonym in synonyms {
+            add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
+        }
+    }
 }
 
 /// `tokens` less those past the first `max` distinct ones (a token met again is kept: the
@@ -822,5 +859,38 @@ mod tests {
             "{:?}",
             query.slots
         );
+    }
+
+    #[test]
+    fn a_two_word_verb_reaches_its_wordnet_synonym() {
+        // WordNet's `work out` is `calculate`; neither word of it says so.
+        let index = index_of(&[
+            (
+                "math__calculate",
+                "Calculate the value of an arithmetic expression.",
+            ),
+            ("gym__log", "Log the work of a training session."),
+        ]);
+        let dictionary = &index.dictionary;
+        let query = parse(dictionary, "work out 17 percent of 2340");
+        let work = places(dictionary, &query, "work");
+        let calculate = places(dictionary, &query, "calcul");
+        assert!(!work.is_empty());
+        assert_eq!(
+            calculate,
+            [(work[0].0, WORDNET_SYNONYM)],
+            "in the first word's slot, at a synonym's weight: {:?}",
+            query.slots
+        );
+        // Nothing else of the query is in the calculator's text.
+        assert_eq!(
+            index.search("work out 17 percent of 2340", 2, |_| true),
+            ["gym__log", "math__calculate"]
+        );
+        // Not across a stop word (`work at out`), nor across a sentence's end.
+        for apart in ["work at out 17 percent", "time to work. out of ideas"] {
+            let query = parse(dictionary, apart);
+            assert!(places(dictionary, &query, "calcul").is_empty(), "{apart}");
+        }
     }
 }

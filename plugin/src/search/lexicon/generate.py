@@ -17,7 +17,9 @@ use, so that the component stays small (it is hashed on every load from the cach
 - wordnet.tsv (WordNet; see LICENSE-WORDNET.txt), from the crate `thesaurus-wordnet` 0.2.0
   (its src/wordnet.jsonl): `word<TAB>synonym synonym`, nouns and verbs of at most 12 letters,
   one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
-  its synonyms must be words CC-CEDICT's glosses use (everyday vocabulary).
+  its synonyms must be words CC-CEDICT's glosses use (everyday vocabulary). Two-word verbs and
+  nouns (`work out`, `whole number`) are keys too, with their mutual one-word synonyms (not
+  the phrase's own words) under the same rules: a query says `work out` for `calculate`.
 
 Both files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -31,6 +33,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 CJK = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
 WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
+PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
@@ -95,21 +98,42 @@ class LemmaTest:
 
 def wordnet(path, everyday):
     synonyms = {}
+    # Two-word verbs and nouns (`work out`, `whole number`) with their one-word synonyms.
+    phrases = {}
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         word = row["word"]
-        if row["pos"] not in ("noun", "verb") or not word.isalpha() or not word.islower():
+        if row["pos"] not in ("noun", "verb"):
             continue
-        got = synonyms.setdefault(word, [])
+        if PHRASE.match(word):
+            got = phrases.setdefault(word, [])
+        elif word.isalpha() and word.islower():
+            got = synonyms.setdefault(word, [])
+        else:
+            continue
         for s in row["synonyms"]:
-            if s.isalpha() and s.islower() and s != word and s not in got:
+            if (s.isalpha() or PHRASE.match(s)) and s.islower() and s != word and s not in got:
                 got.append(s)
     lines = []
+    for phrase, syns in phrases.items():
+        mutual = [
+            s
+            for s in syns
+            if s.isalpha()
+            and phrase in synonyms.get(s, ())
+            and len(s) <= 12
+            and s in everyday
+            and s not in phrase.split()
+        ][:3]
+        if mutual:
+            lines.append(f"{phrase}\t{' '.join(mutual)}")
     for word, syns in synonyms.items():
         if len(word) > 12 or word not in everyday:
             continue
         mutual = [
-            s for s in syns if word in synonyms.get(s, ()) and len(s) <= 12 and s in everyday
+            s
+            for s in syns
+            if s.isalpha() and word in synonyms.get(s, ()) and len(s) <= 12 and s in everyday
         ][:3]
         if mutual:
             lines.append(f"{word}\t{' '.join(mutual)}")
