@@ -29,6 +29,9 @@ pub struct Limits {
     pub long_call: Duration,
     /// The linear memory (and table bytes) one instance may hold.
     pub memory_bytes: usize,
+    /// The text one call may return (see `returned`): a system prompt, a tool's result, the
+    /// names an agent sees. export-state has its own bound, the largest state a shell restores.
+    pub returned_bytes: usize,
 }
 
 impl Default for Limits {
@@ -37,6 +40,7 @@ impl Default for Limits {
             call: Duration::from_millis(50),
             long_call: Duration::from_secs(2),
             memory_bytes: 256 << 20,
+            returned_bytes: 16 << 20,
         }
     }
 }

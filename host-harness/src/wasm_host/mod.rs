@@ -5,6 +5,7 @@
 pub mod cache;
 pub mod limits;
 mod no_wait;
+pub mod returned;
 pub mod wit;
 
 use std::collections::HashMap;
@@ -24,6 +25,7 @@ use cache::{CompiledCache, EngineKey, Rejection};
 use lazy_tools::host::LogLevel;
 use limits::{AsClock, CallClock, MemoryWatch};
 pub use limits::{CallKind, LimitExceeded, Limits};
+use returned::ReturnedBytes;
 use wit::PluginBindings;
 use wit::since_v0_3_0::wit::{
     CallResolution, ConfigError, Explanation, LocatedExplanation, PluginError,
@@ -439,19 +441,21 @@ impl PluginInstance {
     }
 
     pub fn configure(&mut self, config: &str) -> Result<Result<(), Vec<ConfigError>>> {
-        self.bindings.configure(
+        let returned = self.bindings.configure(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             config,
-        )
+        );
+        self.checked("configure", returned)
     }
 
     pub fn guard_tools(&mut self) -> Result<Vec<Tool>> {
-        self.bindings.guard_tools(begin(
+        let returned = self.bindings.guard_tools(begin(
             &mut self.store,
             &self.limits,
             self.epochs,
             CallKind::Short,
-        ))
+        ));
+        self.checked("guard-tools", returned)
     }
 
     pub fn agent_created(
@@ -459,11 +463,12 @@ impl PluginInstance {
         agent: &str,
         parent: Option<&str>,
     ) -> Result<Result<(), PluginCallError>> {
-        self.bindings.agent_created(
+        let returned = self.bindings.agent_created(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             agent,
             parent,
-        )
+        );
+        self.checked("agent-created", returned)
     }
 
     /// `agent` was created as a fork of `source`; a plugin older than 0.3.0
@@ -474,44 +479,49 @@ impl PluginInstance {
         parent: Option<&str>,
         source: &str,
     ) -> Result<Result<(), PluginCallError>> {
-        self.bindings.agent_forked(
+        let returned = self.bindings.agent_forked(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             agent,
             parent,
             source,
-        )
+        );
+        self.checked("agent-forked", returned)
     }
 
     pub fn agent_disposed(&mut self, agent: &str) -> Result<()> {
-        self.bindings.agent_disposed(
+        let returned = self.bindings.agent_disposed(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
-        )
+        );
+        self.checked("agent-disposed", returned)
     }
 
     pub fn registry_changed(&mut self) -> Result<Result<(), PluginCallError>> {
-        self.bindings.registry_changed(begin(
+        let returned = self.bindings.registry_changed(begin(
             &mut self.store,
             &self.limits,
             self.epochs,
             CallKind::Long,
-        ))
+        ));
+        self.checked("registry-changed", returned)
     }
 
     pub fn visible_tools(&mut self, agent: &str) -> Result<Result<Vec<String>, PluginCallError>> {
-        self.bindings.visible_tools(
+        let returned = self.bindings.visible_tools(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
-        )
+        );
+        self.checked("visible-tools", returned)
     }
 
     pub fn pre_execute(&mut self, agent: &str, tool: &str, arguments: &str) -> Result<Verdict> {
-        self.bindings.pre_execute(
+        let returned = self.bindings.pre_execute(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
             tool,
             arguments,
-        )
+        );
+        self.checked("pre-execute", returned)
     }
 
     pub fn execute(
@@ -523,30 +533,33 @@ impl PluginInstance {
         // A guard tool's call (the model searching or loading) may refresh the agent's view
         // of a large registry; a deadline that quarantined the plugin there would hand the
         // model every schema back. It is a tool call, not on the path of every request: long.
-        self.bindings.execute(
+        let returned = self.bindings.execute(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             agent,
             tool,
             arguments,
-        )
+        );
+        self.checked("execute", returned)
     }
 
     pub fn system_prompt(
         &mut self,
         agent: &str,
     ) -> Result<Result<Option<String>, PluginCallError>> {
-        self.bindings.system_prompt(
+        let returned = self.bindings.system_prompt(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
-        )
+        );
+        self.checked("system-prompt", returned)
     }
 
     pub fn explain(&mut self, agent: &str, tool: &str) -> Result<Result<Explanation, PluginError>> {
-        self.bindings.explain(
+        let returned = self.bindings.explain(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
             tool,
-        )
+        );
+        self.checked("explain", returned)
     }
 
     /// `explain` with the JSON pointer of the config entry that decided.
@@ -555,11 +568,12 @@ impl PluginInstance {
         agent: &str,
         tool: &str,
     ) -> Result<Result<LocatedExplanation, PluginCallError>> {
-        self.bindings.explain_located(
+        let returned = self.bindings.explain_located(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Short),
             agent,
             tool,
-        )
+        );
+        self.checked("explain-located", returned)
     }
 
     /// Unwraps a forwarded call; `direct` for anything else.
@@ -570,12 +584,13 @@ impl PluginInstance {
         arguments: &str,
     ) -> Result<Result<CallResolution, PluginCallError>> {
         // It may load a lazy group (a server start): a long call.
-        self.bindings.resolve_call(
+        let returned = self.bindings.resolve_call(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             agent,
             tool,
             arguments,
-        )
+        );
+        self.checked("resolve-call", returned)
     }
 
     /// The plugin's load state; `None` for a plugin older than 0.3.0. A long call: it writes
@@ -591,10 +606,25 @@ impl PluginInstance {
 
     /// A long call: it reads a state of up to [`lazy_tools::MAX_STATE_BYTES`].
     pub fn restore_state(&mut self, state: &str) -> Result<Result<(), String>> {
-        self.bindings.restore_state(
+        let returned = self.bindings.restore_state(
             begin(&mut self.store, &self.limits, self.epochs, CallKind::Long),
             state,
-        )
+        );
+        self.checked("restore-state", returned)
+    }
+
+    /// `returned`, failed if it holds more than a call may return: the shell quarantines the
+    /// plugin, as for a trap.
+    fn checked<T: ReturnedBytes>(&self, export: &str, returned: Result<T>) -> Result<T> {
+        let value = returned?;
+        let bytes = value.returned_bytes();
+        if bytes > self.limits.returned_bytes {
+            anyhow::bail!(
+                "returned too much: {bytes} bytes from {export} (limit {})",
+                self.limits.returned_bytes
+            );
+        }
+        Ok(value)
     }
 
     pub fn dispose(&mut self) -> Result<()> {

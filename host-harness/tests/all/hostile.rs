@@ -31,6 +31,7 @@ fn test_limits() -> Limits {
         call: Duration::from_millis(300),
         long_call: Duration::from_millis(400),
         memory_bytes: 64 << 20,
+        returned_bytes: 1 << 20,
     }
 }
 
@@ -163,6 +164,8 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
             ("grow", "ran out of memory"),
             // Sleeping is waiting in the host, where no deadline check runs.
             ("sleep", "may not wait"),
+            // 2 MiB of text in what it returns (an error value where there is no text).
+            ("big", "returned too much: 2097"),
         ] {
             let config = match *export {
                 "configure" | "agent-created" => "hide=secret guards=hostile_guard".to_string(),

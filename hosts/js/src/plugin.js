@@ -44,6 +44,28 @@ export function describeConfigError(error) {
  */
 export const MAX_PLUGIN_MEMORY_BYTES = 256 << 20;
 
+/**
+ * The text one call may return (the Rust harness's `Limits::returned_bytes`): a system prompt,
+ * a tool's result, the names an agent sees. A call that returns more fails as if it trapped.
+ * `export-state` is left out, as there: a state has its own bound where it is saved.
+ */
+export const MAX_PLUGIN_RETURNED_BYTES = 16 << 20;
+
+/**
+ * The bytes of text in a value a plugin returned, plus one per list item (a list of a million
+ * empty strings is not empty to the shell); a variant's tag is not counted (wasm_host/returned.rs).
+ */
+export function returnedBytes(value) {
+  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
+  if (Array.isArray(value)) return value.reduce((sum, item) => sum + returnedBytes(item) + 1, 0);
+  if (value !== null && typeof value === 'object') {
+    let sum = 0;
+    for (const [key, field] of Object.entries(value)) if (key !== 'tag') sum += returnedBytes(field);
+    return sum;
+  }
+  return 0;
+}
+
 export class PluginInstance {
   /**
    * @param {string} id the plugin's id in the shell
@@ -74,6 +96,14 @@ export class PluginInstance {
     } catch (e) {
       if (e === null || typeof e !== 'object' || !Object.hasOwn(e, 'payload')) throw new PluginTrap(this.id, name, e);
       result = { ok: false, error: e.payload };
+    }
+    const returned = name === 'exportState' ? 0 : returnedBytes(result.ok ? result.value : result.error);
+    if (returned > MAX_PLUGIN_RETURNED_BYTES) {
+      throw new PluginTrap(
+        this.id,
+        name,
+        new Error(`returned too much: ${returned} bytes (limit ${MAX_PLUGIN_RETURNED_BYTES})`),
+      );
     }
     const memory = this.memoryBytes();
     if (memory > MAX_PLUGIN_MEMORY_BYTES) {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { loadComponent } from '../src/component.js';
+import { MAX_PLUGIN_RETURNED_BYTES, returnedBytes } from '../src/plugin.js';
 import { Shell } from '../src/shell.js';
 import { Tool, builtin } from '../src/tools.js';
 import { fakeComponent } from './fake-plugin.js';
@@ -125,6 +126,47 @@ test('a trap in any call quarantines the plugin: its layers lifted, its tools re
     assert.deepEqual(names(s.core.effective('main')), ['bash', 'read', ...(at === 'registry-changed' ? ['grep'] : [])], at);
     assert.ok(!s.core.tools.some((t) => t.owner === 'p'), at);
     assert.doesNotThrow(() => s.nextRequest('main'), at);
+  }
+});
+
+/** A plugin like `trapping`'s that returns more text than a call may at export `at`. */
+const talkative = (at) =>
+  fakeComponent((imports) => {
+    const host = imports['dsh:tool-restriction/host'];
+    const big = 'x'.repeat(MAX_PLUGIN_RETURNED_BYTES + 1);
+    return {
+      guardTools: () => [{ name: 'guard', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      agentCreated: (agent) => host.restrict(agent, ['read']),
+      visibleTools: (agent) => [...host.allowedTools(agent).val, ...(at === 'visible-tools' ? [big] : [])],
+      systemPrompt: () => (at === 'system-prompt' ? big : 'text'),
+      preExecute: () => (at === 'pre-execute' ? { tag: 'deny', val: big } : { tag: 'pass' }),
+      execute: () => ({ json: '{}', text: at === 'execute' ? big : 'ran', isError: false }),
+      registryChanged() {
+        if (at === 'registry-changed') throw { payload: { tag: 'host', val: big } };
+      },
+    };
+  });
+
+test('a plugin that returns more text than a call may is quarantined like one that traps', () => {
+  // A list of many short names counts one byte an item besides its text.
+  assert.equal(returnedBytes(['', '', 'ab']), 5);
+  assert.equal(returnedBytes({ tag: 'deny', val: 'no' }), 2);
+  const cases = [
+    ['visible-tools', (s) => s.nextRequest('main')],
+    ['system-prompt', (s) => s.systemPrompt('main')],
+    ['pre-execute', (s) => s.call('main', 'read', {})],
+    ['execute', (s) => s.call('main', 'guard', {})],
+    ['registry-changed', (s) => s.registerTools([new Tool('grep', '', builtin())])],
+  ];
+  for (const [at, act] of cases) {
+    const s = shell();
+    s.installPlugin('p', talkative(at), null);
+    assert.deepEqual(names(s.core.effective('main')), ['read', 'guard'], at);
+    act(s);
+    const [q] = s.quarantined();
+    assert.equal(q?.during, at, at);
+    assert.match(String(q), /returned too much: 167772[0-9]{2} bytes \(limit 16777216\)/, at);
+    assert.deepEqual(names(s.core.effective('main')), ['bash', 'read', ...(at === 'registry-changed' ? ['grep'] : [])], at);
   }
 });
 
