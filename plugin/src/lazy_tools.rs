@@ -1769,6 +1769,45 @@ mod tests {
         assert!(matches!(resolve(&mut plugin), Resolution::Forward { .. }));
     }
 
+    /// A `load_tools` result carries at most [`guards::MAX_LOAD_SCHEMA_BYTES`] of schemas: a
+    /// server of thousands of large tools would return more than a shell takes back from one
+    /// call (16 MiB), and the shell would disable the plugin. The rest are loaded and named;
+    /// asking `tool_search` for one by name gives its schema.
+    #[test]
+    fn a_group_load_carries_a_bounded_amount_of_schemas() {
+        let big = format!(
+            r#"{{"type":"object","properties":{{"q":{{"type":"string","description":"{}"}}}}}}"#,
+            "x".repeat(8_000)
+        );
+        let tools: Vec<ToolDef> = (0..1_000)
+            .map(|i| ToolDef {
+                parameters: big.clone(),
+                ..tool("bulk", &format!("op_{i:03}"))
+            })
+            .collect();
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut plugin = dispatch(tools);
+        let arguments = json!({ "group_id": "bulk" }).to_string();
+        let result = plugin
+            .execute("main", guards::LOAD_TOOLS, &arguments)
+            .unwrap();
+        assert!(
+            result.json.len() + result.text.len() < 2 * guards::MAX_LOAD_SCHEMA_BYTES + 100_000,
+            "{} + {} bytes",
+            result.json.len(),
+            result.text.len()
+        );
+        let loaded: Value = serde_json::from_str(&result.json).unwrap();
+        let schemas = loaded["schemas"].as_array().unwrap();
+        let left_out = loaded["schemas_left_out"].as_array().unwrap();
+        assert_eq!(schemas.len() + left_out.len(), 1_000);
+        assert!(!schemas.is_empty() && !left_out.is_empty());
+        assert!(result.text.contains("schemas left out"), "{}", result.text);
+        assert!(names.iter().all(|name| plugin.is_loaded("main", name)));
+        let again = search(&mut plugin, "main", &[left_out[0].as_str().unwrap()]);
+        assert_eq!(again["schemas"][0]["name"], left_out[0], "{again}");
+    }
+
     /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of
     /// schemas: fifty names of large tools loaded at once would fill the model's context.
     /// The rest are loaded all the same and named; asking for one gives its schema.

@@ -9,8 +9,8 @@ use super::arguments::{
     ActivateArgs, ForwardArgs, LoadArgs, SearchArgs, names_problem, parse_args, query_problem,
 };
 use super::results::{
-    ActivateOutput, LoadOutput, MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint,
-    group_unavailable, within_budget,
+    ActivateOutput, LoadOutput, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, SearchOutput,
+    Unavailable, changed_hint, group_unavailable, within_budget,
 };
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
@@ -259,12 +259,14 @@ pub fn load_tools(
         .iter()
         .filter_map(|name| loads.schema(agent, name))
         .collect();
+    let (schemas, schemas_left_out) = within_budget(schemas, MAX_LOAD_SCHEMA_BYTES);
     let output = LoadOutput {
         group_id,
         expanded: remaining.is_empty(),
         tool_names: loaded,
         remaining,
         schemas,
+        schemas_left_out,
         unavailable,
     };
     let text = output.text(loads.strategy());

@@ -53,6 +53,11 @@ pub struct SearchOutput {
 /// into the model's context in one call, which prompt-injected text can ask for.
 pub const MAX_SEARCH_SCHEMA_BYTES: usize = 64 << 10;
 
+/// The most schema text one `load_tools` result carries. A group is loaded on purpose, so it
+/// gets more than a search; but a server may list thousands of tools and megabytes of schemas,
+/// more than any model's context and more than a shell takes back from one plugin call.
+pub const MAX_LOAD_SCHEMA_BYTES: usize = 256 << 10;
+
 impl Schema {
     /// About as many bytes as its text takes in a result.
     fn size(&self) -> usize {
@@ -206,6 +211,9 @@ pub struct LoadOutput {
     /// Members of the group still not loaded.
     pub remaining: Vec<String>,
     pub schemas: Vec<Schema>,
+    /// Tools loaded or found loaded whose schemas did not fit in [`MAX_LOAD_SCHEMA_BYTES`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub schemas_left_out: Vec<String>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unavailable: Vec<Unavailable>,
 }
@@ -235,6 +243,13 @@ impl LoadOutput {
             }
         });
         push_schemas(&mut lines, &self.schemas);
+        if !self.schemas_left_out.is_empty() {
+            lines.push(format!(
+                "Loaded, schemas left out to keep this result short: {}. Get them with \
+                 {TOOL_SEARCH} and their names in tool_names.",
+                joined(&self.schemas_left_out)
+            ));
+        }
         lines.join("\n")
     }
 }
@@ -496,6 +511,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
             tool_names: vec!["gh__read".into(), "gh__delete_repo".into()],
             remaining: vec![],
             schemas: schemas.clone(),
+            schemas_left_out: vec![],
             unavailable: vec![],
         };
         let search = SearchOutput {
@@ -556,6 +572,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
             tool_names: vec!["i\u{0c}j".into()],
             remaining: vec!["k\u{0b}l".into()],
             schemas: vec![],
+            schemas_left_out: vec!["u\nv".into()],
             unavailable: vec![Unavailable {
                 name: "m\nn".into(),
                 reason: "o\np".into(),
@@ -579,7 +596,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
             assert!(!text.contains(shown::is_unsafe), "{text:?}");
         }
         assert_eq!(text_lines(&activate.text()).len(), 1);
-        assert_eq!(text_lines(&load.text(Strategy::Inject)).len(), 4);
+        assert_eq!(text_lines(&load.text(Strategy::Inject)).len(), 5);
         assert_eq!(text_lines(&search.text()).len(), 3);
     }
 
