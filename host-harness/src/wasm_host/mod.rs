@@ -455,7 +455,10 @@ impl PluginInstance {
             self.epochs,
             CallKind::Short,
         ));
-        self.checked("guard-tools", returned)
+        let defs = self.checked("guard-tools", returned)?;
+        defs.into_iter()
+            .map(wit::since_v0_3_0::tool_from_wit)
+            .collect()
     }
 
     pub fn agent_created(
@@ -596,12 +599,17 @@ impl PluginInstance {
     /// The plugin's load state; `None` for a plugin older than 0.3.0. A long call: it writes
     /// every agent's loads, up to a state of [`lazy_tools::MAX_STATE_BYTES`].
     pub fn export_state(&mut self) -> Result<Option<Result<String, PluginCallError>>> {
-        self.bindings.export_state(begin(
+        let returned = self.bindings.export_state(begin(
             &mut self.store,
             &self.limits,
             self.epochs,
             CallKind::Long,
-        ))
+        ))?;
+        // A state has its own bound where the shell saves it; its error has every call's.
+        if let Some(Err(error)) = &returned {
+            self.check_size("export-state", error.returned_bytes())?;
+        }
+        Ok(returned)
     }
 
     /// A long call: it reads a state of up to [`lazy_tools::MAX_STATE_BYTES`].
@@ -617,14 +625,18 @@ impl PluginInstance {
     /// plugin, as for a trap.
     fn checked<T: ReturnedBytes>(&self, export: &str, returned: Result<T>) -> Result<T> {
         let value = returned?;
-        let bytes = value.returned_bytes();
+        self.check_size(export, value.returned_bytes())?;
+        Ok(value)
+    }
+
+    fn check_size(&self, export: &str, bytes: usize) -> Result<()> {
         if bytes > self.limits.returned_bytes {
             anyhow::bail!(
                 "returned too much: {bytes} bytes from {export} (limit {})",
                 self.limits.returned_bytes
             );
         }
-        Ok(value)
+        Ok(())
     }
 
     pub fn dispose(&mut self) -> Result<()> {

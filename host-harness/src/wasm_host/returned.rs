@@ -5,9 +5,8 @@
 
 use super::wit::since_v0_3_0::wit::{
     CallResolution, ConfigError, Explanation, ForwardedCall, LocatedExplanation, PluginError,
-    ToolResult, Verdict,
+    ToolDef, ToolOrigin, ToolResult, Verdict,
 };
-use crate::tool::{Origin, Tool};
 
 /// The bytes of text in a value, plus one per list item (a list of a million empty strings is
 /// not empty to the shell).
@@ -106,13 +105,14 @@ impl ReturnedBytes for CallResolution {
     }
 }
 
-impl ReturnedBytes for Tool {
+/// A guard tool as the plugin wrote it: its parameters are measured before they are parsed.
+impl ReturnedBytes for ToolDef {
     fn returned_bytes(&self) -> usize {
         let origin = match &self.origin {
-            Origin::Builtin => 0,
-            Origin::Mcp(name) | Origin::Agent(name) => name.len(),
+            ToolOrigin::Builtin => 0,
+            ToolOrigin::Mcp(name) | ToolOrigin::Agent(name) => name.len(),
         };
-        self.name.len() + self.description.len() + self.parameters_json().len() + origin
+        self.name.len() + self.description.len() + self.parameters.len() + origin
     }
 }
 
@@ -138,5 +138,13 @@ mod tests {
             message: "bad".into(),
         }];
         assert_eq!(errors.returned_bytes(), 8 + 8 + 3 + 1);
+        // A guard tool's parameters count as written, whitespace and all.
+        let guard = ToolDef {
+            name: "g".into(),
+            description: String::new(),
+            parameters: format!("{{{}}}", " ".repeat(100)),
+            origin: ToolOrigin::Mcp("srv".into()),
+        };
+        assert_eq!(vec![guard].returned_bytes(), 1 + 102 + 3 + 1);
     }
 }

@@ -12,7 +12,6 @@ use wasmtime::Store;
 use wasmtime::component::{Component, Linker};
 
 use super::{IntoAnyhow as _, PluginState};
-use crate::tool::Tool;
 use since_v0_3_0 as latest;
 use since_v0_3_0::wit::{
     CallResolution, ConfigError, Explanation, LocatedExplanation, PluginError,
@@ -109,9 +108,10 @@ impl PluginBindings {
         Ok(with_guest!(self, g => g.call_configure(&mut *store, config))?)
     }
 
-    pub fn guard_tools(&self, store: &mut Store<PluginState>) -> Result<Vec<Tool>> {
-        let tools = with_guest!(self, g => g.call_guard_tools(&mut *store))?;
-        tools.into_iter().map(latest::tool_from_wit).collect()
+    /// The guard tools as the plugin wrote them: the caller measures them before it parses
+    /// their parameters ([`latest::tool_from_wit`]), which costs many times their size.
+    pub fn guard_tools(&self, store: &mut Store<PluginState>) -> Result<Vec<latest::wit::ToolDef>> {
+        Ok(with_guest!(self, g => g.call_guard_tools(&mut *store))?)
     }
 
     pub fn agent_created(

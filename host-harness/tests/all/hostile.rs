@@ -302,6 +302,36 @@ fn a_state_too_large_to_restore_is_not_saved() {
     assert_eq!(shell.quarantined().count(), 0);
 }
 
+#[test]
+fn too_much_text_from_guard_tools_or_an_export_state_error_disables_the_plugin() {
+    // Guard tools are measured as written, before their parameters are parsed: 2 MiB of
+    // whitespace is `{}` once parsed.
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    let err = shell
+        .install_plugin(HOSTILE, &hostile(), &json!("fail=guard-tools how=big"))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("plugin `hostile` failed in guard-tools: returned too much: 2097168 bytes"),
+        "{err}"
+    );
+    assert_eq!(shell.quarantined().count(), 0, "nothing was installed");
+
+    // A state has its own bound (above); an error's message has every call's.
+    let mut shell = self::shell("fail=export-state how=big");
+    let err = shell.export_state(HOSTILE).unwrap_err().to_string();
+    assert!(err.contains("is disabled"), "{err}");
+    let quarantined: Vec<_> = shell.quarantined().collect();
+    assert!(
+        quarantined[0]
+            .reason
+            .contains("returned too much: 2097152 bytes from export-state"),
+        "{}",
+        quarantined[0]
+    );
+}
+
 /// A group loader that must never run: every load in these tests is refused before it.
 #[derive(Debug)]
 struct NeverLoads;

@@ -47,9 +47,13 @@ export const MAX_PLUGIN_MEMORY_BYTES = 256 << 20;
 /**
  * The text one call may return (the Rust harness's `Limits::returned_bytes`): a system prompt,
  * a tool's result, the names an agent sees. A call that returns more fails as if it trapped.
- * `export-state` is left out, as there: a state has its own bound where it is saved.
+ * A state `export-state` returns is left out, as there: it has its own bound where the shell
+ * saves it.
  */
 export const MAX_PLUGIN_RETURNED_BYTES = 16 << 20;
+
+/** The largest state a shell restores (lazy-tools' `MAX_STATE_BYTES`): a larger one is not saved. */
+export const MAX_STATE_BYTES = 16 << 20;
 
 /**
  * The bytes of text in a value a plugin returned, plus one per list item (a list of a million
@@ -97,7 +101,8 @@ export class PluginInstance {
       if (e === null || typeof e !== 'object' || !Object.hasOwn(e, 'payload')) throw new PluginTrap(this.id, name, e);
       result = { ok: false, error: e.payload };
     }
-    const returned = name === 'exportState' ? 0 : returnedBytes(result.ok ? result.value : result.error);
+    // A state has its own bound where the shell saves it (`MAX_STATE_BYTES`); its error does not.
+    const returned = name === 'exportState' && result.ok ? 0 : returnedBytes(result.ok ? result.value : result.error);
     if (returned > MAX_PLUGIN_RETURNED_BYTES) {
       throw new PluginTrap(
         this.id,

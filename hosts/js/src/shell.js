@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 
 import { ShellCore, originName } from './core.js';
 import { importObject } from './host-imports.js';
-import { PluginInstance, PluginTrap, describeConfigError, describePluginError } from './plugin.js';
+import { MAX_STATE_BYTES, PluginInstance, PluginTrap, describeConfigError, describePluginError } from './plugin.js';
 import { pushLog } from './plugin-log.js';
 import { escape } from './terminal.js';
 import { Tool, ofAgent } from './tools.js';
@@ -241,6 +241,12 @@ export class Shell {
     const plugin = this.#live(id);
     const state = this.#contain(plugin, 'export-state', () => plugin.instance.exportState());
     if (state === TRAPPED) throw this.#disabled(plugin);
+    // As the Rust harness: a state no shell would restore is not saved, and the plugin stays.
+    if (state.ok && Buffer.byteLength(state.value, 'utf8') > MAX_STATE_BYTES) {
+      throw new Error(
+        `plugin \`${id}\` exported a state of ${Buffer.byteLength(state.value, 'utf8')} bytes, more than the ${MAX_STATE_BYTES} a shell restores: not saved`,
+      );
+    }
     return unwrap(plugin, state);
   }
 

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 
 import { loadComponent } from '../src/component.js';
-import { MAX_PLUGIN_RETURNED_BYTES, returnedBytes } from '../src/plugin.js';
+import { MAX_PLUGIN_RETURNED_BYTES, MAX_STATE_BYTES, returnedBytes } from '../src/plugin.js';
 import { Shell } from '../src/shell.js';
 import { Tool, builtin } from '../src/tools.js';
 import { fakeComponent } from './fake-plugin.js';
@@ -168,6 +168,32 @@ test('a plugin that returns more text than a call may is quarantined like one th
     assert.match(String(q), /returned too much: 167772[0-9]{2} bytes \(limit 16777216\)/, at);
     assert.deepEqual(names(s.core.effective('main')), ['bash', 'read', ...(at === 'registry-changed' ? ['grep'] : [])], at);
   }
+});
+
+test('guard tools are measured as written, and a state has its own bound', () => {
+  // 17 MiB of whitespace is `{}` once parsed: refused at install all the same.
+  const spaces = ' '.repeat(MAX_PLUGIN_RETURNED_BYTES);
+  const wordy = fakeComponent(() => ({
+    guardTools: () => [{ name: 'guard', description: '', parameters: `{${spaces}}`, origin: { tag: 'builtin' } }],
+  }));
+  const s = shell();
+  assert.throws(() => s.installPlugin('p', wordy, null), /returned too much: 16777224 bytes/);
+  assert.deepEqual(s.quarantined(), []);
+
+  // A state no shell would restore is not saved; the plugin stays. Its error has every call's bound.
+  const states = (value) => fakeComponent(() => ({ exportState: value }));
+  const t = shell();
+  t.installPlugin('big', states(() => 'x'.repeat(MAX_STATE_BYTES + 1)), null);
+  assert.throws(() => t.exportState('big'), {
+    message: 'plugin `big` exported a state of 16777217 bytes, more than the 16777216 a shell restores: not saved',
+  });
+  t.installPlugin('wordy', states(() => {
+    throw { payload: { tag: 'host', val: 'x'.repeat(MAX_PLUGIN_RETURNED_BYTES + 1) } };
+  }), null);
+  assert.throws(() => t.exportState('wordy'), /disabled/);
+  // Only `wordy`: the plugin whose state was too large is not disabled.
+  assert.deepEqual(t.quarantined().map((q) => q.during), ['export-state']);
+  assert.match(String(t.quarantined()[0]), /^plugin `wordy` is disabled/);
 });
 
 test('a plugin whose guard tool takes a name already used is refused before anything is installed', () => {

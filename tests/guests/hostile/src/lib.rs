@@ -148,6 +148,15 @@ impl Guest for Plugin {
     }
 
     fn guard_tools() -> Vec<ToolDef> {
+        // JSON of 2 MiB that says `{}`: measured as written, not as parsed.
+        if let Some(text) = big("guard-tools") {
+            return vec![ToolDef {
+                name: "hostile_guard".into(),
+                description: String::new(),
+                parameters: format!("{{{}}}", text.replace('x', " ")),
+                origin: ToolOrigin::Builtin,
+            }];
+        }
         SETTINGS.with(|s| {
             s.borrow()
                 .guards
@@ -268,6 +277,8 @@ impl Guest for Plugin {
         if huge {
             return Ok("x".repeat(17 << 20));
         }
+        // `how=big`: an error value of 2 MiB, which has every call's bound.
+        big_error("export-state")?;
         Ok("{}".into())
     }
 
