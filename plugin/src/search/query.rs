@@ -161,6 +161,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // A token met again adds the forms it added the first time, to the same slot: not looked
     // up again (`fetch` said 80 times cost 10 times one `fetch`, for the same ranking).
     let mut met: FxHashSet<(TokenKind, &str, &str)> = FxHashSet::default();
+    // Each word's slot, for the phrases it begins (below).
+    let mut word_slots: FxHashMap<&str, usize> = FxHashMap::default();
     for token in &tokens {
         // A character inside a dictionary word that the index holds, as written or as its
         // English gloss, says nothing the word does not (the index does not count it as length
@@ -190,6 +192,9 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         };
         if first && matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
+            if token.kind == TokenKind::Word {
+                word_slots.entry(&token.raw).or_insert(slot);
+            }
             prefixes(dictionary, &token.term, slot, &mut builder);
             // The word as written (`cars`), else its stem when that is a word (`car`).
             let mut synonyms = lexicon::synonyms(&token.raw).peekable();
@@ -216,7 +221,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
-    phrases(dictionary, &lower, &mut builder);
+    phrases(dictionary, &lower, &word_slots, &mut builder);
 
     let mut pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {
@@ -239,34 +244,32 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
 /// WordNet's two-word verbs and nouns in the query (`work out` -> calculate, `whole number` ->
 /// integer): their synonyms join the slot of the phrase's first word, as a word's own synonyms
-/// join its slot. Only two words written next to each other, neither a stop word (`take to`,
-/// `look for` are grammar more often than a phrase).
-fn phrases(dictionary: &Dictionary, lower: &str, builder: &mut Builder) {
-    let analyzer = analyzer();
+/// join its slot, so the phrase counts once. Only two words written next to each other (no
+/// punctuation between them), neither a stop word (`take to`, `look for` are grammar more often
+/// than a phrase), both words the query reads: `slots` holds the slot of each.
+fn phrases(
+    dictionary: &Dictionary,
+    lower: &str,
+    slots: &FxHashMap<&str, usize>,
+    builder: &mut Builder,
+) {
     let words: Vec<&str> = lower.split_whitespace().collect();
     let mut met: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {
-        let first = pair[0];
-        let second = pair[1].trim_end_matches(|c: char| c.is_ascii_punctuation());
+        let punctuation = |c: char| c.is_ascii_punctuation();
+        let first = pair[0].trim_start_matches(punctuation);
+        let second = pair[1].trim_end_matches(punctuation);
         let plain = |w: &str| !w.is_empty() && w.bytes().all(|b| b.is_ascii_lowercase());
-        if !plain(first)
-            || !plain(second)
-            || analyzer.is_stop_word(first)
-            || analyzer.is_stop_word(second)
-            || !met.insert((first, second))
-        {
+        if !plain(first) || !plain(second) || !slots.contains_key(second) {
             continue;
         }
-        let mut synonyms = lexicon::phrase_synonyms(first, second).peekable();
-        if synonyms.peek().is_none() {
+        let Some(&slot) = slots.get(first) else {
+            continue;
+        };
+        if !met.insert((first, second)) {
             continue;
         }
-        let slot = analyzer
-            .word_term(first)
-            .and_then(|term| dictionary.term_id(&term))
-            .and_then(|id| builder.owner.get(&id).copied())
-            .unwrap_or_else(|| builder.new_slot());
-        for synonym in synonyms {
+        for synonym in lexicon::phrase_synonyms(first, second) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
     }
@@ -760,6 +763,15 @@ mod tests {
         );
         assert_eq!(query.words.len(), 22);
         assert_eq!(query.slots.len(), 2);
+        // A WordNet phrase past the terms read adds nothing either (`work out` -> calculate).
+        let index = index_of(&[("math__calculate", "Calculate a sum.")]);
+        let query = parse(
+            &index.dictionary,
+            &format!("{} work out", words[..70].join(" ")),
+        );
+        assert!(places(&index.dictionary, &query, "calcul").is_empty());
+        let query = parse(&index.dictionary, "work out");
+        assert!(!places(&index.dictionary, &query, "calcul").is_empty());
     }
 
     #[test]
@@ -892,5 +904,25 @@ mod tests {
             let query = parse(dictionary, apart);
             assert!(places(dictionary, &query, "calcul").is_empty(), "{apart}");
         }
+        // Quoted, it is the same phrase.
+        let query = parse(dictionary, "\"work out\" 17 percent");
+        assert_eq!(places(dictionary, &query, "calcul").len(), 1);
+    }
+
+    #[test]
+    fn a_phrase_joins_its_first_words_slot_when_no_tool_holds_that_word() {
+        // No tool holds `work`; its WordNet synonym `employment` takes a slot for it, and
+        // `work out`'s `calculate` joins that slot: the query's word counts once.
+        let index = index_of(&[
+            ("math__calculate", "Calculate a sum."),
+            ("hr__hire", "Record the employment of a worker."),
+        ]);
+        let dictionary = &index.dictionary;
+        let query = parse(dictionary, "work out");
+        let employ = places(dictionary, &query, "employ");
+        let calculate = places(dictionary, &query, "calcul");
+        assert_eq!(employ.len(), 1, "{:?}", query.slots);
+        assert_eq!(calculate.len(), 1, "{:?}", query.slots);
+        assert_eq!(employ[0].0, calculate[0].0, "{:?}", query.slots);
     }
 }

@@ -19,7 +19,8 @@ use, so that the component stays small (it is hashed on every load from the cach
   one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
   its synonyms must be words CC-CEDICT's glosses use (everyday vocabulary). Two-word verbs and
   nouns (`work out`, `whole number`) are keys too, with their mutual one-word synonyms (not
-  the phrase's own words) under the same rules: a query says `work out` for `calculate`.
+  the phrase's own words) under the same rules, less phrases with a stop word of the analyzer's
+  (`log in`): a query says `work out` for `calculate`.
 
 Both files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -96,6 +97,18 @@ class LemmaTest:
         return word not in self.only_other
 
 
+def english_stop_words():
+    """The `[en]` words of the analyzer's stop_words.txt (beside this folder)."""
+    words, section = set(), None
+    for line in (HERE.parent / "stop_words.txt").read_text(encoding="utf-8").splitlines():
+        line = line.split("#")[0].strip()
+        if line.startswith("["):
+            section = line.strip("[]")
+        elif section == "en":
+            words.update(line.split())
+    return words
+
+
 def wordnet(path, everyday):
     synonyms = {}
     # Two-word verbs and nouns (`work out`, `whole number`) with their one-word synonyms.
@@ -114,8 +127,12 @@ def wordnet(path, everyday):
         for s in row["synonyms"]:
             if (s.isalpha() or PHRASE.match(s)) and s.islower() and s != word and s not in got:
                 got.append(s)
+    stop = english_stop_words()
     lines = []
     for phrase, syns in phrases.items():
+        # The plugin reads a phrase only between two words that are not stop words.
+        if any(len(w) < 2 or w in stop for w in phrase.split()):
+            continue
         mutual = [
             s
             for s in syns
