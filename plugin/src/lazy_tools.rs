@@ -1769,22 +1769,28 @@ mod tests {
         assert!(matches!(resolve(&mut plugin), Resolution::Forward { .. }));
     }
 
+    /// `count` tools of server `bulk` (`bulk__op_000`, ...), each with a parameter description
+    /// of `bytes` bytes.
+    fn large_tools(count: usize, bytes: usize) -> Vec<ToolDef> {
+        let parameters = format!(
+            r#"{{"type":"object","properties":{{"q":{{"type":"string","description":"{}"}}}}}}"#,
+            "x".repeat(bytes)
+        );
+        (0..count)
+            .map(|i| ToolDef {
+                parameters: parameters.clone(),
+                ..tool("bulk", &format!("op_{i:03}"))
+            })
+            .collect()
+    }
+
     /// A `load_tools` result carries at most [`guards::MAX_LOAD_SCHEMA_BYTES`] of schemas: a
     /// server of thousands of large tools would return more than a shell takes back from one
     /// call (16 MiB), and the shell would disable the plugin. The rest are loaded and named;
     /// asking `tool_search` for one by name gives its schema.
     #[test]
     fn a_group_load_carries_a_bounded_amount_of_schemas() {
-        let big = format!(
-            r#"{{"type":"object","properties":{{"q":{{"type":"string","description":"{}"}}}}}}"#,
-            "x".repeat(8_000)
-        );
-        let tools: Vec<ToolDef> = (0..1_000)
-            .map(|i| ToolDef {
-                parameters: big.clone(),
-                ..tool("bulk", &format!("op_{i:03}"))
-            })
-            .collect();
+        let tools = large_tools(1_000, 8_000);
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut plugin = dispatch(tools);
         let arguments = json!({ "group_id": "bulk" }).to_string();
@@ -1813,16 +1819,7 @@ mod tests {
     /// The rest are loaded all the same and named; asking for one gives its schema.
     #[test]
     fn a_dispatch_search_result_carries_a_bounded_amount_of_schemas() {
-        let big = format!(
-            r#"{{"type":"object","properties":{{"q":{{"type":"string","description":"{}"}}}}}}"#,
-            "x".repeat(4_000)
-        );
-        let tools: Vec<ToolDef> = (0..50)
-            .map(|i| ToolDef {
-                parameters: big.clone(),
-                ..tool("bulk", &format!("op_{i:02}"))
-            })
-            .collect();
+        let tools = large_tools(50, 4_000);
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut plugin = dispatch(tools);
         let all: Vec<&str> = names.iter().map(String::as_str).collect();
