@@ -58,16 +58,31 @@ export const MAX_STATE_BYTES = 16 << 20;
 /**
  * The bytes of text in a value a plugin returned, plus one per list item (a list of a million
  * empty strings is not empty to the shell); a variant's tag is not counted (wasm_host/returned.rs).
+ * `measure` counts a string: its UTF-8 bytes, or a bound on them.
  */
-export function returnedBytes(value) {
-  if (typeof value === 'string') return Buffer.byteLength(value, 'utf8');
-  if (Array.isArray(value)) return value.reduce((sum, item) => sum + returnedBytes(item) + 1, 0);
+export function returnedBytes(value, measure = (text) => Buffer.byteLength(text, 'utf8')) {
+  if (typeof value === 'string') return measure(value);
+  if (Array.isArray(value)) {
+    let sum = value.length;
+    for (const item of value) sum += returnedBytes(item, measure);
+    return sum;
+  }
   if (value !== null && typeof value === 'object') {
     let sum = 0;
-    for (const [key, field] of Object.entries(value)) if (key !== 'tag') sum += returnedBytes(field);
+    for (const key in value) if (key !== 'tag') sum += returnedBytes(value[key], measure);
     return sum;
   }
   return 0;
+}
+
+/**
+ * `returnedBytes(value)` if it may be past `limit`, else a bound under it: a UTF-16 unit is at
+ * most three bytes of UTF-8, so most answers (ten thousand names each request) are known to be
+ * within the limit without encoding them.
+ */
+function returnedBytesPast(value, limit) {
+  const bound = returnedBytes(value, (text) => 3 * text.length);
+  return bound <= limit ? bound : returnedBytes(value);
 }
 
 export class PluginInstance {
@@ -102,7 +117,8 @@ export class PluginInstance {
       result = { ok: false, error: e.payload };
     }
     // A state has its own bound where the shell saves it (`MAX_STATE_BYTES`); its error does not.
-    const returned = name === 'exportState' && result.ok ? 0 : returnedBytes(result.ok ? result.value : result.error);
+    const returned =
+      name === 'exportState' && result.ok ? 0 : returnedBytesPast(result.ok ? result.value : result.error, MAX_PLUGIN_RETURNED_BYTES);
     if (returned > MAX_PLUGIN_RETURNED_BYTES) {
       throw new PluginTrap(
         this.id,
