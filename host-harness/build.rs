@@ -24,8 +24,11 @@ use std::time::Instant;
 // The same list `plugin add` clears, kept in one place.
 #[path = "src/install/cargo_env.rs"]
 mod cargo_env;
+// The target, and how `plugin add` finds and adds it.
+#[path = "src/install/wasm_target.rs"]
+mod wasm_target;
 
-const TARGET: &str = "wasm32-wasip2";
+use wasm_target::TARGET;
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("set by cargo"));
@@ -39,6 +42,7 @@ fn main() {
         "Cargo.lock",
         "Cargo.toml",
         "host-harness/src/install/cargo_env.rs",
+        "host-harness/src/install/wasm_target.rs",
     ] {
         println!("cargo:rerun-if-changed={}", root.join(path).display());
     }
@@ -86,6 +90,7 @@ fn build_component(dir: &Path, target_dir: &Path, profile: &str, artifact: &str)
     let started = Instant::now();
     let mut terminal = Terminal::open();
     let label = format!("lazy-tools component ({TARGET}, profile {profile})");
+    ensure_target(dir, &mut terminal, &label);
     let mut child = command
         .spawn()
         .unwrap_or_else(|e| panic!("could not run cargo to build {}: {e}", dir.display()));
@@ -124,6 +129,54 @@ fn build_component(dir: &Path, target_dir: &Path, profile: &str, artifact: &str)
         ),
     );
     wasm
+}
+
+/// Adds the target through rustup when the toolchain that builds in `dir` lacks it, as
+/// `plugin add` does: rustup adds `rust-toolchain.toml`'s targets only to a toolchain it
+/// installs, so on a machine that already had Rust 1.95 the first `cargo run` would fail.
+/// Without rustup, the build's own error says what is missing.
+fn ensure_target(dir: &Path, terminal: &mut Terminal, label: &str) {
+    // Asked as the nested cargo will ask: in `dir`, without the proxy's toolchain override.
+    let run = |program: &str, args: &[&str]| {
+        let mut command = Command::new(program);
+        command
+            .current_dir(dir)
+            .args(args)
+            .stdin(Stdio::null())
+            .stderr(Stdio::piped());
+        cargo_env::clean(&mut command);
+        command.output()
+    };
+    let answer = |output: std::io::Result<std::process::Output>| {
+        let output = output.ok().filter(|o| o.status.success())?;
+        Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
+    };
+    let Some(sysroot) = answer(run("rustc", &["--print", "sysroot"])) else {
+        return;
+    };
+    if wasm_target::installed(&sysroot) {
+        return;
+    }
+    let Some(active) = answer(run("rustup", &["show", "active-toolchain"])) else {
+        return;
+    };
+    let toolchain = wasm_target::toolchain_name(&active);
+    let args = wasm_target::rustup_add_args(toolchain);
+    terminal.show(
+        label,
+        &format!("installing the {TARGET} target: rustup {}", args.join(" ")),
+    );
+    match run("rustup", &args) {
+        Ok(output) if output.status.success() && wasm_target::installed(&sysroot) => {}
+        Ok(output) => panic!(
+            "the toolchain {toolchain} has no {TARGET} target and `rustup {}` did not add it \
+             ({}):\n{}",
+            args.join(" "),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ),
+        Err(e) => panic!("could not run `rustup {}`: {e}", args.join(" ")),
+    }
 }
 
 /// The terminal the user runs cargo in, if any: cargo captures a build

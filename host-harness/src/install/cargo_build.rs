@@ -13,10 +13,8 @@ use serde_json::Value;
 
 use super::cargo_env;
 use super::program::{CARGO, Program, RUSTC, RUSTUP};
+use super::wasm_target::{self, TARGET};
 use crate::terminal::escape;
-
-/// The target plugins are built for.
-pub const TARGET: &str = "wasm32-wasip2";
 
 /// One component build.
 pub struct Build<'a> {
@@ -32,14 +30,7 @@ pub struct Build<'a> {
 pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> {
     let sysroot = tool(source_dir, &RUSTC, &["--print", "sysroot"])
         .with_context(|| format!("asking rustc for its sysroot in {}", source_dir.display()))?;
-    let installed = |sysroot: &str| {
-        Path::new(sysroot)
-            .join("lib/rustlib")
-            .join(TARGET)
-            .join("lib")
-            .is_dir()
-    };
-    if installed(&sysroot) {
+    if wasm_target::installed(&sysroot) {
         return Ok(());
     }
     let Ok(toolchain) = tool(source_dir, &RUSTUP, &["show", "active-toolchain"]) else {
@@ -48,11 +39,7 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
              available to install it: install the {TARGET} standard library for that toolchain"
         );
     };
-    let toolchain = toolchain
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let toolchain = wasm_target::toolchain_name(&toolchain);
     let command = format!("rustup target add {TARGET} --toolchain {toolchain}");
     // The toolchain is the bundle's rust-toolchain.toml's.
     writeln!(
@@ -63,11 +50,11 @@ pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> 
     if let Err(e) = tool(
         source_dir,
         &RUSTUP,
-        &["target", "add", TARGET, "--toolchain", &toolchain],
+        &wasm_target::rustup_add_args(toolchain),
     ) {
         bail!("could not install the {TARGET} target; run: {command}\n{e:#}");
     }
-    if !installed(&sysroot) {
+    if !wasm_target::installed(&sysroot) {
         bail!("rustup did not install the {TARGET} target into {sysroot}; run: {command}");
     }
     Ok(())

@@ -8,6 +8,7 @@ pub mod cargo_build;
 pub mod cargo_env;
 pub mod git;
 pub mod program;
+pub mod wasm_target;
 pub use crate::source;
 
 use std::io::Write;
