@@ -332,6 +332,32 @@ fn too_much_text_from_guard_tools_or_an_export_state_error_disables_the_plugin()
     );
 }
 
+#[test]
+fn too_much_text_from_explain_or_a_restore_error_disables_the_plugin() {
+    // Neither call is in a request's path, so `EXPORTS` above does not reach them.
+    for export in ["explain", "restore-state"] {
+        let mut shell = self::shell(&format!("fail={export} how=big hide=secret"));
+        assert_eq!(names(&mut shell, "main"), ["read", "bash"]);
+        let err = match export {
+            "explain" => shell.explain(HOSTILE, "main", "secret").map(drop),
+            _ => shell.restore_state(HOSTILE, "{}"),
+        }
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.contains(&format!("failed in {export} and is disabled")),
+            "{err}"
+        );
+        let quarantined: Vec<_> = shell.quarantined().collect();
+        let [q] = quarantined.as_slice() else {
+            panic!("{export}: quarantined {quarantined:?}");
+        };
+        assert!(q.reason.contains("returned too much: 2097"), "{q}");
+        // Its allow set is lifted with it.
+        assert_eq!(names(&mut shell, "main"), ["read", "bash", "secret"]);
+    }
+}
+
 /// A group loader that must never run: every load in these tests is refused before it.
 #[derive(Debug)]
 struct NeverLoads;

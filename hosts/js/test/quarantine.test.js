@@ -144,6 +144,12 @@ const talkative = (at) =>
       registryChanged() {
         if (at === 'registry-changed') throw { payload: { tag: 'host', val: big } };
       },
+      explainLocated: () => ({
+        explanation: { state: 'visible', rule: { tag: 'no-rule' }, summary: at === 'explain' ? big : 'says nothing' },
+      }),
+      restoreState() {
+        if (at === 'restore-state') throw { payload: big };
+      },
     };
   });
 
@@ -157,6 +163,9 @@ test('a plugin that returns more text than a call may is quarantined like one th
     ['pre-execute', (s) => s.call('main', 'read', {})],
     ['execute', (s) => s.call('main', 'guard', {})],
     ['registry-changed', (s) => s.registerTools([new Tool('grep', '', builtin())])],
+    // Outside a request's path, and failing the shell's own call.
+    ['explain', (s) => assert.throws(() => s.explain('p', 'main', 'read'), /is disabled/)],
+    ['restore-state', (s) => assert.throws(() => s.restoreState('p', '{}'), /is disabled/)],
   ];
   for (const [at, act] of cases) {
     const s = shell();

@@ -10,7 +10,8 @@
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //!   `big` returns a value holding 2 MiB of text there (an error value where
-//!   the export has no text to return);
+//!   the export has no text to return; also in `explain`, `restore-state`,
+//!   `guard-tools` and `export-state`);
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
 //!   test can see the set lifted when the plugin is quarantined.
@@ -232,7 +233,8 @@ impl Guest for Plugin {
         Ok(Explanation {
             state: ToolState::Visible,
             rule: Rule::NoRule,
-            summary: format!("`{tool}`: the hostile plugin says nothing"),
+            summary: big("explain")
+                .unwrap_or_else(|| format!("`{tool}`: the hostile plugin says nothing")),
         })
     }
 
@@ -283,7 +285,7 @@ impl Guest for Plugin {
     }
 
     fn restore_state(_state: String) -> Result<(), String> {
-        Err("the hostile plugin keeps no state".into())
+        Err(big("restore-state").unwrap_or_else(|| "the hostile plugin keeps no state".into()))
     }
 
     fn dispose() {}
