@@ -336,7 +336,7 @@ fn too_much_text_from_guard_tools_or_an_export_state_error_disables_the_plugin()
 fn too_much_text_from_explain_or_a_restore_error_disables_the_plugin() {
     // Neither call is in a request's path, so `EXPORTS` above does not reach them.
     for export in ["explain", "restore-state"] {
-        let mut shell = self::shell(&format!("fail={export} how=big hide=secret"));
+        let mut shell = shell(&format!("fail={export} how=big hide=secret"));
         assert_eq!(names(&mut shell, "main"), ["read", "bash"]);
         let err = match export {
             "explain" => shell.explain(HOSTILE, "main", "secret").map(drop),
