@@ -29,6 +29,7 @@ SETS = [
     ("zh-final", LIVEMCP, "bench/zh-final.jsonl"),
     ("zh-3", LIVEMCP, "bench/zh-3.jsonl"),
     ("zh-4", LIVEMCP, "bench/zh-4.jsonl"),
+    ("zh-5", LIVEMCP, "bench/zh-5.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
