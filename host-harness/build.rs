@@ -137,45 +137,46 @@ fn build_component(dir: &Path, target_dir: &Path, profile: &str, artifact: &str)
 /// Without rustup, the build's own error says what is missing.
 fn ensure_target(dir: &Path, terminal: &mut Terminal, label: &str) {
     // Asked as the nested cargo will ask: in `dir`, without the proxy's toolchain override.
-    let run = |program: &str, args: &[&str]| {
+    let run = |tool: wasm_target::Tool, args: &[&str]| {
+        let program = match tool {
+            wasm_target::Tool::Rustc => "rustc",
+            wasm_target::Tool::Rustup => "rustup",
+        };
         let mut command = Command::new(program);
-        command
-            .current_dir(dir)
-            .args(args)
-            .stdin(Stdio::null())
-            .stderr(Stdio::piped());
+        command.current_dir(dir).args(args).stdin(Stdio::null());
         cargo_env::clean(&mut command);
-        command.output()
+        let output = command
+            .output()
+            .map_err(|e| format!("running {program}: {e}"))?;
+        if !output.status.success() {
+            return Err(String::from_utf8_lossy(&output.stderr).trim().to_string());
+        }
+        Ok(String::from_utf8_lossy(&output.stdout).trim().to_string())
     };
-    let answer = |output: std::io::Result<std::process::Output>| {
-        let output = output.ok().filter(|o| o.status.success())?;
-        Some(String::from_utf8_lossy(&output.stdout).trim().to_string())
-    };
-    let Some(sysroot) = answer(run("rustc", &["--print", "sysroot"])) else {
-        return;
-    };
-    if wasm_target::installed(&sysroot) {
-        return;
-    }
-    let Some(active) = answer(run("rustup", &["show", "active-toolchain"])) else {
-        return;
-    };
-    let toolchain = wasm_target::toolchain_name(&active);
-    let args = wasm_target::rustup_add_args(toolchain);
-    terminal.show(
-        label,
-        &format!("installing the {TARGET} target: rustup {}", args.join(" ")),
-    );
-    match run("rustup", &args) {
-        Ok(output) if output.status.success() && wasm_target::installed(&sysroot) => {}
-        Ok(output) => panic!(
-            "the toolchain {toolchain} has no {TARGET} target and `rustup {}` did not add it \
-             ({}):\n{}",
-            args.join(" "),
-            output.status,
-            String::from_utf8_lossy(&output.stderr)
+    let announce =
+        |command: &str| terminal.show(label, &format!("installing the {TARGET} target: {command}"));
+    // Where rustup cannot help, the nested build goes on and its error names what is missing.
+    match wasm_target::ensure(run, announce) {
+        Ok(()) => {}
+        Err(wasm_target::Missing::NoSysroot(why)) => {
+            // One line: cargo reads each line of a build script's output as a directive.
+            let why = why.replace(['\n', '\r'], " ");
+            println!("cargo:warning=could not ask rustc for its sysroot: {why}");
+        }
+        Err(wasm_target::Missing::NoRustup { sysroot }) => {
+            println!(
+                "cargo:warning=the Rust toolchain at {sysroot} has no {TARGET} target and rustup \
+                 is not available to add it"
+            );
+        }
+        Err(wasm_target::Missing::NotAdded {
+            sysroot,
+            command,
+            why,
+        }) => panic!(
+            "the Rust toolchain at {sysroot} has no {TARGET} target and `{command}` did not add \
+             it:\n{why}"
         ),
-        Err(e) => panic!("could not run `rustup {}`: {e}", args.join(" ")),
     }
 }
 

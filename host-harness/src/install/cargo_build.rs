@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use super::cargo_env;
 use super::program::{CARGO, Program, RUSTC, RUSTUP};
-use super::wasm_target::{self, TARGET};
+use super::wasm_target::{self, Missing, TARGET, Tool};
 use crate::terminal::escape;
 
 /// One component build.
@@ -28,36 +28,39 @@ pub struct Build<'a> {
 /// Makes sure the toolchain that builds in `source_dir` has the wasm
 /// target: installs it with rustup, or says exactly what to run.
 pub fn ensure_target(source_dir: &Path, progress: &mut dyn Write) -> Result<()> {
-    let sysroot = tool(source_dir, &RUSTC, &["--print", "sysroot"])
-        .with_context(|| format!("asking rustc for its sysroot in {}", source_dir.display()))?;
-    if wasm_target::installed(&sysroot) {
-        return Ok(());
-    }
-    let Ok(toolchain) = tool(source_dir, &RUSTUP, &["show", "active-toolchain"]) else {
-        bail!(
+    let run = |program: Tool, args: &[&str]| {
+        let program = match program {
+            Tool::Rustc => &RUSTC,
+            Tool::Rustup => &RUSTUP,
+        };
+        tool(source_dir, program, args).map_err(|e| format!("{e:#}"))
+    };
+    let mut announced = Ok(());
+    // The toolchain is the bundle's rust-toolchain.toml's.
+    let ensured = wasm_target::ensure(run, |command| {
+        announced = writeln!(
+            progress,
+            "installing the {TARGET} target: {}",
+            escape(command)
+        );
+    });
+    announced?;
+    match ensured {
+        Ok(()) => Ok(()),
+        Err(Missing::NoSysroot(why)) => bail!(
+            "asking rustc for its sysroot in {}: {why}",
+            source_dir.display()
+        ),
+        Err(Missing::NoRustup { sysroot }) => bail!(
             "the Rust toolchain at {sysroot} has no {TARGET} target, and rustup is not \
              available to install it: install the {TARGET} standard library for that toolchain"
-        );
-    };
-    let toolchain = wasm_target::toolchain_name(&toolchain);
-    let command = format!("rustup target add {TARGET} --toolchain {toolchain}");
-    // The toolchain is the bundle's rust-toolchain.toml's.
-    writeln!(
-        progress,
-        "installing the {TARGET} target: {}",
-        escape(&command)
-    )?;
-    if let Err(e) = tool(
-        source_dir,
-        &RUSTUP,
-        &wasm_target::rustup_add_args(toolchain),
-    ) {
-        bail!("could not install the {TARGET} target; run: {command}\n{e:#}");
+        ),
+        Err(Missing::NotAdded {
+            sysroot,
+            command,
+            why,
+        }) => bail!("could not install the {TARGET} target into {sysroot}; run: {command}\n{why}"),
     }
-    if !wasm_target::installed(&sysroot) {
-        bail!("rustup did not install the {TARGET} target into {sysroot}; run: {command}");
-    }
-    Ok(())
 }
 
 /// Builds the component and returns the path of the `.wasm` cargo made.
