@@ -73,6 +73,9 @@ const EXPORTS: &[&str] = &[
     "resolve-call",
     "registry-changed",
     "system-prompt",
+    // Not in a request's path: the shell's own call fails and says so.
+    "explain",
+    "restore-state",
 ];
 
 /// Makes the plugin run `export`, configured to fail there in the way `how`.
@@ -141,6 +144,18 @@ fn trigger(shell: &mut Shell, export: &str, how: &str) -> Option<Shell> {
         "system-prompt" => {
             shell.assemble("main/child").unwrap();
         }
+        "explain" | "restore-state" => {
+            let err = match export {
+                "explain" => shell.explain(HOSTILE, "main", "secret").map(drop),
+                _ => shell.restore_state(HOSTILE, "{}"),
+            }
+            .unwrap_err()
+            .to_string();
+            assert!(
+                err.contains(&format!("failed in {export} and is disabled")),
+                "{err}"
+            );
+        }
         other => unreachable!("{other}"),
     }
     None
@@ -193,6 +208,7 @@ fn a_plugin_that_fails_anywhere_is_quarantined_and_the_rest_of_the_chain_holds()
                     | "registry-changed"
                     | "execute"
                     | "resolve-call"
+                    | "restore-state"
             );
             let limit = if long {
                 test_limits().long_call
@@ -330,32 +346,6 @@ fn too_much_text_from_guard_tools_or_an_export_state_error_disables_the_plugin()
         "{}",
         quarantined[0]
     );
-}
-
-#[test]
-fn too_much_text_from_explain_or_a_restore_error_disables_the_plugin() {
-    // Neither call is in a request's path, so `EXPORTS` above does not reach them.
-    for export in ["explain", "restore-state"] {
-        let mut shell = shell(&format!("fail={export} how=big hide=secret"));
-        assert_eq!(names(&mut shell, "main"), ["read", "bash"]);
-        let err = match export {
-            "explain" => shell.explain(HOSTILE, "main", "secret").map(drop),
-            _ => shell.restore_state(HOSTILE, "{}"),
-        }
-        .unwrap_err()
-        .to_string();
-        assert!(
-            err.contains(&format!("failed in {export} and is disabled")),
-            "{err}"
-        );
-        let quarantined: Vec<_> = shell.quarantined().collect();
-        let [q] = quarantined.as_slice() else {
-            panic!("{export}: quarantined {quarantined:?}");
-        };
-        assert!(q.reason.contains("returned too much: 2097"), "{q}");
-        // Its allow set is lifted with it.
-        assert_eq!(names(&mut shell, "main"), ["read", "bash", "secret"]);
-    }
 }
 
 /// A group loader that must never run: every load in these tests is refused before it.

@@ -4,14 +4,14 @@
 //! - `fail=<export>` with `how=loop|trap|grow|sleep|imports`: misbehave in
 //!   that export (`configure`, `agent-created`, `agent-forked`,
 //!   `visible-tools`, `pre-execute`, `execute`, `registry-changed`,
-//!   `system-prompt`); `sleep` waits on a WASI clock, where no deadline check
+//!   `system-prompt`, `explain`, `restore-state`); `sleep` waits on a WASI clock, where no deadline check
 //!   runs; `imports` asks the shell for `main`'s allow set in a loop, `loads`
 //!   asks it to load lazy group `big` for `main` in a loop;
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //!   `big` returns a value holding 2 MiB of text there (an error value where
-//!   the export has no text to return; also in `explain`, `restore-state`,
-//!   `guard-tools` and `export-state`);
+//!   the export has no text to return; also in `guard-tools` and
+//!   `export-state`);
 //! - `guards=a,b`: the names of its guard tools (to impersonate others);
 //! - `hide=a,b`: tools it hides from every agent with an allow set, so a
 //!   test can see the set lifted when the plugin is quarantined.
@@ -230,6 +230,7 @@ impl Guest for Plugin {
     }
 
     fn explain(_agent: String, tool: String) -> Result<Explanation, PluginError> {
+        maybe_fail("explain");
         Ok(Explanation {
             state: ToolState::Visible,
             rule: Rule::NoRule,
@@ -285,6 +286,7 @@ impl Guest for Plugin {
     }
 
     fn restore_state(_state: String) -> Result<(), String> {
+        maybe_fail("restore-state");
         Err(big("restore-state").unwrap_or_else(|| "the hostile plugin keeps no state".into()))
     }
 
