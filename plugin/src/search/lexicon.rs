@@ -144,6 +144,12 @@ mod tests {
     }
 
     #[test]
+    fn a_word_keeps_its_later_senses() {
+        // CC-CEDICT's fourth sense of `帖子` is the forum post that tools mean.
+        assert!(glosses("帖子").any(|g| g == "post"));
+    }
+
+    #[test]
     fn english_synonyms_come_from_wordnet() {
         assert!(synonyms("fetch").any(|s| s == "get"));
         assert_eq!(synonyms("qwertyuiop").count(), 0);

