@@ -30,7 +30,10 @@ SETS = [
     ("zh-3", LIVEMCP, "bench/zh-3.jsonl"),
     ("zh-4", LIVEMCP, "bench/zh-4.jsonl"),
     ("zh-5", LIVEMCP, "bench/zh-5.jsonl"),
+    ("zh-6", LIVEMCP, "bench/zh-6.jsonl"),
+    ("zh-7", LIVEMCP, "bench/zh-7.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
+    ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (

@@ -58,7 +58,8 @@ impl Table {
     }
 }
 
-/// The English glosses of a Chinese word (`天气` -> `weather`), each one or two words.
+/// The English glosses of a Chinese word or character (`天气` -> `weather`, `图` -> diagram,
+/// picture, chart, ...), each one or two words.
 pub fn glosses(chinese: &str) -> impl Iterator<Item = &'static str> {
     CEDICT.values(chinese, '|')
 }
@@ -75,7 +76,8 @@ pub fn phrase_synonyms(first: &str, second: &str) -> impl Iterator<Item = &'stat
 }
 
 /// The CC-CEDICT words in `text`, as byte ranges, by forward maximum matching over each run of
-/// Chinese characters (two to four characters a word; characters no word covers are skipped).
+/// Chinese characters (two to four characters a word; characters no word covers are skipped,
+/// though the table glosses most of them too).
 pub fn chinese_word_spans(text: &str) -> Vec<std::ops::Range<usize>> {
     let chars: Vec<(usize, char)> = text.char_indices().collect();
     let mut words = Vec::new();
@@ -141,6 +143,16 @@ mod tests {
         // CC-CEDICT defines one as `Name, what it is`: the gloss is the name alone.
         assert_eq!(glosses("维基百科").collect::<Vec<_>>(), ["wikipedia"]);
         assert_eq!(glosses("伦敦").collect::<Vec<_>>(), ["london"]);
+    }
+
+    #[test]
+    fn a_character_has_glosses_too() {
+        assert!(glosses("图").any(|g| g == "chart"));
+        assert_eq!(
+            chinese_words("画个图"),
+            Vec::<&str>::new(),
+            "no word holds it: the query glosses the character alone"
+        );
     }
 
     #[test]

