@@ -32,8 +32,10 @@ SETS = [
     ("zh-5", LIVEMCP, "bench/zh-5.jsonl"),
     ("zh-6", LIVEMCP, "bench/zh-6.jsonl"),
     ("zh-7", LIVEMCP, "bench/zh-7.jsonl"),
+    ("zh-8", LIVEMCP, "bench/zh-8.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
+    ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
