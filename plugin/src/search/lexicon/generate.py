@@ -66,8 +66,8 @@ def glosses(defs, lemmas, proper):
 def cedict(path, lemmas):
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text[text.index("{"):].rstrip().rstrip(";"))
-    # Per word, the glosses of its common readings, then of its proper-noun ones (`意`: wish,
-    # meaning, idea before Italy; `伦敦` has only the proper one, London).
+    # Per word, the glosses of its common readings, then of its proper-noun ones (`意`: idea,
+    # meaning, ... before Italy; `伦敦` has only the proper one, London).
     entries = OrderedDict()
     for trad, simp, pinyin, english, *_ in data["all"]:
         defs = [english] if isinstance(english, str) else english
