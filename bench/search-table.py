@@ -33,9 +33,11 @@ SETS = [
     ("zh-6", LIVEMCP, "bench/zh-6.jsonl"),
     ("zh-7", LIVEMCP, "bench/zh-7.jsonl"),
     ("zh-8", LIVEMCP, "bench/zh-8.jsonl"),
+    ("zh-9", LIVEMCP, "bench/zh-9.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
+    ("en-blind-3", LIVEMCP, "bench/en-blind-3.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
