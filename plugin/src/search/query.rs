@@ -123,11 +123,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // And the index terms of each of its English glosses that the index holds.
     let word_glosses: Vec<Vec<Vec<u32>>> = distinct
         .iter()
-        .map(|word| {
-            lexicon::glosses(word)
-                .filter_map(|gloss| word_ids(dictionary, gloss))
-                .collect()
-        })
+        .map(|word| gloss_ids(dictionary, word))
         .collect();
     let named = vocabulary.concepts_in(&stems, &lower, &dictionary_words);
     let mut concept_slots: FxHashMap<vocab::ConceptId, usize> = FxHashMap::default();
@@ -234,9 +230,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // words' glosses, so that a word keeps its gloss at a word's weight (`天，日子`: day is
     // 日子's, not 天's at a character's).
     for (character, slot) in loose_slots {
-        let glosses: Vec<Vec<u32>> = lexicon::glosses(character)
-            .filter_map(|gloss| word_ids(dictionary, gloss))
-            .collect();
+        let glosses = gloss_ids(dictionary, character);
         if glosses.is_empty() {
             continue;
         }
@@ -423,6 +417,13 @@ fn add_words(
 fn add_shared(ids: &[u32], weight: f32, slot: usize, builder: &mut Builder) {
     let share = weight / ids.len() as f32;
     builder.add_form(slot, ids.iter().map(|&id| (id, share)).collect(), false);
+}
+
+/// The index terms of each English gloss of a Chinese word or character that the index holds.
+fn gloss_ids(dictionary: &Dictionary, chinese: &str) -> Vec<Vec<u32>> {
+    lexicon::glosses(chinese)
+        .filter_map(|gloss| word_ids(dictionary, gloss))
+        .collect()
 }
 
 /// The index terms of `words` (English), if there are some and the index holds them all.
