@@ -276,6 +276,26 @@ fn maintained_dictionaries_reach_words_the_vocabulary_lacks() {
 }
 
 #[test]
+fn a_named_docx_file_reaches_a_tool_that_says_word_document() {
+    // Catalogs say "Word document" where users name the file (`.docx`), as they say
+    // "spreadsheet" and "presentation" for `.xlsx` and `.pptx`.
+    let index = index_of(&[
+        (
+            "office__get_document_text",
+            "Extract all text from a Word document.",
+        ),
+        ("notes__get_text", "Get the text of a note."),
+    ]);
+    for query in ["get the text of minutes.docx", "把 会议纪要.docx 里的文字导出来"] {
+        assert_eq!(
+            first(&index, query).as_deref(),
+            Some("office__get_document_text"),
+            "{query}"
+        );
+    }
+}
+
+#[test]
 fn a_shells_enrichment_makes_a_tool_findable() {
     let none = json!({"type": "object", "properties": {}});
     let tools = vec![
