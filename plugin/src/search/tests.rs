@@ -286,7 +286,10 @@ fn a_named_docx_file_reaches_a_tool_that_says_word_document() {
         ),
         ("notes__get_text", "Get the text of a note."),
     ]);
-    for query in ["get the text of minutes.docx", "把 会议纪要.docx 里的文字导出来"] {
+    for query in [
+        "get the text of minutes.docx",
+        "把 会议纪要.docx 里的文字导出来",
+    ] {
         assert_eq!(
             first(&index, query).as_deref(),
             Some("office__get_document_text"),
@@ -326,6 +329,38 @@ fn a_shells_enrichment_makes_a_tool_findable() {
         first(&index, "create note").as_deref(),
         Some("notes__create")
     );
+}
+
+#[test]
+fn a_keyword_the_shell_gives_one_tool_among_many_counts_as_a_keyword() {
+    // A shell enriches the few tools it knows more of. Among a hundred tools without
+    // enrichment, one tool's keyword still outweighs another's parameter description.
+    let themed = json!({"type": "object", "properties": {
+        "theme": {"type": "string", "description": "An antd theme to render with"}
+    }});
+    let counted = json!({"type": "object", "properties": {
+        "count": {"type": "integer", "description": "How many items to return"}
+    }});
+    let mut tools: Vec<ToolDef> = (0..100)
+        .map(|i| {
+            let description = format!("Tool number {i}.");
+            tool(&format!("misc__tool_{i}"), &description, counted.clone())
+        })
+        .collect();
+    tools.push(tool(
+        "ui__get_docs",
+        "Get the docs of a component.",
+        counted,
+    ));
+    tools.push(tool("charts__render", "Render a chart.", themed));
+    let registry = Registry::new(tools, vec![]).with_enrichment(vec![Enrichment {
+        tool: "ui__get_docs".into(),
+        keywords: vec!["antd".into()],
+        examples: vec![],
+        descriptions: vec![],
+    }]);
+    let index = SearchIndex::build(&registry);
+    assert_eq!(top(&index, "antd"), ["ui__get_docs", "charts__render"]);
 }
 
 #[test]
