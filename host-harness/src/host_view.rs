@@ -237,19 +237,7 @@ impl Host for HostView {
     }
 
     fn tool_enrichment(&self) -> Vec<Enrichment> {
-        self.core()
-            .tools()
-            .iter()
-            .filter_map(|tool| {
-                let text = tool.search_text.as_ref()?;
-                Some(Enrichment {
-                    tool: tool.name.clone(),
-                    keywords: text.keywords.clone(),
-                    examples: text.examples.clone(),
-                    descriptions: text.descriptions.clone(),
-                })
-            })
-            .collect()
+        self.core().tools().iter().filter_map(enrichment).collect()
     }
 }
 
@@ -266,6 +254,17 @@ pub fn registry_table(tools: &[Tool]) -> Option<ToolTable> {
         plugin_origin,
     )
     .ok()
+}
+
+/// A shell tool's search text as the plugin receives it (WIT 0.3.0 `tool-enrichment`).
+pub fn enrichment(tool: &Tool) -> Option<Enrichment> {
+    let text = tool.search_text.as_ref()?;
+    Some(Enrichment {
+        tool: tool.name.clone(),
+        keywords: text.keywords.clone(),
+        examples: text.examples.clone(),
+        descriptions: text.descriptions.clone(),
+    })
 }
 
 /// A shell tool as the plugin receives it.

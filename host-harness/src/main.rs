@@ -35,6 +35,9 @@ enum Command {
     Session(commands::session::SessionArgs),
     /// Which rule decides a tool's visibility for an agent, in one line.
     Explain(commands::explain::ExplainArgs),
+    /// How lazy-tools' search reads a query over a catalog, what it ranks,
+    /// and which words earn each tool its place.
+    Search(commands::search::SearchArgs),
     /// What tool schemas cost per request, with and without lazy-tools.
     Tokens(commands::tokens::TokensArgs),
     /// Benchmarks that print figures.
@@ -75,6 +78,7 @@ fn run(command: Command) -> Result<()> {
         Command::Plugin(args) => args.run(),
         Command::Session(args) => args.run(),
         Command::Explain(args) => args.run(),
+        Command::Search(args) => args.run(),
         Command::Tokens(args) => args.run(),
         Command::Bench(command) => command.run(Some(GLOBAL)),
     }

@@ -5,5 +5,6 @@ pub mod bench;
 pub mod demo;
 pub mod explain;
 pub mod plugin;
+pub mod search;
 pub mod session;
 pub mod tokens;

@@ -20,6 +20,7 @@ mod bm25;
 mod build;
 mod dictionary;
 mod documents;
+mod explain;
 mod fields;
 mod growth;
 mod holders;
@@ -35,6 +36,7 @@ mod vocab;
 mod word_terms;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};
+pub use explain::{Explanation, Share, Slot, WeightedTerm};
 pub use index::SearchIndex;
 pub use update::{MAX_CHURN, Updated};
 pub use vocab::{VocabError, Vocabulary};

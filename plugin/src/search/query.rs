@@ -82,6 +82,17 @@ impl Query {
     pub fn says(&self, term: u32) -> bool {
         self.said.binary_search(&term).is_ok()
     }
+
+    /// This query with its slot `slot` alone: a tool's score is the sum of its scores for each
+    /// slot alone (`explain` reads each slot's share so).
+    pub fn slot_alone(&self, slot: usize) -> Query {
+        Query {
+            slots: vec![self.slots[slot].clone()],
+            words: self.words.clone(),
+            once: vec![self.once[slot]],
+            said: self.said.clone(),
+        }
+    }
 }
 
 pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {

@@ -57,7 +57,7 @@ impl SearchIndex {
     /// removed tool. A compound word of the query (`PatientView`) counts once per tool: a tool
     /// whose own name holds a part of it (`patient`) and whose server's name holds it whole
     /// (`patientview`) scores the better of the two, not both.
-    fn scores(&self, query: &Query) -> Vec<f32> {
+    pub(super) fn scores(&self, query: &Query) -> Vec<f32> {
         let size = self.names.len();
         let in_groups = (self.group_count > 0).then(|| GroupForms::new(self, query));
         let mut scores = accumulate(
@@ -85,7 +85,7 @@ impl SearchIndex {
     /// More for a tool whose own name of two words or more the query spells out: all of its
     /// words (`weather for the current city` for `get_current_weather`... in any order), or all
     /// in a row (`create presentation` for `create_presentation`).
-    fn name_boost(&self, doc: usize, query: &Query) -> f32 {
+    pub(super) fn name_boost(&self, doc: usize, query: &Query) -> f32 {
         let name = &self.name_words[doc];
         if name.len() < 2 || !name.iter().all(|&t| query.says(t)) {
             return 1.0;
