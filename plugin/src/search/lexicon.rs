@@ -156,6 +156,14 @@ mod tests {
     }
 
     #[test]
+    fn a_variant_means_what_its_target_does_after_its_own_senses() {
+        // CC-CEDICT defines simplified `回复` as to recover and as a variant of `回覆`, to reply.
+        let glosses: Vec<&str> = glosses("回复").collect();
+        let at = |g: &str| glosses.iter().position(|&x| x == g);
+        assert!(at("recover").unwrap() < at("reply").unwrap(), "{glosses:?}");
+    }
+
+    #[test]
     fn a_word_keeps_its_later_senses() {
         // CC-CEDICT's fourth sense of `帖子` is the forum post that tools mean; `解`'s
         // twelfth is explain.

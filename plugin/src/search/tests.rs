@@ -268,6 +268,22 @@ fn maintained_dictionaries_reach_words_the_vocabulary_lacks() {
         first(&index, "这颗行星").as_deref(),
         Some("space__planet_facts")
     );
+    // A CC-CEDICT reading defined as a variant of another: the word 回复 (not only its
+    // character 复) reaches reply, at a word's gloss weight.
+    let chat = index_of(&[
+        ("chat__reply", "Reply in a thread."),
+        ("chat__post", "Post to a channel."),
+    ]);
+    assert_eq!(first(&chat, "回复一下").as_deref(), Some("chat__reply"));
+    let reply = chat
+        .read_query("回复一下")
+        .into_iter()
+        .flat_map(|slot| slot.forms)
+        .flatten()
+        .filter(|t| t.term == "repli")
+        .map(|t| t.weight)
+        .fold(0.0, f32::max);
+    assert_eq!(reply, 0.6);
     // WordNet synonyms: car -> automobile.
     assert_eq!(
         first(&index, "list cars").as_deref(),

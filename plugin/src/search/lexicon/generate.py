@@ -13,7 +13,9 @@ use, so that the component stays small (it is hashed on every load from the cach
   character is glossed for a query's character that no word the index holds covers), each with
   every short gloss of its senses (one or two English words, `to` and articles dropped, with no
   word that WordNet knows only as an adjective or adverb): CC-CEDICT lists senses in no order of
-  use (`帖子` is card, invitation, message, then the forum post that tools mean). Proper nouns
+  use (`帖子` is card, invitation, message, then the forum post that tools mean); a reading
+  defined as a variant of another (`variant of 回覆[hui2 fu4]`) has that one's glosses after its
+  own (simplified `回复`: recover, ..., then reply). Proper nouns
   are kept with their name as the gloss (`维基百科` -> wikipedia, `伦敦` -> london), after the
   common readings' glosses (`意`: idea, meaning, ... before italy): catalogs write the places,
   companies and services a Chinese query names in English.
@@ -41,6 +43,8 @@ PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
+# `variant of 回覆[hui2 fu4]`, `old variant of 五[wu3]`, `variant of 著|着[zhuo2]`.
+VARIANT = re.compile(r"^(?:old )?variant of ([^\[\s]+)\[([^\]]+)\]")
 
 
 def glosses(defs, lemmas, proper):
@@ -66,6 +70,13 @@ def glosses(defs, lemmas, proper):
 def cedict(path, lemmas):
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text[text.index("{"):].rstrip().rstrip(";"))
+    # Each reading's definitions by its traditional and by its simplified form and pinyin, for
+    # the readings that are defined as a variant of another (below).
+    readings = {}
+    for trad, simp, pinyin, english, *_ in data["all"]:
+        defs = [english] if isinstance(english, str) else english
+        for form in {trad, simp}:
+            readings.setdefault((form, pinyin.lower()), []).extend(defs)
     # Per word, the glosses of its common readings, then of its proper-noun ones (`意`: idea,
     # meaning, ... before Italy; `伦敦` has only the proper one, London).
     entries = OrderedDict()
@@ -74,6 +85,10 @@ def cedict(path, lemmas):
         if not CJK.match(simp) or any("(idiom" in d for d in defs):
             continue
         proper = pinyin[:1].isupper()
+        # A reading defined as a variant of another means what that one does, after its own
+        # senses: simplified `回复` is `to recover` and a variant of `回覆`, to reply.
+        defs = defs + [d for target in map(VARIANT.match, defs) if target
+                       for d in readings.get((target[1].split("|")[0], target[2].lower()), ())]
         entries.setdefault(simp, ([], []))[proper].extend(glosses(defs, lemmas, proper))
     lines = []
     for word, (common, proper) in entries.items():
