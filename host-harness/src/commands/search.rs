@@ -11,8 +11,8 @@
 use std::io::Write;
 use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
-use lazy_tools::guards::{MAX_QUERY_CHARS, MAX_TOP_K};
+use anyhow::{Result, bail};
+use lazy_tools::guards::{MAX_QUERY_CHARS, MAX_TOOL_NAMES, MAX_TOP_K};
 use lazy_tools::registry::{Registry, ToolGroup};
 use lazy_tools::search::{Explanation, SearchIndex, Slot};
 use lazy_tools::suggest::did_you_mean;
@@ -21,6 +21,7 @@ use super::args::CatalogArg;
 use crate::catalog::Catalog;
 use crate::host_view::{enrichment, tool_def};
 use crate::terminal::escape;
+use crate::tool::Tool;
 
 /// Forms of one word printed before the rest are counted (a word may reach dozens of name
 /// prefixes and synonyms).
@@ -73,18 +74,22 @@ pub fn run(
     if !(1..=MAX_TOP_K).contains(&top) {
         bail!("--top {top}: tool_search ranks 1 to {MAX_TOP_K} tools");
     }
-    let catalog_file = catalog;
-    let catalog = Catalog::load(catalog)
-        .with_context(|| format!("reading catalog {}", catalog_file.display()))?;
-    let index = SearchIndex::build(&registry(&catalog));
-    let names: Vec<String> = catalog.tools().map(|(_, tool)| tool.name).collect();
+    if why.len() > MAX_TOOL_NAMES {
+        bail!(
+            "--why is given {} times; at most {MAX_TOOL_NAMES} tools are explained at once",
+            why.len()
+        );
+    }
+    let path = escape(&catalog.display().to_string()).into_owned();
+    let catalog = Catalog::load(catalog)?;
+    let tools: Vec<Tool> = catalog.tools().map(|(_, tool)| tool).collect();
+    let index = SearchIndex::build(&registry(&catalog, &tools));
     for tool in why {
-        if !names.iter().any(|name| name == tool) {
+        if !tools.iter().any(|t| &t.name == tool) {
             bail!(
-                "--why: no tool named `{}` is in {}{}",
+                "--why: no tool named `{}` is in {path}{}",
                 escape(tool),
-                catalog_file.display(),
-                did_you_mean(tool, names.iter().map(String::as_str))
+                did_you_mean(tool, tools.iter().map(|t| t.name.as_str()))
             );
         }
     }
@@ -136,9 +141,9 @@ pub fn run(
     Ok(())
 }
 
-/// The registry and enrichment the shell hands the plugin for `catalog`.
-fn registry(catalog: &Catalog) -> Registry {
-    let tools: Vec<_> = catalog.tools().map(|(_, tool)| tool).collect();
+/// The registry and enrichment the shell hands the plugin for `catalog`, whose tools are
+/// `tools` as the shell registers them.
+fn registry(catalog: &Catalog, tools: &[Tool]) -> Registry {
     let groups = catalog
         .servers
         .iter()
@@ -249,12 +254,12 @@ mod tests {
             "{text}"
         );
         assert!(text.contains("\nfs__read_file is not ranked"), "{text}");
-        // Where the tool's own name words outweigh them, the expected tool's place and
-        // shares are printed all the same.
-        let text = output(&catalog, "file a bug report", &["jira__create"]).unwrap();
+        // Where other tools' own names outweigh it, the expected tool's place and shares are
+        // printed all the same.
+        let text = output(&catalog, "read the file of the bug", &["jira__create"]).unwrap();
         assert!(text.contains("\njira__create ranks 3\n"), "{text}");
         let why = text.split("ranks 3\n").nth(1).unwrap();
-        assert!(why.contains("bug") && why.contains("report"), "{text}");
+        assert!(why.contains("bug 0."), "{text}");
         assert!(!why.contains("file"), "{text}");
     }
 

@@ -247,8 +247,8 @@ fn term_lists(counts: &Rows<TermCounts>, name_field: Field) -> Rows<u32> {
 /// hold it. A shell enriches the few tools it knows more of: averaged over 10,000 tools, three
 /// tools' keywords make an average near zero, a tool that has some reads as hundreds of times
 /// longer there than average, and its keywords count for nothing. (The tool's own fields keep
-/// the average over every tool with text, which the ranking's constants were set with: per
-/// field, every set but two lost queries.)
+/// the average over every tool with text, which the ranking's constants were set with: each
+/// averaged over its own holders, five query sets lost a query at five and two gained one.)
 fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
     let with_text = lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
     let n = with_text.clone().count().max(1) as f32;
