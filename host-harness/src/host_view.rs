@@ -8,10 +8,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use lazy_tools::host::{AllowedDelta, Host, LogLevel};
 use lazy_tools::registry::{
-    Enrichment, LazyGroup, LoadRefusal, Origin as PluginOrigin, RegistryDelta, ToolDef, ToolGroup,
+    Enrichment, LazyGroup, LoadRefusal, Origin as PluginOrigin, Registry, RegistryDelta, ToolDef,
+    ToolGroup,
 };
 use lazy_tools::tool_table::ToolTable;
 
+use crate::catalog::Catalog;
 use crate::log_allowance::{HeldBack, LogAllowance};
 use crate::shell_core::ShellCore;
 use crate::tool::{Origin, Tool};
@@ -254,6 +256,23 @@ pub fn registry_table(tools: &[Tool]) -> Option<ToolTable> {
         plugin_origin,
     )
     .ok()
+}
+
+/// The registry the plugin receives when the shell registers every tool of `catalog`: the
+/// tools as the shell names them, a group per server, and the tools' `x-lazy-tools` search
+/// text. For running the plugin's index natively over a catalog, without a shell.
+pub fn catalog_registry(catalog: &Catalog) -> Registry {
+    let tools: Vec<Tool> = catalog.tools().map(|(_, tool)| tool).collect();
+    let groups = catalog
+        .servers
+        .iter()
+        .map(|server| ToolGroup {
+            name: server.name.clone(),
+            description: server.description.clone(),
+        })
+        .collect();
+    Registry::new(tools.iter().map(tool_def).collect(), groups)
+        .with_enrichment(tools.iter().filter_map(enrichment).collect())
 }
 
 /// A shell tool's search text as the plugin receives it (WIT 0.3.0 `tool-enrichment`).

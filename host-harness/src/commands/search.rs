@@ -13,15 +13,13 @@ use std::path::Path;
 
 use anyhow::{Result, bail};
 use lazy_tools::guards::{MAX_QUERY_CHARS, MAX_TOOL_NAMES, MAX_TOP_K};
-use lazy_tools::registry::{Registry, ToolGroup};
 use lazy_tools::search::{Explanation, SearchIndex, Slot};
 use lazy_tools::suggest::did_you_mean;
 
 use super::args::CatalogArg;
 use crate::catalog::Catalog;
-use crate::host_view::{enrichment, tool_def};
+use crate::host_view::catalog_registry;
 use crate::terminal::escape;
-use crate::tool::Tool;
 
 /// Forms of one word printed before the rest are counted (a word may reach dozens of name
 /// prefixes and synonyms).
@@ -82,14 +80,14 @@ pub fn run(
     }
     let path = escape(&catalog.display().to_string()).into_owned();
     let catalog = Catalog::load(catalog)?;
-    let tools: Vec<Tool> = catalog.tools().map(|(_, tool)| tool).collect();
-    let index = SearchIndex::build(&registry(&catalog, &tools));
+    let index = SearchIndex::build(&catalog_registry(&catalog));
     for tool in why {
-        if !tools.iter().any(|t| &t.name == tool) {
+        if index.explain(query, tool).is_none() {
+            let names: Vec<String> = catalog.tools().map(|(_, tool)| tool.name).collect();
             bail!(
                 "--why: no tool named `{}` is in {path}{}",
                 escape(tool),
-                did_you_mean(tool, tools.iter().map(|t| t.name.as_str()))
+                did_you_mean(tool, names.iter().map(String::as_str))
             );
         }
     }
@@ -139,21 +137,6 @@ pub fn run(
         }
     }
     Ok(())
-}
-
-/// The registry and enrichment the shell hands the plugin for `catalog`, whose tools are
-/// `tools` as the shell registers them.
-fn registry(catalog: &Catalog, tools: &[Tool]) -> Registry {
-    let groups = catalog
-        .servers
-        .iter()
-        .map(|server| ToolGroup {
-            name: server.name.clone(),
-            description: server.description.clone(),
-        })
-        .collect();
-    Registry::new(tools.iter().map(tool_def).collect(), groups)
-        .with_enrichment(tools.iter().filter_map(enrichment).collect())
 }
 
 /// A word's forms: `term weight`, a form of several terms joined by `+`.

@@ -6,15 +6,16 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
-use lazy_tools::registry::{Origin, Registry, ToolDef, ToolGroup};
+use lazy_tools::registry::ToolDef;
 use lazy_tools::search::SearchIndex;
 use serde_json::json;
 use stats_alloc::{Region, StatsAlloc};
 
 use super::component::{ComponentSearch, Found, PLUGIN, defer_all};
 use super::queries;
-use crate::catalog::{Catalog, Server, shell_name};
+use crate::catalog::{Catalog, Server};
 use crate::commands::args::{bundled_catalogs, repository_root};
+use crate::host_view::catalog_registry;
 use crate::shell::{CallOutcome, Shell};
 use crate::shell_core::ShellCore;
 use crate::wasm_host::PluginInstance;
@@ -65,31 +66,6 @@ pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
             out.push(copy);
         }
     }
-}
-
-/// The registry lazy-tools would fetch for `catalog`, natively.
-pub fn native_registry(catalog: &Catalog) -> Registry {
-    let tools = catalog
-        .servers
-        .iter()
-        .flat_map(|server| {
-            server.tools.iter().map(move |tool| ToolDef {
-                name: shell_name(&server.name, &tool.name),
-                description: tool.description.clone(),
-                parameters: tool.input_schema.to_string(),
-                origin: Origin::Mcp(server.name.clone()),
-            })
-        })
-        .collect();
-    let groups = catalog
-        .servers
-        .iter()
-        .map(|s| ToolGroup {
-            name: s.name.clone(),
-            description: s.description.clone(),
-        })
-        .collect();
-    Registry::new(tools, groups)
 }
 
 pub fn median(mut samples: Vec<Duration>) -> Duration {
@@ -199,7 +175,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     );
 
     // Natively: the index alone.
-    let registry = native_registry(&catalog);
+    let registry = catalog_registry(&catalog);
     let region = heap.map(Region::new);
     let (index, _) = time(|| SearchIndex::build(&registry));
     // stats_alloc counts a reallocation's growth in `bytes_allocated` already.
@@ -340,8 +316,8 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         deadline_costs.push(full.saturating_sub(bare_build()?));
     }
     // Natively, the index alone: the same server joining and leaving.
-    let mut joined_registry = native_registry(&catalog);
-    let joining_tools: Vec<ToolDef> = native_registry(&joining).tools().to_vec();
+    let mut joined_registry = catalog_registry(&catalog);
+    let joining_tools: Vec<ToolDef> = catalog_registry(&joining).tools().to_vec();
     let joining_names: Vec<String> = joining_tools.iter().map(|t| t.name.clone()).collect();
     let mut grown = SearchIndex::build(&registry);
     let mut native_joins = Vec::with_capacity(runs);
