@@ -81,15 +81,17 @@ pub fn run(
     let path = escape(&catalog.display().to_string()).into_owned();
     let catalog = Catalog::load(catalog)?;
     let index = SearchIndex::build(&catalog_registry(&catalog));
+    let mut explained = Vec::with_capacity(why.len());
     for tool in why {
-        if index.explain(query, tool).is_none() {
+        let Some(explanation) = index.explain(query, tool) else {
             let names: Vec<String> = catalog.tools().map(|(_, tool)| tool.name).collect();
             bail!(
                 "--why: no tool named `{}` is in {path}{}",
                 escape(tool),
                 did_you_mean(tool, names.iter().map(String::as_str))
             );
-        }
+        };
+        explained.push((tool, explanation));
     }
 
     let slots = index.read_query(query);
@@ -125,8 +127,7 @@ pub fn run(
             shares(&explanation, &slots)
         )?;
     }
-    for tool in why {
-        let explanation = index.explain(query, tool).expect("checked above");
+    for (tool, explanation) in explained {
         let place = match explanation.rank {
             Some(rank) => format!("ranks {rank}"),
             None => "is not ranked: no word of the query is in its text or its server's".into(),
