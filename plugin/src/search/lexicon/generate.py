@@ -70,13 +70,12 @@ def glosses(defs, lemmas, proper):
 def cedict(path, lemmas):
     text = Path(path).read_text(encoding="utf-8")
     data = json.loads(text[text.index("{"):].rstrip().rstrip(";"))
-    # Each reading's definitions by its traditional and by its simplified form and pinyin, for
-    # the readings that are defined as a variant of another (below).
+    # Each reading's definitions by its traditional form and its pinyin as written (`Fa3`, a
+    # proper noun's, is not `fa3`), which is how a `variant of` names the reading it means.
     readings = {}
     for trad, simp, pinyin, english, *_ in data["all"]:
         defs = [english] if isinstance(english, str) else english
-        for form in {trad, simp}:
-            readings.setdefault((form, pinyin.lower()), []).extend(defs)
+        readings.setdefault((trad, pinyin), []).extend(defs)
     # Per word, the glosses of its common readings, then of its proper-noun ones (`意`: idea,
     # meaning, ... before Italy; `伦敦` has only the proper one, London).
     entries = OrderedDict()
@@ -88,7 +87,7 @@ def cedict(path, lemmas):
         # A reading defined as a variant of another means what that one does, after its own
         # senses: simplified `回复` is `to recover` and a variant of `回覆`, to reply.
         defs = defs + [d for target in map(VARIANT.match, defs) if target
-                       for d in readings.get((target[1].split("|")[0], target[2].lower()), ())]
+                       for d in readings.get((target[1].split("|")[0], target[2]), ())]
         entries.setdefault(simp, ([], []))[proper].extend(glosses(defs, lemmas, proper))
     lines = []
     for word, (common, proper) in entries.items():
