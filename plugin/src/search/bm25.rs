@@ -28,9 +28,12 @@ pub fn field_norm(field: Field, length: u32, average: f32) -> f32 {
     field.weight() / (1.0 - b + b * relative)
 }
 
-/// Inverse document frequency of a term that `df` of `n` documents hold.
+/// Inverse document frequency of a term that `df` of `n` documents hold. An updated index
+/// keeps its last full build's `n` while tools join, so a term nearly every tool holds can
+/// have more holders than `n`: it counts as held by all, a little above nothing, never below
+/// (a negative idf took score from the tools that hold the term).
 pub fn idf(n: usize, df: usize) -> f32 {
-    let (n, df) = (n as f32, df as f32);
+    let (n, df) = (n.max(df) as f32, df as f32);
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
@@ -48,6 +51,8 @@ mod tests {
     fn a_rarer_term_or_one_more_often_present_scores_more() {
         assert!(idf(1000, 1) > idf(1000, 10));
         assert!(idf(1000, 1000) > 0.0);
+        // More holders than documents counted (an update's tools since its last full build).
+        assert!(idf(25, 26) > 0.0 && idf(25, 26) < idf(25, 25));
         let one = saturate(1.0);
         assert!(saturate(2.0) > one);
         // Saturation: twice the frequency is less than twice the score.

@@ -380,6 +380,22 @@ fn a_keyword_the_shell_gives_one_tool_among_many_counts_as_a_keyword() {
 }
 
 #[test]
+fn a_word_every_tool_holds_still_finds_tools_after_servers_join() {
+    // An updated index keeps its last full build's tool count; a word that more tools hold
+    // than that count once weighed less than nothing, and found no tool at all.
+    let files = |range: std::ops::Range<usize>| -> Vec<ToolDef> {
+        range
+            .map(|i| tool(&format!("s{i}__open_file"), "Open a file.", json!({})))
+            .collect()
+    };
+    let mut index = SearchIndex::build(&Registry::new(files(0..32), vec![]));
+    let changed: Vec<String> = (32..34).map(|i| format!("s{i}__open_file")).collect();
+    let updated = index.update(&Registry::new(files(0..34), vec![]), &changed);
+    assert!(matches!(updated, super::Updated::Grown { added: 2, .. }));
+    assert_eq!(top(&index, "file").len(), 5);
+}
+
+#[test]
 fn an_english_query_finds_a_tool_described_in_chinese() {
     let index = catalog();
     assert_eq!(
