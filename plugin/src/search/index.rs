@@ -72,7 +72,7 @@ impl SearchIndex {
         self.removed.get(doc as usize).copied().unwrap_or(true)
     }
 
-    /// The tools whose whole name or own name `text` is, once normalised.
+    /// The tools whose whole name or own name `text` is, once normalised; each once.
     pub(super) fn exact_matches(&self, text: &str) -> Vec<u32> {
         let wanted = normalise_name(text);
         let wanted_hash = name_key(&wanted);
@@ -84,7 +84,7 @@ impl SearchIndex {
             .exact_added
             .iter()
             .filter(|&&(hash, _)| hash == wanted_hash);
-        built
+        let mut matches = built
             .chain(added)
             .map(|&(_, doc)| doc)
             .filter(|&doc| {
@@ -97,6 +97,10 @@ impl SearchIndex {
                             .strip_suffix(wanted.as_str())
                             .is_some_and(|front| front.ends_with('_')))
             })
-            .collect()
+            .collect::<Vec<u32>>();
+        // Ranking takes each tool once (`rank::select`).
+        matches.sort_unstable();
+        matches.dedup();
+        matches
     }
 }

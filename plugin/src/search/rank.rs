@@ -133,11 +133,13 @@ impl SearchIndex {
                 order: self.order[doc as usize],
             });
         }
-        let mut chosen: Vec<u32> = Vec::with_capacity(top_k);
         let mut crowd: FxHashMap<u32, u32> = FxHashMap::default();
         let mut out: Vec<(&str, f32)> = Vec::with_capacity(top_k);
         while let Some(mut best) = ranked.pop() {
-            if chosen.contains(&best.doc) {
+            // A tool is in the heap once, or twice when the query is its name: the exact entry
+            // pops first, so the scored one is dropped (a scan of the tools chosen so far would
+            // cost `explain`, which ranks every tool, time quadratic in their number).
+            if !best.exact && exact.contains(&best.doc) {
                 continue;
             }
             let group = self.groups[best.doc as usize];
@@ -152,7 +154,6 @@ impl SearchIndex {
             if !eligible(name) {
                 continue;
             }
-            chosen.push(best.doc);
             *crowd.entry(group).or_default() += 1;
             out.push((name, scores[best.doc as usize]));
             if out.len() == top_k {
