@@ -25,17 +25,6 @@ impl Dictionary {
         Some(id)
     }
 
-    /// Each term's text by id (an id no term has, or had, reads as empty): for explaining a
-    /// query, not for ranking one.
-    pub(super) fn texts(&self) -> Vec<&str> {
-        let size = self.terms.values().max().map_or(0, |&id| id as usize + 1);
-        let mut texts = vec![""; size];
-        for (text, &id) in &self.terms {
-            texts[id as usize] = text;
-        }
-        texts
-    }
-
     /// Terms of tool and group names, sorted.
     pub fn name_terms(&self) -> &[(Box<str>, u32)] {
         &self.name_terms

@@ -27,8 +27,9 @@ pub struct Slot {
 }
 
 impl Slot {
-    /// The term the slot is known by: its first form's first term, the word as written
-    /// where the query holds it.
+    /// The term the slot is known by: its first form's first term, the query's word as the
+    /// index holds it, or the first form of the vocabulary concept that took the word (`写`
+    /// reads as `write`).
     pub fn label(&self) -> &str {
         self.forms
             .first()
@@ -70,7 +71,7 @@ impl SearchIndex {
     /// `text` as a query of this index reads it: its slots, in the order it made them.
     pub fn read_query(&self, text: &str) -> Vec<Slot> {
         let query = query::parse(&self.dictionary, text);
-        let texts = self.dictionary.texts();
+        let texts = self.term_texts();
         query
             .slots
             .iter()
@@ -80,7 +81,7 @@ impl SearchIndex {
                     .map(|form| {
                         form.iter()
                             .map(|&(term, weight)| WeightedTerm {
-                                term: texts.get(term as usize).copied().unwrap_or("").into(),
+                                term: text_of(texts, term),
                                 weight,
                             })
                             .collect()
@@ -108,7 +109,7 @@ impl SearchIndex {
         } else {
             1.0
         };
-        let texts = self.dictionary.texts();
+        let texts = self.term_texts();
         let mut shares: Vec<Share> = (0..query.slots.len())
             .filter_map(|slot| {
                 let score = self.scores(&query.slot_alone(slot))[doc];
@@ -125,8 +126,20 @@ impl SearchIndex {
         })
     }
 
+    /// Each term's text by id: the analysis interns them so, and keeps them for updates.
+    fn term_texts(&self) -> &[Box<str>] {
+        &self.growth.builder.texts
+    }
+
     /// Slot `slot`'s share of document `doc`'s score, with the terms that earn it.
-    fn share(&self, query: &Query, slot: usize, score: f32, doc: usize, texts: &[&str]) -> Share {
+    fn share(
+        &self,
+        query: &Query,
+        slot: usize,
+        score: f32,
+        doc: usize,
+        texts: &[Box<str>],
+    ) -> Share {
         let group = self.groups[doc];
         let mut terms: Vec<u32> = query.slots[slot]
             .iter()
@@ -135,7 +148,6 @@ impl SearchIndex {
             .collect();
         terms.sort_unstable();
         terms.dedup();
-        let text = |term: u32| texts.get(term as usize).copied().unwrap_or("").to_string();
         let held = |postings: &super::index::Postings, term: u32, holder: u32| {
             postings.row(term as usize).iter().any(|p| p.doc == holder)
         };
@@ -147,15 +159,20 @@ impl SearchIndex {
                 .filter(|&&t| {
                     held(&self.postings, t, doc as u32) || held(&self.added, t, doc as u32)
                 })
-                .map(|&t| text(t))
+                .map(|&t| text_of(texts, t))
                 .collect(),
             in_server: terms
                 .iter()
                 .filter(|&&t| held(&self.group_postings, t, group))
-                .map(|&t| text(t))
+                .map(|&t| text_of(texts, t))
                 .collect(),
         }
     }
+}
+
+/// The text of term `term`.
+fn text_of(texts: &[Box<str>], term: u32) -> String {
+    texts.get(term as usize).map_or("", |t| t).to_string()
 }
 
 #[cfg(test)]
@@ -163,14 +180,19 @@ mod tests {
     use super::*;
     use crate::registry::{Origin, Registry, ToolDef, ToolGroup};
 
-    fn index() -> SearchIndex {
-        let tool = |name: &str, description: &str, server: &str| ToolDef {
+    fn tool(name: &str, description: &str, server: &str) -> ToolDef {
+        ToolDef {
             name: name.into(),
             description: description.into(),
             parameters: r#"{"properties": {"path": {"description": "Where the file goes"}}}"#
                 .into(),
             origin: Origin::Mcp(server.into()),
-        };
+        }
+    }
+
+    /// Tools of four servers, one of them named by a compound word (`PatientView`), which a
+    /// tool counts once between its own text and its server's.
+    fn tools() -> (Vec<ToolDef>, Vec<ToolGroup>) {
         let tools = vec![
             tool("fs__write_file", "Create or overwrite a file.", "fs"),
             tool("fs__read_file", "Read the contents of a file.", "fs"),
@@ -180,41 +202,87 @@ mod tests {
                 "notes",
             ),
             tool("weather__get_forecast", "Tomorrow's forecast.", "weather"),
+            tool(
+                "patientview__get_patient",
+                "Get a patient's record.",
+                "patientview",
+            ),
         ];
-        let groups = vec![ToolGroup {
-            name: "notes".into(),
-            description: "Markdown notes kept in a notebook".into(),
-        }];
+        let groups = vec![
+            ToolGroup {
+                name: "notes".into(),
+                description: "Markdown notes kept in a notebook".into(),
+            },
+            ToolGroup {
+                name: "patientview".into(),
+                description: "Patient records".into(),
+            },
+        ];
+        (tools, groups)
+    }
+
+    fn index() -> SearchIndex {
+        let (tools, groups) = tools();
         SearchIndex::build(&Registry::new(tools, groups))
+    }
+
+    /// The same tools after a full build of them and twenty more, grown by one server's tool
+    /// (an added segment, not a rebuild).
+    fn grown() -> SearchIndex {
+        let (mut tools, groups) = tools();
+        tools.extend((0..20).map(|i| tool(&format!("misc__tool_{i}"), "Does a thing.", "misc")));
+        let mut index = SearchIndex::build(&Registry::new(tools.clone(), groups.clone()));
+        tools.push(tool(
+            "journal__write_entry",
+            "Write a journal entry to a file.",
+            "journal",
+        ));
+        let changed = ["journal__write_entry".to_string()];
+        let updated = index.update(&Registry::new(tools, groups), &changed);
+        assert!(matches!(
+            updated,
+            crate::search::Updated::Grown { added: 1, .. }
+        ));
+        index
+    }
+
+    /// Every tool `search` ranks for `query`: its explanation gives the same place and
+    /// score, and its shares add up to that score.
+    fn shares_add_up(index: &SearchIndex, query: &str) -> Result<(), String> {
+        let ranked = index.search_scored(query, 30, |_| true);
+        for (at, &(name, score)) in ranked.iter().enumerate() {
+            let why = index
+                .explain(query, name)
+                .ok_or(format!("{name} unknown"))?;
+            let sum: f32 = why.shares.iter().map(|s| s.score).sum();
+            let close = |a: f32| (a - score).abs() < 1e-3 * score.max(1.0);
+            if why.rank != Some(at + 1) || !close(why.score) || !close(sum * why.name_boost) {
+                return Err(format!("{query}: {name} at {at}, {score}: {why:?}"));
+            }
+        }
+        Ok(())
     }
 
     #[test]
     fn a_tools_shares_add_up_to_the_score_search_gives_it_at_its_rank() {
-        let index = index();
+        let (built, grown) = (index(), grown());
         for query in [
             "write a markdown file",
             "write file",
             "read the notebook",
             "写文件",
             "fs__read_file",
+            "PatientView patient record",
+            "journal entry",
         ] {
-            let ranked = index.search_scored(query, 10, |_| true);
-            assert!(!ranked.is_empty(), "{query}");
-            for (at, &(name, score)) in ranked.iter().enumerate() {
-                let why = index.explain(query, name).unwrap();
-                assert_eq!(why.rank, Some(at + 1), "{query}: {name}");
-                assert!(
-                    (why.score - score).abs() < 1e-3 * score.max(1.0),
-                    "{query}: {name}"
-                );
-                let sum: f32 = why.shares.iter().map(|s| s.score).sum();
-                assert!(
-                    (sum * why.name_boost - score).abs() < 1e-3 * score.max(1.0),
-                    "{query}: {name}: {sum} x {} against {score}",
-                    why.name_boost
-                );
-            }
+            assert!(!grown.search(query, 5, |_| true).is_empty(), "{query}");
+            shares_add_up(&built, query).unwrap();
+            shares_add_up(&grown, query).unwrap();
         }
+        let why = grown
+            .explain("journal entry", "journal__write_entry")
+            .unwrap();
+        assert_eq!(why.rank, Some(1));
     }
 
     proptest::proptest! {
@@ -223,15 +291,14 @@ mod tests {
             words in proptest::collection::vec(proptest::sample::select(vec![
                 "write", "writes", "read", "file", "files", "note", "markdown", "notebook",
                 "forecast", "tomorrow", "wrte", "写", "文件", "笔记", "天气", "the", "fs", "notes",
-            ]), 1..8)
+                "PatientView", "patient", "record", "journal", "entry",
+            ]), 1..8),
+            grown_index in proptest::bool::ANY,
         ) {
-            let index = index();
+            let index = if grown_index { grown() } else { index() };
             let query = words.join(" ");
-            for (at, (name, score)) in index.search_scored(&query, 10, |_| true).into_iter().enumerate() {
-                let why = index.explain(&query, name).unwrap();
-                let sum: f32 = why.shares.iter().map(|s| s.score).sum();
-                proptest::prop_assert_eq!(why.rank, Some(at + 1));
-                proptest::prop_assert!((sum * why.name_boost - score).abs() < 1e-3 * score.max(1.0));
+            if let Err(wrong) = shares_add_up(&index, &query) {
+                proptest::prop_assert!(false, "{}", wrong);
             }
         }
     }
