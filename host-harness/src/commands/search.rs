@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::Path;
 
 use anyhow::{Result, bail};
-use lazy_tools::guards::{MAX_QUERY_CHARS, MAX_TOOL_NAMES, MAX_TOP_K};
+use lazy_tools::guards::{MAX_QUERY_CHARS, MAX_TOP_K};
 use lazy_tools::search::{Explanation, SearchIndex, Slot};
 use lazy_tools::suggest::did_you_mean;
 
@@ -24,6 +24,9 @@ use crate::terminal::escape;
 /// Forms of one word printed before the rest are counted (a word may reach dozens of name
 /// prefixes and synonyms).
 const SHOWN_FORMS: usize = 8;
+
+/// Tools explained with `--why` in one run: each is a ranking of the whole catalog.
+const MAX_WHY: usize = 50;
 
 /// `host-harness search`.
 #[derive(clap::Args)]
@@ -72,17 +75,19 @@ pub fn run(
     if !(1..=MAX_TOP_K).contains(&top) {
         bail!("--top {top}: tool_search ranks 1 to {MAX_TOP_K} tools");
     }
-    if why.len() > MAX_TOOL_NAMES {
+    let mut seen = std::collections::HashSet::new();
+    let distinct: Vec<&String> = why.iter().filter(|tool| seen.insert(*tool)).collect();
+    if distinct.len() > MAX_WHY {
         bail!(
-            "--why is given {} times; at most {MAX_TOOL_NAMES} tools are explained at once",
-            why.len()
+            "--why names {} tools; at most {MAX_WHY} are explained at once",
+            distinct.len()
         );
     }
     let path = escape(&catalog.display().to_string()).into_owned();
     let catalog = Catalog::load(catalog)?;
     let index = SearchIndex::build(&catalog_registry(&catalog));
-    let mut explained = Vec::with_capacity(why.len());
-    for tool in why {
+    let mut explained = Vec::with_capacity(distinct.len());
+    for tool in distinct {
         let Some(explanation) = index.explain(query, tool) else {
             let names: Vec<String> = catalog.tools().map(|(_, tool)| tool.name).collect();
             bail!(

@@ -245,7 +245,7 @@ fn term_lists(counts: &Rows<TermCounts>, name_field: Field) -> Rows<u32> {
 /// Field lengths averaged over the documents that have text at all; the shell's enrichment
 /// over the tools that have it, as Lucene's BM25 averages a field over the documents that
 /// hold it. A shell enriches the few tools it knows more of: averaged over 10,000 tools, three
-/// tools' keywords make an average near zero, a tool that has some reads as hundreds of times
+/// tools' keywords make an average near zero, a tool that has some reads as thousands of times
 /// longer there than average, and its keywords count for nothing. (The tool's own fields keep
 /// the average over every tool with text, which the ranking's constants were set with: each
 /// averaged over its own holders, five query sets lost a query at five and two gained one.)
