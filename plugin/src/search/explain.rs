@@ -113,7 +113,7 @@ impl SearchIndex {
         let mut shares: Vec<Share> = (0..query.slots.len())
             .filter_map(|slot| {
                 let score = self.scores(&query.slot_alone(slot))[doc];
-                (score > 0.0).then(|| self.share(&query, slot, score, doc, &texts))
+                (score > 0.0).then(|| self.share(&query, slot, score, doc, texts))
             })
             .collect();
         shares.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.slot.cmp(&b.slot)));
