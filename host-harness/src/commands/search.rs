@@ -86,9 +86,20 @@ pub fn run(
     let path = escape(&catalog.display().to_string()).into_owned();
     let catalog = Catalog::load(catalog)?;
     let index = SearchIndex::build(&catalog_registry(&catalog));
-    let mut explained = Vec::with_capacity(distinct.len());
-    for tool in distinct {
-        let Some(explanation) = index.explain(query, tool) else {
+    // The top tools, then the `--why` ones: one ranking explains them all.
+    let ranked: Vec<&str> = index
+        .search(query, top as usize, |_| true)
+        .into_iter()
+        .chain(distinct.iter().map(|tool| tool.as_str()))
+        .collect();
+    let mut explained = index.explain_each(query, &ranked).into_iter();
+    let top_explained: Vec<_> = explained
+        .by_ref()
+        .take(ranked.len() - distinct.len())
+        .collect();
+    let mut why_explained = Vec::with_capacity(distinct.len());
+    for (tool, explanation) in distinct.iter().zip(explained) {
+        let Some(explanation) = explanation else {
             let names: Vec<String> = catalog.tools().map(|(_, tool)| tool.name).collect();
             bail!(
                 "--why: no tool named `{}` is in {path}{}",
@@ -96,7 +107,7 @@ pub fn run(
                 did_you_mean(tool, names.iter().map(String::as_str))
             );
         };
-        explained.push((tool, explanation));
+        why_explained.push((tool, explanation));
     }
 
     let slots = index.read_query(query);
@@ -115,15 +126,13 @@ pub fn run(
         writeln!(out, "  {:<14} {}", escape(slot.label()), forms(slot))?;
     }
 
-    let ranked = index.search_scored(query, top as usize, |_| true);
+    let top_tools = &ranked[..top_explained.len()];
     writeln!(out, "\nRanked (top {top}):")?;
-    if ranked.is_empty() {
+    if top_tools.is_empty() {
         writeln!(out, "  no tool matches")?;
     }
-    for (at, (name, _)) in ranked.iter().enumerate() {
-        let explanation = index
-            .explain(query, name)
-            .expect("a ranked tool is indexed");
+    for (at, (name, explanation)) in top_tools.iter().zip(top_explained).enumerate() {
+        let explanation = explanation.expect("a ranked tool is indexed");
         writeln!(
             out,
             "  {:>2}  {:<44} {}",
@@ -132,7 +141,7 @@ pub fn run(
             shares(&explanation, &slots)
         )?;
     }
-    for (tool, explanation) in explained {
+    for (tool, explanation) in why_explained {
         let place = match explanation.rank {
             Some(rank) => format!("ranks {rank}"),
             None => "is not ranked: no word of the query is in its text or its server's".into(),

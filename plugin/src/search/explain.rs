@@ -2,7 +2,7 @@
 //! query as the index reads it (its slots: one per word, each with the forms a tool may hold
 //! it in), and each slot's share of the tool's score. For whoever writes a catalog or its
 //! enrichment (`x-lazy-tools`) and wants to know why a tool is missed, not for the model: it
-//! ranks the whole index once and scores it again once per slot.
+//! ranks the whole index once and scores it again once per slot, for any number of tools.
 //!
 //! A tool's score is the sum of its scores for each slot alone (see `rank::accumulate`, whose
 //! slots add up), times its name boost; an explanation reads it so, from the same code that
@@ -94,36 +94,51 @@ impl SearchIndex {
     /// Why `tool` (a name as the index holds it) ranks where it does for `text`; `None` when
     /// the index holds no such tool.
     pub fn explain(&self, text: &str, tool: &str) -> Option<Explanation> {
-        let doc = (0..self.names.len())
-            .find(|&doc| self.names[doc] == tool && !self.is_removed(doc as u32))?;
-        let rank = self
-            .search_scored(text, self.names.len(), |_| true)
-            .iter()
-            .position(|&(name, _)| name == tool)
-            .map(|at| at + 1);
-        let exact = self.exact_matches(text).contains(&(doc as u32));
+        self.explain_each(text, &[tool]).pop().flatten()
+    }
+
+    /// [`SearchIndex::explain`] for each of `tools`, in order: the query is ranked, and
+    /// scored slot by slot, once for all of them.
+    pub fn explain_each(&self, text: &str, tools: &[&str]) -> Vec<Option<Explanation>> {
+        let ranking = self.search_scored(text, self.names.len(), |_| true);
+        let exact = self.exact_matches(text);
         let query = query::parse(&self.dictionary, text);
-        let total = self.scores(&query)[doc];
-        let name_boost = if total > 0.0 {
-            self.name_boost(doc, &query)
-        } else {
-            1.0
-        };
-        let texts = self.term_texts();
-        let mut shares: Vec<Share> = (0..query.slots.len())
-            .filter_map(|slot| {
-                let score = self.scores(&query.slot_alone(slot))[doc];
-                (score > 0.0).then(|| self.share(&query, slot, score, doc, texts))
-            })
+        let totals = self.scores(&query);
+        let by_slot: Vec<Vec<f32>> = (0..query.slots.len())
+            .map(|slot| self.scores(&query.slot_alone(slot)))
             .collect();
-        shares.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.slot.cmp(&b.slot)));
-        Some(Explanation {
-            rank,
-            exact,
-            score: total * name_boost,
-            name_boost,
-            shares,
-        })
+        let texts = self.term_texts();
+        tools
+            .iter()
+            .map(|&tool| {
+                let doc = (0..self.names.len())
+                    .find(|&doc| self.names[doc] == tool && !self.is_removed(doc as u32))?;
+                let rank = ranking
+                    .iter()
+                    .position(|&(name, _)| name == tool)
+                    .map(|at| at + 1);
+                let total = totals[doc];
+                let name_boost = if total > 0.0 {
+                    self.name_boost(doc, &query)
+                } else {
+                    1.0
+                };
+                let mut shares: Vec<Share> = by_slot
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, scores)| scores[doc] > 0.0)
+                    .map(|(slot, scores)| self.share(&query, slot, scores[doc], doc, texts))
+                    .collect();
+                shares.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.slot.cmp(&b.slot)));
+                Some(Explanation {
+                    rank,
+                    exact: exact.contains(&(doc as u32)),
+                    score: total * name_boost,
+                    name_boost,
+                    shares,
+                })
+            })
+            .collect()
     }
 
     /// Each term's text by id: the analysis interns them so, and keeps them for updates.
@@ -324,6 +339,24 @@ mod tests {
         assert!(of("markdown").in_server.contains(&"markdown".to_string()));
         assert!(of("markdown").in_tool.is_empty());
         assert!(of("write").in_tool.contains(&"write".to_string()));
+    }
+
+    #[test]
+    fn tools_explained_together_are_explained_as_alone() {
+        let index = grown();
+        let tools = [
+            "notes__write_note",
+            "no__such_tool",
+            "fs__write_file",
+            "journal__write_entry",
+        ];
+        let together = index.explain_each("write a journal file", &tools);
+        let alone: Vec<_> = tools
+            .iter()
+            .map(|t| index.explain("write a journal file", t))
+            .collect();
+        assert_eq!(together, alone);
+        assert!(together[0].is_some() && together[1].is_none());
     }
 
     #[test]
