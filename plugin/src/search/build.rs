@@ -242,13 +242,8 @@ fn term_lists(counts: &Rows<TermCounts>, name_field: Field) -> Rows<u32> {
     lists
 }
 
-/// Field lengths averaged over the documents that have text at all; the shell's enrichment
-/// over the tools that have it, as Lucene's BM25 averages a field over the documents that
-/// hold it. A shell enriches the few tools it knows more of: averaged over 10,000 tools, three
-/// tools' keywords make an average near zero, a tool that has some reads as thousands of times
-/// longer there than average, and its keywords count for nothing. (The tool's own fields keep
-/// the average over every tool with text, which the ranking's constants were set with: each
-/// averaged over its own holders, five query sets lost a query at five and two gained one.)
+/// Field lengths averaged over the documents that have text at all, or over those that hold
+/// the field (see [`bm25::averaged_over_holders`]).
 fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
     let with_text = lengths.iter().filter(|l| l.iter().any(|&l| l > 0));
     let n = with_text.clone().count().max(1) as f32;
@@ -258,10 +253,15 @@ fn average_lengths(lengths: &[[u32; FIELD_COUNT]]) -> [f32; FIELD_COUNT] {
             *sum += length as f32 / n;
         }
     }
-    let enrichment = Field::Enrichment.index();
-    let enriched = lengths.iter().filter(|l| l[enrichment] > 0).count();
-    if enriched > 0 {
-        average[enrichment] *= n / enriched as f32;
+    for field in Field::ALL
+        .into_iter()
+        .filter(|&f| bm25::averaged_over_holders(f))
+    {
+        let at = field.index();
+        let holders = lengths.iter().filter(|l| l[at] > 0).count();
+        if holders > 0 {
+            average[at] *= n / holders as f32;
+        }
     }
     average
 }
