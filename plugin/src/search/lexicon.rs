@@ -164,6 +164,12 @@ mod tests {
     }
 
     #[test]
+    fn a_word_defined_by_see_another_means_what_that_one_does() {
+        // CC-CEDICT defines `哈尔滨` as `see 哈尔滨市[...]`, which is Harbin.
+        assert_eq!(glosses("哈尔滨").collect::<Vec<_>>(), ["harbin"]);
+    }
+
+    #[test]
     fn a_word_keeps_its_later_senses() {
         // CC-CEDICT's fourth sense of `帖子` is the forum post that tools mean; `解`'s
         // twelfth is explain.

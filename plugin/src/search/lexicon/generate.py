@@ -14,8 +14,9 @@ use, so that the component stays small (it is hashed on every load from the cach
   every short gloss of its senses (one or two English words, `to` and articles dropped, with no
   word that WordNet knows only as an adjective or adverb): CC-CEDICT lists senses in no order of
   use (`帖子` is card, invitation, message, then the forum post that tools mean); a reading
-  defined as a variant of another (`variant of 回覆[hui2 fu4]`) has that one's glosses after its
-  own (simplified `回复`: recover, ..., then reply). Proper nouns
+  defined as a variant of another (`variant of 回覆[hui2 fu4]`) or by `see` another (`哈尔滨`:
+  `see 哈尔滨市[...]`) has that one's glosses after its own (simplified `回复`: recover, ...,
+  then reply; `哈尔滨`: harbin). Proper nouns
   are kept with their name as the gloss (`维基百科` -> wikipedia, `伦敦` -> london), after the
   common readings' glosses (`意`: idea, meaning, ... before italy): catalogs write the places,
   companies and services a Chinese query names in English.
@@ -44,7 +45,8 @@ SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "li
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
 # `variant of 回覆[hui2 fu4]`, `old variant of 五[wu3]`, `variant of 著|着[zhuo2]`.
-VARIANT = re.compile(r"^(?:old )?variant of ([^\[\s]+)\[([^\]]+)\]")
+# `see 哈爾濱市|哈尔滨市[Ha1 er3 bin1 Shi4]` (not `see also`, a related word) names the same word.
+VARIANT = re.compile(r"^(?:(?:old )?variant of|see) ([^\[\s]+)\[([^\]]+)\]")
 
 
 def glosses(defs, lemmas, proper):
@@ -84,8 +86,9 @@ def cedict(path, lemmas):
         if not CJK.match(simp) or any("(idiom" in d for d in defs):
             continue
         proper = pinyin[:1].isupper()
-        # A reading defined as a variant of another means what that one does, after its own
-        # senses: simplified `回复` is `to recover` and a variant of `回覆`, to reply.
+        # A reading defined as a variant of another, or by `see` another, means what that one
+        # does, after its own senses: simplified `回复` is `to recover` and a variant of `回覆`,
+        # to reply; `哈尔滨` is `see 哈尔滨市`, Harbin.
         defs = defs + [d for target in map(VARIANT.match, defs) if target
                        for d in readings.get((target[1].split("|")[0], target[2]), ())]
         entries.setdefault(simp, ([], []))[proper].extend(glosses(defs, lemmas, proper))
