@@ -2,7 +2,9 @@
 //! CC-CEDICT's English glosses of Chinese words (`lexicon/cedict.tsv`, CC BY-SA 4.0) and
 //! WordNet's synonyms of English nouns and verbs, one word or two (`lexicon/wordnet.tsv`). A
 //! query word or phrase found here adds these words to its slot at a lower weight than the word
-//! itself.
+//! itself. And what a named thing is, as tools take it (`lexicon/kinds.tsv`): ISO 4217's
+//! currencies (`euro` -> currency, eur) and GeoNames' large cities (`oslo` -> city), so that a
+//! request that names one finds the tool whose parameters are a currency or a city.
 //!
 //! Each file is `key<TAB>value` lines sorted by key, read in place by binary search: nothing is
 //! parsed, inflated or allocated when the component loads, an index is built or a query runs.
@@ -13,6 +15,7 @@ use super::analyze::is_cjk;
 
 const CEDICT: Table = Table(include_str!("lexicon/cedict.tsv"));
 const WORDNET: Table = Table(include_str!("lexicon/wordnet.tsv"));
+const KINDS: Table = Table(include_str!("lexicon/kinds.tsv"));
 
 /// The longest Chinese word the CC-CEDICT table holds, in characters.
 const LONGEST_CHINESE: usize = 4;
@@ -65,7 +68,7 @@ pub fn glosses(chinese: &str) -> impl Iterator<Item = &'static str> {
 }
 
 /// WordNet's synonyms of a lowercase English noun or verb (`fetch` -> bring, get, convey).
-pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
+pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> + use<> {
     WORDNET.values(word, ' ')
 }
 
@@ -73,6 +76,12 @@ pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> {
 /// calculate, cipher), given as its two lowercase words.
 pub fn phrase_synonyms(first: &str, second: &str) -> impl Iterator<Item = &'static str> + use<> {
     WORDNET.values(&format!("{first} {second}"), ' ')
+}
+
+/// What a lowercase English name of one or two words is, as tools take it: `city`, or
+/// `currency` and its ISO 4217 code (`swiss franc` -> currency, chf).
+pub fn kinds(name: &str) -> impl Iterator<Item = &'static str> + use<> {
+    KINDS.values(name, ' ')
 }
 
 /// The CC-CEDICT words in `text`, as byte ranges, by forward maximum matching over each run of
@@ -114,9 +123,9 @@ mod tests {
 
     #[test]
     fn the_tables_are_sorted_and_every_key_is_found() {
-        for table in [&CEDICT, &WORDNET] {
+        for table in [&CEDICT, &WORDNET, &KINDS] {
             let keys = keys(table);
-            assert!(keys.len() > 5_000, "{} keys", keys.len());
+            assert!(keys.len() > 1_000, "{} keys", keys.len());
             assert!(keys.windows(2).all(|w| w[0].as_bytes() < w[1].as_bytes()));
             for key in keys {
                 assert!(table.get(key).is_some(), "{key}");
@@ -178,6 +187,21 @@ mod tests {
         // A proper noun's reading comes after the common ones.
         assert_eq!(glosses("意").next(), Some("idea"));
         assert_eq!(glosses("意").nth(9), Some("italy"));
+    }
+
+    #[test]
+    fn a_currency_or_a_city_has_its_kind() {
+        assert_eq!(kinds("euro").collect::<Vec<_>>(), ["currency", "eur"]);
+        assert_eq!(
+            kinds("swiss franc").collect::<Vec<_>>(),
+            ["currency", "chf"]
+        );
+        // A word that ends several currencies' names says currency, not which.
+        assert_eq!(kinds("dollar").collect::<Vec<_>>(), ["currency"]);
+        assert_eq!(kinds("oslo").collect::<Vec<_>>(), ["city"]);
+        // A city named by a common word is not read as one; an adjective is no currency.
+        assert_eq!(kinds("reading").count(), 0);
+        assert_eq!(kinds("real").count(), 0);
     }
 
     #[test]

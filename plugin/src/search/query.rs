@@ -33,6 +33,9 @@ const GLOSS: f32 = 0.6;
 const CHARACTER_GLOSS: f32 = GLOSS * CJK_UNIGRAM;
 /// A WordNet synonym of a query word: often another sense of the word.
 const WORDNET_SYNONYM: f32 = 0.3;
+/// What a named thing is (`oslo`: city, `欧元`: currency), at a gloss's weight: like a
+/// translation, it says what the name means to a tool, which takes a city, not Oslo.
+const KIND: f32 = GLOSS;
 
 /// Two characters of two dictionary words side by side (`多个文件` -> `个文`) are not a word:
 /// they say as little as one character. At 1.0 such a bigram, rare in tools, outweighed the
@@ -136,6 +139,19 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         .iter()
         .map(|word| gloss_ids(dictionary, word))
         .collect();
+    // And of the kinds its glosses name (`欧元`: euro, a currency), each once.
+    let word_kinds: Vec<Vec<Vec<u32>>> = distinct
+        .iter()
+        .map(|word| {
+            let mut kinds: Vec<&str> = lexicon::glosses(word).flat_map(gloss_kinds).collect();
+            kinds.sort_unstable();
+            kinds.dedup();
+            kinds
+                .into_iter()
+                .filter_map(|kind| word_ids(dictionary, kind))
+                .collect()
+        })
+        .collect();
     let named = vocabulary.concepts_in(&stems, &lower, &dictionary_words);
     let mut concept_slots: FxHashMap<vocab::ConceptId, usize> = FxHashMap::default();
     for word in named.chunk_by(|a, b| (a.language, a.at) == (b.language, b.at)) {
@@ -211,14 +227,11 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
                 word_slots.entry(&token.raw).or_insert(slot);
             }
             prefixes(dictionary, &token.term, slot, &mut builder);
-            // The word as written (`cars`), else its stem when that is a word (`car`).
-            let mut synonyms = lexicon::synonyms(&token.raw).peekable();
-            let synonyms = match synonyms.peek() {
-                Some(_) => synonyms.collect::<Vec<_>>(),
-                None => lexicon::synonyms(&token.term).collect(),
-            };
-            for synonym in synonyms {
+            for synonym in as_written_or_stem(lexicon::synonyms, token) {
                 add_words(dictionary, synonym, WORDNET_SYNONYM, slot, &mut builder);
+            }
+            for kind in as_written_or_stem(lexicon::kinds, token) {
+                add_words(dictionary, kind, KIND, slot, &mut builder);
             }
         }
     }
@@ -226,13 +239,16 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
     // once, as written or translated; a word no tool holds gets a slot for its glosses.
-    for (terms, glosses) in word_terms.iter().zip(&word_glosses) {
+    for ((terms, glosses), kinds) in word_terms.iter().zip(&word_glosses).zip(&word_kinds) {
         let first = terms.first().and_then(|t| dictionary.term_id(t));
         let slot = first
             .and_then(|id| builder.owner.get(&id).copied())
             .unwrap_or_else(|| builder.new_slot());
         for gloss in glosses {
             add_shared(gloss, GLOSS, slot, &mut builder);
+        }
+        for kind in kinds {
+            add_shared(kind, KIND, slot, &mut builder);
         }
     }
 
@@ -302,6 +318,31 @@ fn phrases(
         for synonym in lexicon::phrase_synonyms(first, second) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
+        for kind in lexicon::kinds(&format!("{first} {second}")) {
+            add_words(dictionary, kind, KIND, slot, builder);
+        }
+    }
+}
+
+/// `lookup` of a word as written (`cars`), else of its stem when that has an entry (`car`).
+fn as_written_or_stem<I: Iterator<Item = &'static str>>(
+    lookup: impl Fn(&str) -> I,
+    token: &Token,
+) -> Vec<&'static str> {
+    let mut found = lookup(&token.raw).peekable();
+    match found.peek() {
+        Some(_) => found.collect(),
+        None => lookup(&token.term).collect(),
+    }
+}
+
+/// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`), else its last
+/// word's, the head of an English noun phrase (`japanese yen`: yen, a currency).
+fn gloss_kinds(gloss: &'static str) -> Vec<&'static str> {
+    let own: Vec<&str> = lexicon::kinds(gloss).collect();
+    match gloss.rsplit_once(' ') {
+        Some((_, head)) if own.is_empty() => lexicon::kinds(head).collect(),
+        _ => own,
     }
 }
 

