@@ -35,11 +35,13 @@ SETS = [
     ("zh-8", LIVEMCP, "bench/zh-8.jsonl"),
     ("zh-9", LIVEMCP, "bench/zh-9.jsonl"),
     ("zh-10", LIVEMCP, "bench/zh-10.jsonl"),
+    ("zh-11", LIVEMCP, "bench/zh-11.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
     ("en-blind-3", LIVEMCP, "bench/en-blind-3.jsonl"),
     ("en-blind-4", LIVEMCP, "bench/en-blind-4.jsonl"),
+    ("en-blind-5", LIVEMCP, "bench/en-blind-5.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
