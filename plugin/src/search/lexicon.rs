@@ -73,9 +73,9 @@ pub fn synonyms(word: &str) -> impl Iterator<Item = &'static str> + use<> {
 }
 
 /// WordNet's one-word synonyms of a two-word English verb or noun (`work out` -> figure,
-/// calculate, cipher), given as its two lowercase words.
-pub fn phrase_synonyms(first: &str, second: &str) -> impl Iterator<Item = &'static str> + use<> {
-    WORDNET.values(&format!("{first} {second}"), ' ')
+/// calculate, cipher), given as its two lowercase words with one space between them.
+pub fn phrase_synonyms(phrase: &str) -> impl Iterator<Item = &'static str> + use<> {
+    WORDNET.values(phrase, ' ')
 }
 
 /// What a lowercase English name of one or two words is, as tools take it: `city`, or

@@ -315,10 +315,11 @@ fn phrases(
         if !met.insert((first, second)) {
             continue;
         }
-        for synonym in lexicon::phrase_synonyms(first, second) {
+        let phrase = format!("{first} {second}");
+        for synonym in lexicon::phrase_synonyms(&phrase) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
-        for kind in lexicon::kinds(&format!("{first} {second}")) {
+        for kind in lexicon::kinds(&phrase) {
             add_words(dictionary, kind, KIND, slot, builder);
         }
     }
@@ -331,19 +332,20 @@ fn as_written_or_stem<I: Iterator<Item = &'static str>>(
 ) -> Vec<&'static str> {
     let mut found = lookup(&token.raw).peekable();
     match found.peek() {
-        Some(_) => found.collect(),
-        None => lookup(&token.term).collect(),
+        None if token.term != token.raw => lookup(&token.term).collect(),
+        _ => found.collect(),
     }
 }
 
 /// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`), else its last
 /// word's, the head of an English noun phrase (`japanese yen`: yen, a currency).
-fn gloss_kinds(gloss: &'static str) -> Vec<&'static str> {
-    let own: Vec<&str> = lexicon::kinds(gloss).collect();
-    match gloss.rsplit_once(' ') {
-        Some((_, head)) if own.is_empty() => lexicon::kinds(head).collect(),
-        _ => own,
-    }
+fn gloss_kinds(gloss: &'static str) -> impl Iterator<Item = &'static str> {
+    let mut own = lexicon::kinds(gloss).peekable();
+    let head = match own.peek() {
+        None => gloss.rsplit_once(' ').map(|(_, head)| head),
+        Some(_) => None,
+    };
+    own.chain(head.into_iter().flat_map(lexicon::kinds))
 }
 
 /// `tokens` less those past the first `max` distinct ones (a token met again is kept: the
