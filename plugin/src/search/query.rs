@@ -139,15 +139,13 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         .iter()
         .map(|word| gloss_ids(dictionary, word))
         .collect();
-    // And of the kinds its glosses name (`欧元`: euro, a currency), each once.
+    // And of the kinds its first gloss names (`欧元`: euro, a currency): its first sense, or a
+    // proper noun's name. Not a later sense's (`汉堡` is a hamburger before Hamburg).
     let word_kinds: Vec<Vec<Vec<u32>>> = distinct
         .iter()
         .map(|word| {
-            let mut kinds: Vec<&str> = lexicon::glosses(word).flat_map(gloss_kinds).collect();
-            kinds.sort_unstable();
-            kinds.dedup();
+            let kinds = lexicon::glosses(word).take(1).flat_map(gloss_kinds);
             kinds
-                .into_iter()
                 .filter_map(|kind| word_ids(dictionary, kind))
                 .collect()
         })
@@ -191,6 +189,8 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     let mut met: FxHashSet<(TokenKind, &str, &str)> = FxHashSet::default();
     // Each word's slot, for the phrases it begins (below).
     let mut word_slots: FxHashMap<&str, usize> = FxHashMap::default();
+    // Each word as written with its slot, for what it names (below).
+    let mut named_slots: Vec<(&str, usize)> = Vec::new();
     for token in &tokens {
         // A character inside a dictionary word that the index holds, as written or as its
         // English gloss, says nothing the word does not (the index does not count it as length
@@ -227,12 +227,25 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
                 word_slots.entry(&token.raw).or_insert(slot);
             }
             prefixes(dictionary, &token.term, slot, &mut builder);
-            for synonym in as_written_or_stem(lexicon::synonyms, token) {
+            // The word as written (`cars`), else its stem when that is a word (`car`).
+            let mut synonyms = lexicon::synonyms(&token.raw).peekable();
+            let synonyms = match synonyms.peek() {
+                None if token.term != token.raw => lexicon::synonyms(&token.term).collect(),
+                _ => synonyms.collect::<Vec<_>>(),
+            };
+            for synonym in synonyms {
                 add_words(dictionary, synonym, WORDNET_SYNONYM, slot, &mut builder);
             }
-            for kind in as_written_or_stem(lexicon::kinds, token) {
-                add_words(dictionary, kind, KIND, slot, &mut builder);
-            }
+            named_slots.push((&token.raw, slot));
+        }
+    }
+
+    // What a word names (`euro`: currency, eur), as written: stemmed, `france` would be the
+    // franc. After every word has taken its own term, so that `currency` said in the query is a
+    // word of its own, not a form of the euro's.
+    for (name, slot) in named_slots {
+        for kind in lexicon::kinds(name) {
+            add_words(dictionary, kind, KIND, slot, &mut builder);
         }
     }
 
@@ -325,24 +338,16 @@ fn phrases(
     }
 }
 
-/// `lookup` of a word as written (`cars`), else of its stem when that has an entry (`car`).
-fn as_written_or_stem<I: Iterator<Item = &'static str>>(
-    lookup: impl Fn(&str) -> I,
-    token: &Token,
-) -> Vec<&'static str> {
-    let mut found = lookup(&token.raw).peekable();
-    match found.peek() {
-        None if token.term != token.raw => lookup(&token.term).collect(),
-        _ => found.collect(),
-    }
-}
-
 /// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`), else its last
-/// word's, the head of an English noun phrase (`japanese yen`: yen, a currency).
+/// word's if that is a currency, the head of an English noun phrase (`japanese yen`: yen). Not
+/// a city's: a city's name that ends a longer name is not the city (`el salvador`).
 fn gloss_kinds(gloss: &'static str) -> impl Iterator<Item = &'static str> {
     let mut own = lexicon::kinds(gloss).peekable();
     let head = match own.peek() {
-        None => gloss.rsplit_once(' ').map(|(_, head)| head),
+        None => gloss
+            .rsplit_once(' ')
+            .map(|(_, head)| head)
+            .filter(|&head| lexicon::kinds(head).any(|kind| kind == "currency")),
         Some(_) => None,
     };
     own.chain(head.into_iter().flat_map(lexicon::kinds))

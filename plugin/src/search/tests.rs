@@ -339,8 +339,16 @@ fn a_named_currency_or_city_reaches_the_tool_that_takes_one() {
             "forecast__by_city",
         ),
         ("哈尔滨这周末最低零下多少度", "forecast__by_city"),
+        // Two words, in the plural; a name with an accent.
+        ("what do 50 swiss francs buy", "money__exchange_rate"),
+        ("should I pack an umbrella for Bogotá", "forecast__by_city"),
     ] {
         assert_eq!(first(&index, query).as_deref(), Some(tool), "{query}");
+    }
+    // A name is read as written: `france` stems to `franc`, but France is no currency. And a
+    // Chinese word by its first sense: `汉堡` is a hamburger before it is Hamburg.
+    for query in ["a week in france", "汉堡怎么做"] {
+        assert_eq!(top(&index, query), Vec::<String>::new(), "{query}");
     }
 }
 

