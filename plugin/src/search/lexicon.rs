@@ -203,8 +203,10 @@ mod tests {
         // A word that ends several currencies' names says currency, not which.
         assert_eq!(kinds("dollar").collect::<Vec<_>>(), ["currency"]);
         assert_eq!(kinds("oslo").collect::<Vec<_>>(), ["city"]);
-        // A city named by a common word is not read as one; an adjective is no currency.
+        // A city named by a common word is not read as one, unless it is a city of millions;
+        // an adjective is no currency.
         assert_eq!(kinds("reading").count(), 0);
+        assert_eq!(kinds("shanghai").collect::<Vec<_>>(), ["city"]);
         assert_eq!(kinds("real").count(), 0);
     }
 

@@ -338,19 +338,19 @@ fn phrases(
     }
 }
 
-/// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`), else its last
-/// word's if that is a currency, the head of an English noun phrase (`japanese yen`: yen). Not
-/// a city's: a city's name that ends a longer name is not the city (`el salvador`).
+/// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`); else, of two
+/// words, its last word's if that is a currency, the head of an English noun phrase (`japanese
+/// yen`: yen), or its first word's if that is a city, a proper noun's name before what it is
+/// (`shanghai municipality`). Not a city's name that ends a longer name (`el salvador`).
 fn gloss_kinds(gloss: &'static str) -> impl Iterator<Item = &'static str> {
     let mut own = lexicon::kinds(gloss).peekable();
-    let head = match own.peek() {
-        None => gloss
-            .rsplit_once(' ')
-            .map(|(_, head)| head)
-            .filter(|&head| lexicon::kinds(head).any(|kind| kind == "currency")),
-        Some(_) => None,
+    let is = |word: &str, kind: &str| lexicon::kinds(word).any(|k| k == kind);
+    let part = match (own.peek(), gloss.split_once(' ')) {
+        (None, Some((_, head))) if is(head, "currency") => Some(head),
+        (None, Some((name, _))) if is(name, "city") => Some(name),
+        _ => None,
     };
-    own.chain(head.into_iter().flat_map(lexicon::kinds))
+    own.chain(part.into_iter().flat_map(lexicon::kinds))
 }
 
 /// `tokens` less those past the first `max` distinct ones (a token met again is kept: the

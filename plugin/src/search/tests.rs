@@ -342,6 +342,8 @@ fn a_named_currency_or_city_reaches_the_tool_that_takes_one() {
         // Two words, in the plural; a name with an accent.
         ("what do 50 swiss francs buy", "money__exchange_rate"),
         ("should I pack an umbrella for Bogotá", "forecast__by_city"),
+        // `上海` is glossed `shanghai municipality`: the city's name first.
+        ("上海明天要带伞吗", "forecast__by_city"),
     ] {
         assert_eq!(first(&index, query).as_deref(), Some(tool), "{query}");
     }

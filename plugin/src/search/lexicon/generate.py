@@ -52,8 +52,11 @@ PHRASE = re.compile(r"^[a-z]+ [a-z]+$")
 SKIP_GLOSS = ("cl:", "variant of", "old variant", "see ", "abbr", "surname", "lit.", "fig.",
               "used in", "also written", "taiwan pr", "erhua", "(idiom")
 DROP_FIRST = {"to", "a", "an", "the"}
-# A city this large is one a request names as a city (GeoNames lists every town of 1,000).
+# A city this large is one a request names as a city (GeoNames lists every town of 1,000),
+# unless its name is a common word too (`reading`, `nice`); one of SURELY_A_CITY people even
+# then (`shanghai`, `manila`).
 MIN_POPULATION = 300_000
+SURELY_A_CITY = 1_000_000
 # `variant of 回覆[hui2 fu4]`, `old variant of 五[wu3]`, `variant of 著|着[zhuo2]`.
 # `see 哈爾濱市|哈尔滨市[Ha1 er3 bin1 Shi4]` (not `see also`, a related word) names the same word.
 VARIANT = re.compile(r"^(?:(?:old )?variant of|see) ([^\[\s]+)\[([^\]]+)\]")
@@ -267,8 +270,9 @@ def kinds(currency_rows, city_rows, common, adjectives):
     a word that ends two or more names (`franc`, `dollar`, `krone`) `currency` alone; each also
     in the plural with an `s` (`euros`, `swiss francs`: the plugin looks a name up as written,
     not stemmed, for `france` stems to `franc`). A city of at least MIN_POPULATION people gives
-    `city`, unless its name is also a word WordNet writes in lowercase (`reading`, `nice`). Names
-    are lowercase words of letters (`bogotá`), at most two, none an adjective (`real`)."""
+    `city`, unless its name is also a word WordNet writes in lowercase (`reading`, `nice`) and
+    it has fewer than SURELY_A_CITY (`shanghai` is a city). Names are lowercase words of letters
+    (`bogotá`), at most two, none an adjective (`real`)."""
     found = OrderedDict()
 
     def add(name, words, plural):
@@ -290,7 +294,9 @@ def kinds(currency_rows, city_rows, common, adjectives):
         if len(codes) >= 2:
             add(word, ["currency"], plural=True)
     for name, population in city_rows:
-        if population >= MIN_POPULATION and name.lower() not in common:
+        if population >= MIN_POPULATION and (
+            name.lower() not in common or population >= SURELY_A_CITY
+        ):
             add(name, ["city"], plural=False)
     lines = [f"{name}\t{' '.join(words)}" for name, words in found.items()]
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
