@@ -1240,9 +1240,30 @@ fn helper_pid(file: &Path) -> u32 {
         .unwrap()
 }
 
-/// Fails if `helper` outlived the session, and then stops it.
+/// True when `pid` has exited: no longer exists, or is a zombie. A process whose parent (a
+/// server, a session) has ended is reaped by init, which this test does not control: under
+/// the load of the whole suite a killed helper stayed a zombie past `gone`'s two seconds.
+fn exited(pid: u32) -> bool {
+    for _ in 0..100 {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return true;
+        };
+        // `pid (comm) state ...`: the state follows the last `)`, as comm may hold one.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        if matches!(state, Some('Z' | 'X')) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    false
+}
+
+/// Fails if `helper` outlived the session, and then stops it. The session is not its parent,
+/// so a zombie has not outlived it.
 fn assert_helper_gone(helper: u32) {
-    let outlived = !gone(helper);
+    let outlived = !exited(helper);
     if outlived {
         let _ = std::process::Command::new("kill")
             .arg(helper.to_string())
