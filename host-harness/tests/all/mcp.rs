@@ -1139,10 +1139,22 @@ fn servers_that_cannot_start_say_why_and_others_go_on() {
     assert!(failures >= 3, "{:?}", handle.lock().events());
 }
 
-/// True when `pid` no longer exists (not even as a zombie).
+/// True when `pid` no longer exists (not even as a zombie), within two seconds.
 fn gone(pid: u32) -> bool {
+    waits_out(pid, false)
+}
+
+/// True when `pid` goes within two seconds, or, if `zombie_is_gone`, becomes a zombie.
+fn waits_out(pid: u32, zombie_is_gone: bool) -> bool {
     for _ in 0..100 {
-        if !Path::new(&format!("/proc/{pid}")).exists() {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+            return true;
+        };
+        // `pid (comm) state ...`: the state follows the last `)`, as comm may hold one.
+        let state = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.trim_start().chars().next());
+        if zombie_is_gone && matches!(state, Some('Z' | 'X')) {
             return true;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -1244,20 +1256,7 @@ fn helper_pid(file: &Path) -> u32 {
 /// server, a session) has ended is reaped by init, which this test does not control: under
 /// the load of the whole suite a killed helper stayed a zombie past `gone`'s two seconds.
 fn exited(pid: u32) -> bool {
-    for _ in 0..100 {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            return true;
-        };
-        // `pid (comm) state ...`: the state follows the last `)`, as comm may hold one.
-        let state = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.trim_start().chars().next());
-        if matches!(state, Some('Z' | 'X')) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    false
+    waits_out(pid, true)
 }
 
 /// Fails if `helper` outlived the session, and then stops it. The session is not its parent,
