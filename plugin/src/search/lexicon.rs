@@ -4,7 +4,8 @@
 //! query word or phrase found here adds these words to its slot at a lower weight than the word
 //! itself. And what a named thing is, as tools take it (`lexicon/kinds.tsv`): ISO 4217's
 //! currencies (`euro` -> currency, eur) and GeoNames' large cities (`oslo` -> city), so that a
-//! request that names one finds the tool whose parameters are a currency or a city.
+//! request that names one finds the tool whose parameters are a currency or a city; and what a
+//! file's extension says it is, from mime-db (`.docx` -> document, `.png` -> image).
 //!
 //! Each file is `key<TAB>value` lines sorted by key, read in place by binary search: nothing is
 //! parsed, inflated or allocated when the component loads, an index is built or a query runs.
@@ -208,6 +209,20 @@ mod tests {
         assert_eq!(kinds("reading").count(), 0);
         assert_eq!(kinds("shanghai").collect::<Vec<_>>(), ["city"]);
         assert_eq!(kinds("real").count(), 0);
+    }
+
+    #[test]
+    fn a_files_extension_has_its_kind() {
+        assert_eq!(kinds(".docx").collect::<Vec<_>>(), ["document"]);
+        assert_eq!(kinds(".xlsx").collect::<Vec<_>>(), ["sheet"]);
+        assert_eq!(kinds(".png").collect::<Vec<_>>(), ["image"]);
+        assert!(kinds(".wav").any(|k| k == "audio"));
+        // A generic type's subtype says nothing (`text/plain`); source code is not a media
+        // type's file (mime-db's `.ts` is an MPEG stream); the word alone is no file.
+        assert_eq!(kinds(".txt").collect::<Vec<_>>(), ["text"]);
+        assert_eq!(kinds(".ts").count(), 0);
+        assert_eq!(kinds(".rs").count(), 0);
+        assert_eq!(kinds("docx").count(), 0);
     }
 
     #[test]

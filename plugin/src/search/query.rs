@@ -249,6 +249,30 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
+    // A file's name says what kind of file it is (`lease.docx`: a document; `sign.png`: an
+    // image), in the slot of its extension's word.
+    for extension in file_extensions(&lower) {
+        let key = format!(".{extension}");
+        let mut kinds = lexicon::kinds(&key).peekable();
+        if kinds.peek().is_none() {
+            continue;
+        }
+        let slot = word_slots
+            .get(extension)
+            .copied()
+            .unwrap_or_else(|| builder.new_slot());
+        for kind in kinds {
+            add_words(dictionary, kind, KIND, slot, &mut builder);
+        }
+    }
+
+    // A path on the user's machine with no extension (`/srv/media/uploads`) names a directory,
+    // whatever its words are.
+    if names_a_directory(&lower) {
+        let slot = builder.new_slot();
+        add_words(dictionary, "directory", KIND, slot, &mut builder);
+    }
+
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
     // once, as written or translated; a word no tool holds gets a slot for its glosses.
@@ -336,6 +360,47 @@ fn phrases(
             add_words(dictionary, kind, KIND, slot, builder);
         }
     }
+}
+
+/// The extensions of the file names in `lower`, each once: one to five ASCII letters or digits
+/// after a dot that follows a character of the name, ending the word (`lease.docx`,
+/// `周报.docx`, `https://x.net/sign_0412.png`). What is not a file's (`3.5`, `bilibili.com`)
+/// finds no kind in the table.
+fn file_extensions(lower: &str) -> Vec<&str> {
+    let mut found: Vec<&str> = Vec::new();
+    for (dot, _) in lower.match_indices('.') {
+        let named = lower[..dot]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
+        let rest = &lower[dot + 1..];
+        let len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
+        let ends = rest[len..]
+            .chars()
+            .next()
+            .is_none_or(|c| !c.is_alphanumeric());
+        if named && (1..=5).contains(&len) && ends && !found.contains(&&rest[..len]) {
+            found.push(&rest[..len]);
+        }
+    }
+    found
+}
+
+/// Whether `lower` names a directory on the user's machine: a word that begins at `/`, `~/`,
+/// `./` or `../` and whose last part has no extension (`/srv/media/uploads`, `~/projects/`).
+/// A path to a file (`~/notes/todo.txt`) says so by its extension.
+fn names_a_directory(lower: &str) -> bool {
+    lower.split_whitespace().any(|word| {
+        let path = word.trim_matches(|c: char| !(c.is_alphanumeric() || "/~._-".contains(c)));
+        let rooted = ["/", "~/", "./", "../"].iter().any(|r| path.starts_with(r));
+        let last = path
+            .trim_end_matches('/')
+            .rsplit_once('/')
+            .map(|(_, last)| last);
+        rooted
+            && last
+                .is_some_and(|last| !last.is_empty() && !last.trim_start_matches('.').contains('.'))
+    })
 }
 
 /// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`); else, of two
@@ -1043,6 +1108,49 @@ mod tests {
                 "{text}: {:?}",
                 query.slots
             );
+        }
+    }
+
+    #[test]
+    fn a_files_extension_is_read_where_it_ends_a_name() {
+        assert_eq!(
+            file_extensions("put team.jpg into report.docx, and team.jpg again"),
+            ["jpg", "docx"]
+        );
+        assert_eq!(file_extensions("把 周报.docx 发我"), ["docx"]);
+        assert_eq!(
+            file_extensions("https://cdn.example.net/sign_0412.png?"),
+            ["net", "png"]
+        );
+        // A dot that no name comes before, or an extension run on into a longer word.
+        for text in [
+            "see .docx files",
+            "v2.docxfile",
+            "a sentence. docx",
+            "x.toolong",
+        ] {
+            assert_eq!(file_extensions(text), Vec::<&str>::new(), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_rooted_path_without_an_extension_names_a_directory() {
+        for text in [
+            "archive /srv/media/uploads first",
+            "在 ~/projects 下面找",
+            "list ./build/ please",
+            "what is in (../assets)?",
+        ] {
+            assert!(names_a_directory(text), "{text}");
+        }
+        for text in [
+            "show me ~/notes/todo.txt",
+            "and/or",
+            "see https://example.com/docs",
+            "a / b",
+            "~/",
+        ] {
+            assert!(!names_a_directory(text), "{text}");
         }
     }
 

@@ -355,6 +355,44 @@ fn a_named_currency_or_city_reaches_the_tool_that_takes_one() {
 }
 
 #[test]
+fn a_named_file_or_directory_reaches_the_tool_for_its_kind() {
+    // Requests name `sign_0412.png` or `/srv/media/uploads`; tools say an image, an audio
+    // file, a directory.
+    let index = index_of(&[
+        (
+            "vision__read_text",
+            "Read the text shown in an image from a URL.",
+        ),
+        ("audio__duration", "Get the duration of an audio file."),
+        (
+            "fs__list_directory",
+            "List the entries of a directory with their sizes.",
+        ),
+        ("notes__find", "Find a note by the text it holds."),
+    ]);
+    for (query, tool) in [
+        (
+            "what does https://cdn.example.net/sign_0412.png say",
+            "vision__read_text",
+        ),
+        ("发票.png 上的税号是多少", "vision__read_text"),
+        ("how long is interview.wav", "audio__duration"),
+        ("what is in /srv/media/uploads", "fs__list_directory"),
+    ] {
+        assert_eq!(first(&index, query).as_deref(), Some(tool), "{query}");
+    }
+    // The extension alone is no file's name, and a path to a file is no directory.
+    assert_ne!(
+        first(&index, "png in my notes").as_deref(),
+        Some("vision__read_text")
+    );
+    assert_ne!(
+        first(&index, "what is in ~/notes/todo.txt").as_deref(),
+        Some("fs__list_directory")
+    );
+}
+
+#[test]
 fn a_shells_enrichment_makes_a_tool_findable() {
     let none = json!({"type": "object", "properties": {}});
     let tools = vec![

