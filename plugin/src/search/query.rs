@@ -243,7 +243,11 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // What a word names (`euro`: currency, eur), as written: stemmed, `france` would be the
     // franc. After every word has taken its own term, so that `currency` said in the query is a
     // word of its own, not a form of the euro's.
+    let longer_names = capitalized_runs(text);
     for (name, slot) in named_slots {
+        if within_a_longer_name(&longer_names, &[name]) {
+            continue;
+        }
         for kind in lexicon::kinds(name) {
             add_words(dictionary, kind, KIND, slot, &mut builder);
         }
@@ -304,7 +308,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
-    phrases(dictionary, &lower, &word_slots, &mut builder);
+    phrases(dictionary, &lower, &word_slots, &longer_names, &mut builder);
 
     let mut pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {
@@ -334,6 +338,7 @@ fn phrases(
     dictionary: &Dictionary,
     lower: &str,
     slots: &FxHashMap<&str, usize>,
+    longer_names: &[Vec<String>],
     builder: &mut Builder,
 ) {
     let words: Vec<&str> = lower.split_whitespace().collect();
@@ -356,10 +361,58 @@ fn phrases(
         for synonym in lexicon::phrase_synonyms(&phrase) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
+        if within_a_longer_name(longer_names, &[first, second]) {
+            continue;
+        }
         for kind in lexicon::kinds(&phrase) {
             add_words(dictionary, kind, KIND, slot, builder);
         }
     }
+}
+
+/// The runs of two or more capitalized words in `text`, lowercased (`the Sydney Opera House`:
+/// sydney, opera, house), each ending at punctuation: proper names, of which a part is not what
+/// it names alone. A sentence's first word is capitalized anyway, so a run it begins needs a
+/// third word (`From Sydney` is no name).
+fn capitalized_runs(text: &str) -> Vec<Vec<String>> {
+    let mut runs: Vec<Vec<String>> = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    // Whether `run` began a sentence.
+    let mut initial = false;
+    let mut sentence_starts = true;
+    let mut close = |run: &mut Vec<String>, initial: bool| {
+        if run.len() >= if initial { 3 } else { 2 } {
+            runs.push(std::mem::take(run));
+        }
+        run.clear();
+    };
+    for chunk in text.split_whitespace() {
+        let word = chunk.trim_matches(|c: char| !c.is_alphanumeric());
+        if chunk.starts_with(|c: char| !c.is_alphanumeric()) {
+            close(&mut run, initial);
+        }
+        if word.chars().next().is_some_and(char::is_uppercase) {
+            if run.is_empty() {
+                initial = sentence_starts;
+            }
+            run.push(word.to_lowercase());
+        } else {
+            close(&mut run, initial);
+        }
+        sentence_starts = chunk.ends_with(['.', '!', '?']);
+        if chunk.ends_with(|c: char| !c.is_alphanumeric()) {
+            close(&mut run, initial);
+        }
+    }
+    close(&mut run, initial);
+    runs
+}
+
+/// Whether `words` are part of a longer proper name among `runs` ([`capitalized_runs`]).
+fn within_a_longer_name(runs: &[Vec<String>], words: &[&str]) -> bool {
+    runs.iter().any(|run| {
+        run.len() > words.len() && run.windows(words.len()).any(|part| part.iter().eq(words))
+    })
 }
 
 /// The extensions of the file names in `lower`, each once: one to five ASCII letters or digits
@@ -1109,6 +1162,23 @@ mod tests {
                 query.slots
             );
         }
+    }
+
+    #[test]
+    fn a_run_of_capitalized_words_is_a_longer_name() {
+        let runs = capitalized_runs("From Sydney, walk to the Sydney Opera House. Fly to New York");
+        assert_eq!(
+            runs,
+            [vec!["sydney", "opera", "house"], vec!["new", "york"]]
+        );
+        // A sentence's first word is capitalized anyway.
+        assert!(capitalized_runs("Sydney weather. Tokyo Tower").is_empty());
+        assert_eq!(capitalized_runs("Sydney Opera House tours").len(), 1);
+        assert!(within_a_longer_name(&runs, &["sydney"]));
+        assert!(within_a_longer_name(&runs, &["new"]));
+        // The name itself is not inside a longer one.
+        assert!(!within_a_longer_name(&runs, &["new", "york"]));
+        assert!(capitalized_runs("walk in sydney opera house").is_empty());
     }
 
     #[test]

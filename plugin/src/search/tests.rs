@@ -348,8 +348,14 @@ fn a_named_currency_or_city_reaches_the_tool_that_takes_one() {
         assert_eq!(first(&index, query).as_deref(), Some(tool), "{query}");
     }
     // A name is read as written: `france` stems to `franc`, but France is no currency. And a
-    // Chinese word by its first sense: `汉堡` is a hamburger before it is Hamburg.
-    for query in ["a week in france", "汉堡怎么做"] {
+    // Chinese word by its first sense: `汉堡` is a hamburger before it is Hamburg. A city's
+    // name inside a longer proper name is not the city.
+    for query in [
+        "a week in france",
+        "汉堡怎么做",
+        "walk to the Sydney Opera House",
+        "a Hong Kong Dollar Index chart",
+    ] {
         assert_eq!(top(&index, query), Vec::<String>::new(), "{query}");
     }
 }
