@@ -37,6 +37,7 @@ SETS = [
     ("zh-10", LIVEMCP, "bench/zh-10.jsonl"),
     ("zh-11", LIVEMCP, "bench/zh-11.jsonl"),
     ("zh-12", LIVEMCP, "bench/zh-12.jsonl"),
+    ("zh-13", LIVEMCP, "bench/zh-13.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -44,6 +45,7 @@ SETS = [
     ("en-blind-4", LIVEMCP, "bench/en-blind-4.jsonl"),
     ("en-blind-5", LIVEMCP, "bench/en-blind-5.jsonl"),
     ("en-blind-6", LIVEMCP, "bench/en-blind-6.jsonl"),
+    ("en-blind-7", LIVEMCP, "bench/en-blind-7.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
