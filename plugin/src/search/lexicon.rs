@@ -218,10 +218,18 @@ mod tests {
         assert_eq!(kinds(".png").collect::<Vec<_>>(), ["image"]);
         assert!(kinds(".wav").any(|k| k == "audio"));
         // A generic type's subtype says nothing (`text/plain`); source code is not a media
-        // type's file (mime-db's `.ts` is an MPEG stream); the word alone is no file.
+        // type's file (mime-db's `.ts` is an MPEG stream, `.js` text); the word alone is no
+        // file.
         assert_eq!(kinds(".txt").collect::<Vec<_>>(), ["text"]);
         assert_eq!(kinds(".ts").count(), 0);
-        assert_eq!(kinds(".rs").count(), 0);
+        assert_eq!(kinds(".js").count(), 0);
+        assert_eq!(kinds(".h").count(), 0);
+        // A domain's ending is no file's (`claude.ai`), unless a media type names it first.
+        assert_eq!(kinds(".ai").count(), 0);
+        assert_eq!(kinds(".org").count(), 0);
+        assert_eq!(kinds(".md").collect::<Vec<_>>(), ["text"]);
+        // A `+suffix` is the type's syntax, not what it is: `application/epub+zip`.
+        assert_eq!(kinds(".epub").count(), 0);
         assert_eq!(kinds("docx").count(), 0);
     }
 

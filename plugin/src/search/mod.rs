@@ -34,6 +34,7 @@ mod schema;
 mod update;
 mod vocab;
 mod word_terms;
+mod written_names;
 
 pub use analyze::{Analyzer, Token, TokenKind, analyzer};
 pub use explain::{Explanation, Share, Slot, WeightedTerm};

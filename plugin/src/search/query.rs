@@ -9,6 +9,7 @@ use super::analyze::{MAX_STEMMED_BYTES, Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
 use super::lexicon;
 use super::vocab::{self, Language};
+use super::written_names;
 
 /// A CJK character alone says less than the bigrams around it.
 const CJK_UNIGRAM: f32 = 0.3;
@@ -243,9 +244,10 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // What a word names (`euro`: currency, eur), as written: stemmed, `france` would be the
     // franc. After every word has taken its own term, so that `currency` said in the query is a
     // word of its own, not a form of the euro's.
-    let longer_names = capitalized_runs(text);
+    // Not a name inside a longer one (`the Sydney Opera House` is no city).
+    let longer_names = written_names::name_modifiers(text);
     for (name, slot) in named_slots {
-        if within_a_longer_name(&longer_names, &[name]) {
+        if written_names::only_inside_longer_names(&longer_names, &[name]) {
             continue;
         }
         for kind in lexicon::kinds(name) {
@@ -253,29 +255,7 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
         }
     }
 
-    // A file's name says what kind of file it is (`lease.docx`: a document; `sign.png`: an
-    // image), in the slot of its extension's word.
-    for extension in file_extensions(&lower) {
-        let key = format!(".{extension}");
-        let mut kinds = lexicon::kinds(&key).peekable();
-        if kinds.peek().is_none() {
-            continue;
-        }
-        let slot = word_slots
-            .get(extension)
-            .copied()
-            .unwrap_or_else(|| builder.new_slot());
-        for kind in kinds {
-            add_words(dictionary, kind, KIND, slot, &mut builder);
-        }
-    }
-
-    // A path on the user's machine with no extension (`/srv/media/uploads`) names a directory,
-    // whatever its words are.
-    if names_a_directory(&lower) {
-        let slot = builder.new_slot();
-        add_words(dictionary, "directory", KIND, slot, &mut builder);
-    }
+    add_file_kinds(dictionary, &lower, &word_slots, &mut builder);
 
     // CC-CEDICT: a Chinese word of the query adds its English glosses to the slot of the word's
     // first term (its own, or the vocabulary concept's that took it), so a tool counts the word
@@ -338,7 +318,7 @@ fn phrases(
     dictionary: &Dictionary,
     lower: &str,
     slots: &FxHashMap<&str, usize>,
-    longer_names: &[Vec<String>],
+    longer_names: &[(String, bool)],
     builder: &mut Builder,
 ) {
     let words: Vec<&str> = lower.split_whitespace().collect();
@@ -361,7 +341,7 @@ fn phrases(
         for synonym in lexicon::phrase_synonyms(&phrase) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
-        if within_a_longer_name(longer_names, &[first, second]) {
+        if written_names::only_inside_longer_names(longer_names, &[first, second]) {
             continue;
         }
         for kind in lexicon::kinds(&phrase) {
@@ -370,90 +350,33 @@ fn phrases(
     }
 }
 
-/// The runs of two or more capitalized words in `text`, lowercased (`the Sydney Opera House`:
-/// sydney, opera, house), each ending at punctuation: proper names, of which a part is not what
-/// it names alone. A sentence's first word is capitalized anyway, so a run it begins needs a
-/// third word (`From Sydney` is no name).
-fn capitalized_runs(text: &str) -> Vec<Vec<String>> {
-    let mut runs: Vec<Vec<String>> = Vec::new();
-    let mut run: Vec<String> = Vec::new();
-    // Whether `run` began a sentence.
-    let mut initial = false;
-    let mut sentence_starts = true;
-    let mut close = |run: &mut Vec<String>, initial: bool| {
-        if run.len() >= if initial { 3 } else { 2 } {
-            runs.push(std::mem::take(run));
+/// What the files and directories `lower` names are: a file's name the kinds of its extension
+/// (`lease.docx`: a document; `sign.png`: an image), in the slot of the extension's word; a
+/// path to a directory (`/srv/media/uploads`) `directory`, whatever its words are, in a slot of
+/// its own.
+fn add_file_kinds(
+    dictionary: &Dictionary,
+    lower: &str,
+    slots: &FxHashMap<&str, usize>,
+    builder: &mut Builder,
+) {
+    for extension in written_names::file_extensions(lower) {
+        let mut kinds = lexicon::kinds(&format!(".{extension}")).peekable();
+        if kinds.peek().is_none() {
+            continue;
         }
-        run.clear();
-    };
-    for chunk in text.split_whitespace() {
-        let word = chunk.trim_matches(|c: char| !c.is_alphanumeric());
-        if chunk.starts_with(|c: char| !c.is_alphanumeric()) {
-            close(&mut run, initial);
-        }
-        if word.chars().next().is_some_and(char::is_uppercase) {
-            if run.is_empty() {
-                initial = sentence_starts;
-            }
-            run.push(word.to_lowercase());
-        } else {
-            close(&mut run, initial);
-        }
-        sentence_starts = chunk.ends_with(['.', '!', '?']);
-        if chunk.ends_with(|c: char| !c.is_alphanumeric()) {
-            close(&mut run, initial);
+        let slot = slots
+            .get(extension)
+            .copied()
+            .unwrap_or_else(|| builder.new_slot());
+        for kind in kinds {
+            add_words(dictionary, kind, KIND, slot, builder);
         }
     }
-    close(&mut run, initial);
-    runs
-}
-
-/// Whether `words` are part of a longer proper name among `runs` ([`capitalized_runs`]).
-fn within_a_longer_name(runs: &[Vec<String>], words: &[&str]) -> bool {
-    runs.iter().any(|run| {
-        run.len() > words.len() && run.windows(words.len()).any(|part| part.iter().eq(words))
-    })
-}
-
-/// The extensions of the file names in `lower`, each once: one to five ASCII letters or digits
-/// after a dot that follows a character of the name, ending the word (`lease.docx`,
-/// `周报.docx`, `https://x.net/sign_0412.png`). What is not a file's (`3.5`, `bilibili.com`)
-/// finds no kind in the table.
-fn file_extensions(lower: &str) -> Vec<&str> {
-    let mut found: Vec<&str> = Vec::new();
-    for (dot, _) in lower.match_indices('.') {
-        let named = lower[..dot]
-            .chars()
-            .next_back()
-            .is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '-');
-        let rest = &lower[dot + 1..];
-        let len = rest.bytes().take_while(u8::is_ascii_alphanumeric).count();
-        let ends = rest[len..]
-            .chars()
-            .next()
-            .is_none_or(|c| !c.is_alphanumeric());
-        if named && (1..=5).contains(&len) && ends && !found.contains(&&rest[..len]) {
-            found.push(&rest[..len]);
-        }
+    if written_names::names_a_directory(lower) {
+        let slot = builder.new_slot();
+        add_words(dictionary, "directory", KIND, slot, builder);
     }
-    found
-}
-
-/// Whether `lower` names a directory on the user's machine: a word that begins at `/`, `~/`,
-/// `./` or `../` and whose last part has no extension (`/srv/media/uploads`, `~/projects/`).
-/// A path to a file (`~/notes/todo.txt`) says so by its extension.
-fn names_a_directory(lower: &str) -> bool {
-    lower.split_whitespace().any(|word| {
-        let path = word.trim_matches(|c: char| !(c.is_alphanumeric() || "/~._-".contains(c)));
-        let rooted = ["/", "~/", "./", "../"].iter().any(|r| path.starts_with(r));
-        let last = path
-            .trim_end_matches('/')
-            .rsplit_once('/')
-            .map(|(_, last)| last);
-        rooted
-            && last
-                .is_some_and(|last| !last.is_empty() && !last.trim_start_matches('.').contains('.'))
-    })
 }
 
 /// The kinds a gloss of a Chinese word names: the gloss's own (`swiss franc`); else, of two
@@ -1165,63 +1088,22 @@ mod tests {
     }
 
     #[test]
-    fn a_run_of_capitalized_words_is_a_longer_name() {
-        let runs = capitalized_runs("From Sydney, walk to the Sydney Opera House. Fly to New York");
-        assert_eq!(
-            runs,
-            [vec!["sydney", "opera", "house"], vec!["new", "york"]]
-        );
-        // A sentence's first word is capitalized anyway.
-        assert!(capitalized_runs("Sydney weather. Tokyo Tower").is_empty());
-        assert_eq!(capitalized_runs("Sydney Opera House tours").len(), 1);
-        assert!(within_a_longer_name(&runs, &["sydney"]));
-        assert!(within_a_longer_name(&runs, &["new"]));
-        // The name itself is not inside a longer one.
-        assert!(!within_a_longer_name(&runs, &["new", "york"]));
-        assert!(capitalized_runs("walk in sydney opera house").is_empty());
-    }
-
-    #[test]
-    fn a_files_extension_is_read_where_it_ends_a_name() {
-        assert_eq!(
-            file_extensions("put team.jpg into report.docx, and team.jpg again"),
-            ["jpg", "docx"]
-        );
-        assert_eq!(file_extensions("把 周报.docx 发我"), ["docx"]);
-        assert_eq!(
-            file_extensions("https://cdn.example.net/sign_0412.png?"),
-            ["net", "png"]
-        );
-        // A dot that no name comes before, or an extension run on into a longer word.
-        for text in [
-            "see .docx files",
-            "v2.docxfile",
-            "a sentence. docx",
-            "x.toolong",
-        ] {
-            assert_eq!(file_extensions(text), Vec::<&str>::new(), "{text}");
-        }
-    }
-
-    #[test]
-    fn a_rooted_path_without_an_extension_names_a_directory() {
-        for text in [
-            "archive /srv/media/uploads first",
-            "在 ~/projects 下面找",
-            "list ./build/ please",
-            "what is in (../assets)?",
-        ] {
-            assert!(names_a_directory(text), "{text}");
-        }
-        for text in [
-            "show me ~/notes/todo.txt",
-            "and/or",
-            "see https://example.com/docs",
-            "a / b",
-            "~/",
-        ] {
-            assert!(!names_a_directory(text), "{text}");
-        }
+    fn a_file_or_directory_adds_its_kind_only_where_it_is_written_as_one() {
+        let index = index_of(&[
+            ("vision__read_text", "Read the text shown in an image."),
+            ("fs__list_directory", "List the entries of a directory."),
+        ]);
+        let dictionary = &index.dictionary;
+        let term = |word: &str| analyzer().word_term(word).expect("a word");
+        let has = |text: &str, word: &str| {
+            !places(dictionary, &parse(dictionary, text), &term(word)).is_empty()
+        };
+        assert!(has("what does sign_0412.png say", "image"));
+        assert!(has("what is in /srv/media/uploads", "directory"));
+        // The extension alone is no file's name, and a path to a file is no directory.
+        assert!(!has("png in my notes", "image"));
+        assert!(!has("what is in ~/notes/todo.txt", "directory"));
+        assert!(!has("open wikipedia.org", "text"));
     }
 
     #[test]
