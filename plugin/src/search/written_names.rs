@@ -99,8 +99,8 @@ pub(super) fn names_a_directory(lower: &str) -> bool {
 /// capitalized name: a run of two or more capitalized words, none a stop word (`Weather In
 /// Tokyo` is a title, not a name), three when the run begins a sentence (`From Sydney` is no
 /// name), ending at punctuation; none in a text that capitalizes a stop word of two letters or
-/// more inside a sentence (a title's style). `Sydney` and `Opera` of `the Sydney Opera House` are marked;
-/// `Dollars` of `Hong Kong Dollars`, the name's head, is not.
+/// more inside a sentence (a title's style). `Sydney` and `Opera` of `the Sydney Opera House`
+/// are marked; `Dollars` of `Hong Kong Dollars`, the name's head, is not.
 pub(super) fn name_modifiers(text: &str) -> Vec<(String, bool)> {
     // A text that capitalizes a stop word inside a sentence (`Will It Rain In Oslo Tomorrow`)
     // capitalizes for style, and its capitals say nothing.
@@ -112,11 +112,10 @@ pub(super) fn name_modifiers(text: &str) -> Vec<(String, bool)> {
         ..
     } in words(text)
     {
-        let lower = word.to_lowercase();
         titled |= !sentence_starts
             && word.chars().nth(1).is_some()
             && word.chars().next().is_some_and(char::is_uppercase)
-            && analyzer().is_stop_word(&lower);
+            && analyzer().is_stop_word(&word.to_lowercase());
         sentence_starts = ends_sentence;
     }
     let mut marked: Vec<(String, bool)> = Vec::new();
