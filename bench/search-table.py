@@ -38,6 +38,7 @@ SETS = [
     ("zh-11", LIVEMCP, "bench/zh-11.jsonl"),
     ("zh-12", LIVEMCP, "bench/zh-12.jsonl"),
     ("zh-13", LIVEMCP, "bench/zh-13.jsonl"),
+    ("zh-14", LIVEMCP, "bench/zh-14.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -46,6 +47,7 @@ SETS = [
     ("en-blind-5", LIVEMCP, "bench/en-blind-5.jsonl"),
     ("en-blind-6", LIVEMCP, "bench/en-blind-6.jsonl"),
     ("en-blind-7", LIVEMCP, "bench/en-blind-7.jsonl"),
+    ("en-blind-8", LIVEMCP, "bench/en-blind-8.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
