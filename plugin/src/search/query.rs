@@ -242,15 +242,16 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     }
 
     // What a word names (`euro`: currency, eur), as written: stemmed, `france` would be the
-    // franc. After every word has taken its own term, so that `currency` said in the query is a
-    // word of its own, not a form of the euro's.
-    // Not a name inside a longer one (`the Sydney Opera House` is no city).
-    let longer_names = written_names::name_modifiers(text);
+    // franc; unless it is part of a longer name (`the Sydney Opera House` is no city). After
+    // every word has taken its own term, so that `currency` said in the query is a word of its
+    // own, not a form of the euro's.
+    let longer_names = written_names::LongerNames::of(text);
     for (name, slot) in named_slots {
-        if written_names::only_inside_longer_names(&longer_names, &[name]) {
+        let mut kinds = lexicon::kinds(name).peekable();
+        if kinds.peek().is_none() || longer_names.hold_back(&[name]) {
             continue;
         }
-        for kind in lexicon::kinds(name) {
+        for kind in kinds {
             add_words(dictionary, kind, KIND, slot, &mut builder);
         }
     }
@@ -318,7 +319,7 @@ fn phrases(
     dictionary: &Dictionary,
     lower: &str,
     slots: &FxHashMap<&str, usize>,
-    longer_names: &[(String, bool)],
+    longer_names: &written_names::LongerNames,
     builder: &mut Builder,
 ) {
     let words: Vec<&str> = lower.split_whitespace().collect();
@@ -341,10 +342,11 @@ fn phrases(
         for synonym in lexicon::phrase_synonyms(&phrase) {
             add_words(dictionary, synonym, WORDNET_SYNONYM, slot, builder);
         }
-        if written_names::only_inside_longer_names(longer_names, &[first, second]) {
+        let mut kinds = lexicon::kinds(&phrase).peekable();
+        if kinds.peek().is_none() || longer_names.hold_back(&[first, second]) {
             continue;
         }
-        for kind in lexicon::kinds(&phrase) {
+        for kind in kinds {
             add_words(dictionary, kind, KIND, slot, builder);
         }
     }

@@ -3,6 +3,8 @@
 //! capitalized words (`the Sydney Opera House`). The query reads the kinds these imply
 //! (`lexicon::kinds`) or holds back the ones they rule out.
 
+use std::cell::OnceCell;
+
 use rustc_hash::FxHashSet;
 
 use super::analyze::{analyzer, is_cjk};
@@ -101,27 +103,14 @@ pub(super) fn names_a_directory(lower: &str) -> bool {
 /// name), ending at punctuation; none in a text that capitalizes a stop word of two letters or
 /// more inside a sentence (a title's style). `Sydney` and `Opera` of `the Sydney Opera House`
 /// are marked; `Dollars` of `Hong Kong Dollars`, the name's head, is not.
-pub(super) fn name_modifiers(text: &str) -> Vec<(String, bool)> {
-    // A text that capitalizes a stop word inside a sentence (`Will It Rain In Oslo Tomorrow`)
-    // capitalizes for style, and its capitals say nothing.
-    let mut sentence_starts = true;
-    let mut titled = false;
-    for Word {
-        word,
-        ends_sentence,
-        ..
-    } in words(text)
-    {
-        titled |= !sentence_starts
-            && word.chars().nth(1).is_some()
-            && word.chars().next().is_some_and(char::is_uppercase)
-            && analyzer().is_stop_word(&word.to_lowercase());
-        sentence_starts = ends_sentence;
-    }
+fn name_modifiers(text: &str) -> Vec<(String, bool)> {
     let mut marked: Vec<(String, bool)> = Vec::new();
     // Where the current run begins in `marked`, and whether it began a sentence.
     let mut run: Option<(usize, bool)> = None;
-    sentence_starts = true;
+    let mut sentence_starts = true;
+    // Whether the text capitalizes a stop word inside a sentence (`Will It Rain In Oslo
+    // Tomorrow`): it capitalizes for style, and its capitals say nothing.
+    let mut titled = false;
     let close = |marked: &mut Vec<(String, bool)>, run: &mut Option<(usize, bool)>| {
         if let Some((start, initial)) = run.take() {
             let end = marked.len();
@@ -140,9 +129,10 @@ pub(super) fn name_modifiers(text: &str) -> Vec<(String, bool)> {
     } in words(text)
     {
         let lower = word.to_lowercase();
-        let capitalized = !titled
-            && word.chars().next().is_some_and(char::is_uppercase)
-            && !analyzer().is_stop_word(&lower);
+        let upper = word.chars().next().is_some_and(char::is_uppercase);
+        let stop = upper && analyzer().is_stop_word(&lower);
+        titled |= stop && !sentence_starts && word.chars().nth(1).is_some();
+        let capitalized = upper && !stop;
         if !capitalized || opened {
             close(&mut marked, &mut run);
         }
@@ -156,13 +146,39 @@ pub(super) fn name_modifiers(text: &str) -> Vec<(String, bool)> {
         }
     }
     close(&mut marked, &mut run);
+    if titled {
+        marked.clear();
+    }
     marked
+}
+
+/// A query's longer capitalized names ([`name_modifiers`]), read the first time a word that
+/// names something asks: most queries name nothing, and pay nothing for it.
+pub(super) struct LongerNames<'t> {
+    text: &'t str,
+    marked: OnceCell<Vec<(String, bool)>>,
+}
+
+impl<'t> LongerNames<'t> {
+    pub(super) fn of(text: &'t str) -> Self {
+        Self {
+            text,
+            marked: OnceCell::new(),
+        }
+    }
+
+    /// Whether what `words` name is held back: every occurrence of them comes before the last
+    /// word of a longer name ([`only_inside_longer_names`]).
+    pub(super) fn hold_back(&self, words: &[&str]) -> bool {
+        let marked = self.marked.get_or_init(|| name_modifiers(self.text));
+        only_inside_longer_names(marked, words)
+    }
 }
 
 /// Whether `words` occur in `marked` ([`name_modifiers`]) and every occurrence ends before the
 /// last word of a longer name: `sydney` in `walk to the Sydney Opera House`, but not in `from
 /// Sydney, walk to the Sydney Opera House`.
-pub(super) fn only_inside_longer_names(marked: &[(String, bool)], words: &[&str]) -> bool {
+fn only_inside_longer_names(marked: &[(String, bool)], words: &[&str]) -> bool {
     let mut occurrences = marked
         .windows(words.len())
         .filter(|part| part.iter().map(|(w, _)| w).eq(words))
