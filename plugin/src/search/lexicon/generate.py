@@ -39,8 +39,9 @@ descriptions use, so that the component stays small (it is hashed on every load 
   the euro or Oslo, a tool's parameters say currency or city. And a file's extension, with
   its dot, from the npm packages `mime-db` 1.54.0, `linguist-languages` 9.5.0 (GitHub
   Linguist's languages: source code's extensions are left out) and `tlds` 1.261.0 (so are the
-  internet's domain endings, but the first of a registered media type's, `.md`): `.docx` -> document, `.png` -> image, `.wav` -> audio: a request
-  names `lease.docx`, a tool says Word document.
+  internet's domain endings, but the first of a registered media type's, `.md`): `.docx` ->
+  document, `.png` -> image, `.wav` -> audio: a request names `lease.docx`, a tool says Word
+  document.
 
 All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -292,7 +293,8 @@ def source_code_extensions(folder):
         if "name" not in fields or "type" not in fields:
             raise ValueError(f"{module}: no name or type")
         listed = LINGUIST_EXTENSIONS.search(text)
-        extensions = [e.lstrip(".") for e in re.findall(r"'([^']+)'", listed.group(1))] if listed else []
+        quoted = re.findall(r"'([^']+)'", listed.group(1)) if listed else []
+        extensions = [e.lstrip(".") for e in quoted]
         for ext in extensions:
             listing.setdefault(ext, set()).add(fields["type"])
         if extensions:
