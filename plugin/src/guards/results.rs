@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH};
 use crate::config::Strategy;
 use crate::shown::{self, one_line};
+use crate::swar;
 
 /// What activating a tool did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -313,7 +314,23 @@ pub fn changed_hint(tool: &str, strategy: Strategy) -> String {
 /// index build reads every description): each candidate is the first byte of a character.
 pub fn sentence_end(text: &str) -> usize {
     let bytes = text.as_bytes();
-    for (i, &b) in bytes.iter().enumerate() {
+    // Eight bytes at a time up to the first chunk that may hold an end: most descriptions'
+    // first sentence is ASCII, and in the component a loop turn per byte also checks the
+    // epoch deadline.
+    let mut start = 0;
+    while let Some(chunk) = bytes.get(start..start + 8) {
+        let chunk = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
+        if chunk & swar::HIGH != 0
+            || swar::holds(chunk, b'\n')
+            || swar::holds(chunk, b'.')
+            || swar::holds(chunk, b'!')
+            || swar::holds(chunk, b'?')
+        {
+            break;
+        }
+        start += 8;
+    }
+    for (i, &b) in bytes.iter().enumerate().skip(start) {
         match b {
             b'\n' => return i,
             b'.' | b'!' | b'?' => {
@@ -466,7 +483,10 @@ mod tests {
         }
 
         #[test]
-        fn sentence_end_reads_chars_as_bytes(text in "[a .!?\n\t。！？é…股\u{3000}Ａあ]{0,20}") {
+        fn sentence_end_reads_chars_as_bytes(
+            // Runs of plain letters too, so that whole chunks of eight bytes are skipped.
+            text in "([a .!?\n\t。！？é…股\u{3000}Ａあ]|[a-z ]{8,20}){0,12}",
+        ) {
             let by_chars = text
                 .char_indices()
                 .find(|&(i, c)| {
