@@ -39,6 +39,7 @@ SETS = [
     ("zh-12", LIVEMCP, "bench/zh-12.jsonl"),
     ("zh-13", LIVEMCP, "bench/zh-13.jsonl"),
     ("zh-14", LIVEMCP, "bench/zh-14.jsonl"),
+    ("zh-15", LIVEMCP, "bench/zh-15.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -48,6 +49,7 @@ SETS = [
     ("en-blind-6", LIVEMCP, "bench/en-blind-6.jsonl"),
     ("en-blind-7", LIVEMCP, "bench/en-blind-7.jsonl"),
     ("en-blind-8", LIVEMCP, "bench/en-blind-8.jsonl"),
+    ("en-blind-9", LIVEMCP, "bench/en-blind-9.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
