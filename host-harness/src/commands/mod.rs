@@ -7,4 +7,5 @@ pub mod explain;
 pub mod plugin;
 pub mod search;
 pub mod session;
+mod signals;
 pub mod tokens;

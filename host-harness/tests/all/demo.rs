@@ -3,11 +3,11 @@
 use std::process::Command;
 
 fn demo(args: &[&str]) -> (bool, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_host-harness"))
-        .arg("demo")
-        .args(args)
-        .output()
-        .unwrap();
+    demo_in(Command::new(env!("CARGO_BIN_EXE_host-harness")), args)
+}
+
+fn demo_in(mut command: Command, args: &[&str]) -> (bool, String, String) {
+    let output = command.arg("demo").args(args).output().unwrap();
     (
         output.status.success(),
         String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -46,4 +46,27 @@ fn the_demo_over_a_catalog_within_the_budget_says_nothing_is_deferred() {
         "{stdout}"
     );
     assert!(!stdout.contains("3. The model searches"), "{stdout}");
+}
+
+#[test]
+fn the_live_demo_defers_real_servers_and_starts_only_those_it_calls() {
+    // The servers the other tests installed (`target/mcp-servers`), where the demo looks.
+    let servers = crate::mcp::reference_servers();
+    let mut command = Command::new(env!("CARGO_BIN_EXE_host-harness"));
+    command.env("CARGO_TARGET_DIR", servers.parent().unwrap());
+    let (ok, stdout, stderr) = demo_in(command, &["--live"]);
+    // Three servers' schemas fit the preset's budget: the live story configures deferral,
+    // and says so, or nothing would be deferred and the direct call would run.
+    assert!(ok, "{stdout}\n{stderr}");
+    for step in [
+        "configured `deferToolLoading: true`",
+        "Servers running: none.",
+        "denied by lazy-tools",
+        "Loading started the server: filesystem",
+        "On disk: \"written through lazy-tools\"",
+        "Servers started: filesystem (Visible), memory (Visible)",
+    ] {
+        assert!(stdout.contains(step), "{step}: {stdout}");
+    }
+    assert!(!stdout.contains("everything ("), "{stdout}");
 }

@@ -1426,8 +1426,9 @@ fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, 
 // ---- the reference servers from npm ----
 
 /// `target/mcp-servers`, installed from the repository's lock file with
-/// `npm ci` when missing or out of date.
-fn reference_servers() -> &'static Path {
+/// `npm ci` when missing or out of date: once per test run, whichever test
+/// asks first (two `npm ci` in one folder at once would break it).
+pub(crate) fn reference_servers() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
         let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))

@@ -3,18 +3,21 @@
 //! tools deferred, searched, loaded and called, and a server the model never
 //! needs never started.
 
+use std::path::Path;
+use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::{Value, json};
 
+use crate::commands::signals::Ending;
 use crate::mcp::reference::{self, Set};
-use crate::mcp::{self, Event, ListingCache, McpConfig, SharedServers};
+use crate::mcp::{self, Event, Interrupt, ListingCache, McpConfig, SharedServers};
 use crate::script::describe;
 use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, names};
 use crate::tokens::Tokenizer;
 
-use super::{install_preset, search, size};
+use super::{install_lazy_tools, search, size};
 
 /// Prints a line of the demo. Much of it comes from the servers and the plugin (tool names,
 /// results, a file's content), so none of it reaches the terminal raw.
@@ -25,11 +28,35 @@ macro_rules! say {
 }
 
 pub fn run() -> Result<()> {
+    // Caught from here: a signal ends the servers' starts and calls, and the demo at its next
+    // step, which stops the servers with what they started (see `signals`).
+    let ending = Ending::catch(|| {
+        eprintln!(
+            "interrupted: the demo stops its servers (a second Ctrl-C stops the harness at once)"
+        );
+    })
+    .context("handling Ctrl-C")?;
     let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
+    go_on(&ending)?;
+    let interrupt = Arc::<Interrupt>::default();
+    ending.watch(Arc::clone(&interrupt));
+    // A server call the signal cut short fails: it is the signal that ended the demo.
+    story(&dir, &ending, interrupt).or_else(|e| {
+        if ending.signalled() {
+            bail!(INTERRUPTED)
+        }
+        Err(e)
+    })
+}
+
+const INTERRUPTED: &str = "interrupted: the demo stopped where it was, and stopped its servers";
+
+/// The demo's steps over the servers installed in `dir`.
+fn story(dir: &Path, ending: &Ending, interrupt: Arc<Interrupt>) -> Result<()> {
     let work = tempfile::tempdir().context("creating a scratch folder")?;
     let files = work.path().canonicalize()?;
     let cache = ListingCache::new(files.join("cache"));
-    let servers = reference::three(&dir, &files, &files.join("memory.jsonl"));
+    let servers = reference::three(dir, &files, &files.join("memory.jsonl"));
     let config = McpConfig { servers };
 
     say!(
@@ -49,8 +76,9 @@ pub fn run() -> Result<()> {
     let started = Instant::now();
     {
         let mut shell = Shell::new();
-        mcp::attach(&mut shell, &config, cache.clone())?;
+        mcp::attach_interruptible(&mut shell, &config, cache.clone(), Arc::clone(&interrupt))?;
     }
+    go_on(ending)?;
     say!(
         "0. First run: each server is started once to learn its tools ({:.0} ms), then stopped; its tools/list is cached.",
         started.elapsed().as_secs_f64() * 1000.0
@@ -59,7 +87,8 @@ pub fn run() -> Result<()> {
     let mut shell = Shell::new();
     shell.core().set_tokenizer(Some(Tokenizer::O200k));
     shell.register_tools(core_builtins())?;
-    let handle = mcp::attach(&mut shell, &config, cache)?;
+    let handle = mcp::attach_interruptible(&mut shell, &config, cache, interrupt)?;
+    go_on(ending)?;
     let main = shell.create_agent("main", None)?;
     let eager: Vec<ToolSchema> = shell
         .core()
@@ -73,9 +102,16 @@ pub fn run() -> Result<()> {
         size(&eager)
     );
 
-    let (cold, share) = install_preset(&mut shell, &main, &eager)?;
+    // These three servers' schemas fit the zero-config preset's token budget, under which
+    // it defers nothing (the plain `demo` says so for such a catalog): this story is about
+    // servers started only when their tools are needed, so it always defers, as a user
+    // who wants that writes it.
+    let config = json!({"deferToolLoading": true});
+    let (cold, share) = install_lazy_tools(&mut shell, &main, &eager, &config)?;
     say!(
-        "2. With lazy-tools it receives {} tools: {}, {share:.1}% of the tokens. Servers running: {}.\n   {}",
+        "2. With lazy-tools, configured `deferToolLoading: true` (these schemas fit the preset's \
+         token budget, under which it would defer nothing), it receives {} tools: {}, {share:.1}% \
+         of the tokens. Servers running: {}.\n   {}",
         cold.len(),
         size(&cold),
         running(&handle),
@@ -92,6 +128,7 @@ pub fn run() -> Result<()> {
         running(&handle)
     );
 
+    go_on(ending)?;
     let found = search(&mut shell, &main, "write a file", 1)?;
     say!(
         "4. The model searches:\n{found}\n   Loading started the server: {}.",
@@ -99,6 +136,7 @@ pub fn run() -> Result<()> {
     );
 
     let path = files.join("hello.txt");
+    go_on(ending)?;
     let wrote = run_tool(
         &mut shell,
         &main,
@@ -111,6 +149,7 @@ pub fn run() -> Result<()> {
         std::fs::read_to_string(&path)?
     );
 
+    go_on(ending)?;
     let found = search(&mut shell, &main, "remember a fact about a person", 1)?;
     say!("6. It searches for memory:\n{found}");
     run_tool(
@@ -137,6 +176,7 @@ pub fn run() -> Result<()> {
         "memory__search_nodes",
         json!({"query": "Ada"}),
     )?;
+    go_on(ending)?;
     say!(
         "7. It stores an entity and recalls it: {}",
         shorten(&recalled.text.replace('\n', " "), 160)
@@ -156,6 +196,15 @@ pub fn run() -> Result<()> {
         started_servers(&handle),
         running(&handle)
     );
+    Ok(())
+}
+
+/// Stops the demo where it is once an ending signal came: its shell and servers are dropped on
+/// the way out, which stops the servers' process groups.
+fn go_on(ending: &Ending) -> Result<()> {
+    if ending.signalled() {
+        bail!(INTERRUPTED);
+    }
     Ok(())
 }
 

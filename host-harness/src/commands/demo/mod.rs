@@ -61,7 +61,7 @@ pub fn run(path: &Path) -> Result<()> {
         size(&eager)
     );
 
-    let (cold, share) = install_preset(&mut shell, &main, &eager)?;
+    let (cold, share) = install_lazy_tools(&mut shell, &main, &eager, &Value::Null)?;
     let deferred = catalog
         .tools()
         .filter(|(_, t)| !cold.iter().any(|shown| shown.name == t.name))
@@ -159,15 +159,18 @@ pub(super) fn size(tools: &[ToolSchema]) -> String {
 
 /// Installs lazy-tools with no config (the zero-config preset); returns the
 /// agent's next request and its share of `eager`'s schema tokens, in percent.
-fn install_preset(
+/// Installs lazy-tools with `config` (`null`: the zero-config preset); returns the agent's
+/// next request and its share of `eager`'s tokens, in percent.
+fn install_lazy_tools(
     shell: &mut Shell,
     agent: &str,
     eager: &[ToolSchema],
+    config: &Value,
 ) -> Result<(Vec<ToolSchema>, f64)> {
     let component = WasmHost::global().lazy_tools()?;
     shell
-        .install_plugin("lazy-tools", &component, &Value::Null)
-        .context("installing lazy-tools with the zero-config preset")?;
+        .install_plugin("lazy-tools", &component, config)
+        .with_context(|| format!("installing lazy-tools with the config {config}"))?;
     let cold = shell.next_request(agent)?;
     let share = 100.0 * tokens(&cold) as f64 / tokens(eager) as f64;
     Ok((cold, share))

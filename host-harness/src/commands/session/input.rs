@@ -2,13 +2,13 @@
 //!
 //! Lines are read on a thread of their own, so that Ctrl-C ends the session at once even
 //! while the read waits for a line (the terminal would restart it after the signal): the
-//! session then saves its state as after `quit` (see [`super::signals`]).
+//! session then saves its state as after `quit` (see [`crate::commands::signals`]).
 
 use std::io::{BufRead, Read as _};
 use std::sync::Arc;
 use std::sync::mpsc::{Receiver, sync_channel};
 
-use super::signals::Ending;
+use crate::commands::signals::Ending;
 
 /// The longest line read as a command. `call` takes its JSON arguments on one line, and a
 /// person pastes a file's content for `write` at most: 1 MiB holds that many times over,

@@ -9,7 +9,6 @@
 
 mod input;
 pub mod repl;
-mod signals;
 
 use std::io::IsTerminal as _;
 use std::path::{Path, PathBuf};
@@ -18,6 +17,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, Result, anyhow, bail};
 
 use super::args::{CatalogArg, ProfileArg};
+use super::signals;
 use crate::catalog::Catalog;
 use crate::home::DshHome;
 use crate::install::{existing_profile_dir, invalid};

@@ -1,9 +1,10 @@
-//! SIGINT, SIGTERM and SIGHUP (Ctrl-C, a `kill`, a closed terminal) end a session, not the
-//! harness: the session stops where it is, stops its MCP servers with what they started in
-//! their process groups, and saves its state. Left to the signal's default, the harness would
-//! die and the kernel would take down only the servers' own processes (`PR_SET_PDEATHSIG`),
-//! not what they started (npx's node, a wrapper's helper). A second signal stops the harness
-//! at once, as Ctrl-C always does.
+//! SIGINT, SIGTERM and SIGHUP (Ctrl-C, a `kill`, a closed terminal) end a command that runs MCP
+//! servers (a session, `demo --live`, `bench mcp-startup`), not the harness: the command stops
+//! where it is and stops its servers with what they started in their process groups (a session
+//! also saves its state). Left to the signal's default, the harness would die and the kernel
+//! would take down only the servers' own processes (`PR_SET_PDEATHSIG`), not what they started
+//! (npx's node, a wrapper's helper). A second signal stops the harness at once, as Ctrl-C
+//! always does.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
