@@ -4,14 +4,16 @@
 //! start (lazy-tools defers every MCP tool, so none starts). lazy-tools runs
 //! in both; the servers' tool lists are cached (a user's second session).
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result, bail};
 use serde_json::Value;
 
 use super::timing::median;
+use crate::commands::signals::Ending;
 use crate::mcp::reference::{self, Set};
-use crate::mcp::{self, Event, ListingCache, McpConfig, ServerConfig};
+use crate::mcp::{self, Event, Interrupt, ListingCache, McpConfig, ServerConfig};
 use crate::shell::{Shell, core_builtins};
 use crate::wasm_host::WasmHost;
 
@@ -33,15 +35,32 @@ pub fn run(runs: usize) -> Result<()> {
     if runs == 0 {
         bail!("--runs must be at least 1");
     }
+    // A signal ends the servers' starts, and the bench before its next session: each
+    // session's servers are stopped with what they started (see `signals`).
+    let ending = Ending::catch(|| {
+        eprintln!(
+            "interrupted: the bench stops its servers (a second Ctrl-C stops the harness at once)"
+        );
+    })
+    .context("handling Ctrl-C")?;
     let dir = reference::install(Set::Six, &reference::default_dir(Set::Six))?;
     let work = tempfile::tempdir()?;
     let files = work.path().canonicalize()?;
     let servers = reference::six(&dir, &files, &files.join("memory.jsonl"));
     let cache = ListingCache::new(files.join("cache"));
     let component = WasmHost::global().lazy_tools()?;
+    let interrupt = Arc::<Interrupt>::default();
+    ending.watch(Arc::clone(&interrupt));
+    let session = |servers: &[ServerConfig]| {
+        let ran = session(servers, &cache, &component, Arc::clone(&interrupt));
+        if ending.signalled() {
+            bail!("interrupted: the bench stopped, and stopped its servers");
+        }
+        ran
+    };
 
     // The first session ever: every server starts once to learn its tools.
-    let (first, tools) = session(&servers, &cache, &component)?;
+    let (first, tools) = session(&servers)?;
     println!(
         "first session (no cache: every server starts to list its tools): {:.0} ms, {tools} MCP tools",
         ms(first)
@@ -57,25 +76,26 @@ pub fn run(runs: usize) -> Result<()> {
     let mut eager = Vec::new();
     let mut lazy = Vec::new();
     for _ in 0..runs {
-        eager.push(session(&eager_servers, &cache, &component)?.0);
-        lazy.push(session(&servers, &cache, &component)?.0);
+        eager.push(session(&eager_servers)?.0);
+        lazy.push(session(&servers)?.0);
     }
     println!(
         "session start -> first model request, {} servers, median of {runs}:",
         servers.len()
     );
-    println!(
-        "  eager (lazyStart: false): {:>8.1} ms  (min {:.1}, max {:.1})",
-        ms(median(&eager)),
-        ms(eager[0]),
-        ms(eager[runs - 1])
-    );
-    println!(
-        "  lazy  (default):          {:>8.1} ms  (min {:.1}, max {:.1})",
-        ms(median(&lazy)),
-        ms(lazy[0]),
-        ms(lazy[runs - 1])
-    );
+    for (mode, times) in [
+        ("eager (lazyStart: false):", &eager),
+        ("lazy  (default):         ", &lazy),
+    ] {
+        // Medians sort a copy: the runs stay in the order they ran.
+        let (min, max) = (times.iter().min(), times.iter().max());
+        println!(
+            "  {mode} {:>8.1} ms  (min {:.1}, max {:.1})",
+            ms(median(times)),
+            ms(*min.expect("at least one run")),
+            ms(*max.expect("at least one run"))
+        );
+    }
     Ok(())
 }
 
@@ -86,16 +106,18 @@ fn session(
     servers: &[ServerConfig],
     cache: &ListingCache,
     component: &crate::wasm_host::PluginComponent,
+    interrupt: Arc<Interrupt>,
 ) -> Result<(Duration, usize)> {
     let started = Instant::now();
     let mut shell = Shell::new();
     shell.register_tools(core_builtins())?;
-    let handle = mcp::attach(
+    let handle = mcp::attach_interruptible(
         &mut shell,
         &McpConfig {
             servers: servers.to_vec(),
         },
         cache.clone(),
+        interrupt,
     )?;
     let main = shell.create_agent("main", None)?;
     shell
