@@ -1109,6 +1109,27 @@ mod tests {
     }
 
     #[test]
+    fn a_programming_languages_short_name_reads_as_the_language() {
+        let index = index_of(&[
+            ("browser__evaluate", "Execute JavaScript in the page."),
+            ("terminal__run", "Run a command in a shell."),
+        ]);
+        let dictionary = &index.dictionary;
+        let term = |word: &str| analyzer().word_term(word).expect("a word");
+        let has = |text: &str, word: &str| {
+            !places(dictionary, &parse(dictionary, text), &term(word)).is_empty()
+        };
+        assert!(has("run this JS on the page", "javascript"));
+        assert!(has("an sh one-liner", "shell"));
+        // An alias that is an English word is that word (Linguist lists `node` for JavaScript).
+        assert!(!has("add a node to the page", "javascript"));
+        assert_eq!(
+            index.search("a snippet of JS", 1, |_| true),
+            ["browser__evaluate"]
+        );
+    }
+
+    #[test]
     fn a_phrase_joins_its_first_words_slot_when_no_tool_holds_that_word() {
         // No tool holds `work`; its WordNet synonym `employment` takes a slot for it, and
         // `work out`'s `calculate` joins that slot: the query's word counts once.

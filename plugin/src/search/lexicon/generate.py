@@ -41,7 +41,8 @@ descriptions use, so that the component stays small (it is hashed on every load 
   Linguist's languages: source code's extensions are left out) and `tlds` 1.261.0 (so are the
   internet's domain endings, but the first of a registered media type's, `.md`): `.docx` ->
   document, `.png` -> image, `.wav` -> audio: a request names `lease.docx`, a tool says Word
-  document.
+  document. And Linguist's aliases that abbreviate a programming language's name (`js` ->
+  javascript, `py` -> python): a request says JS, a tool says JavaScript.
 
 All three files are sorted by key (bytewise), so the plugin finds a key by binary search over the
 text with no parsing at load.
@@ -305,6 +306,44 @@ def source_code_extensions(folder):
     }
 
 
+LINGUIST_ALIASES = re.compile(r"\n  aliases: \[([^\]]*)\]")
+
+
+def language_aliases(folder, common, adjectives):
+    """`[(alias, [language])]` from GitHub Linguist's aliases of programming languages (`js` ->
+    javascript, `py` -> python, `rb` -> ruby): a request says `JS` where a tool says
+    JavaScript. Only a language named by one word of three letters or more, and only an alias
+    that abbreviates it (shorter, the same first letter, its letters in the name's order,
+    digits aside: not `node` for JavaScript, nor `inc` for PHP) and that is no word WordNet
+    writes in lowercase, nor such a word with an `s` (`apples` for AppleScript)."""
+
+    def abbreviates(alias, name):
+        letters = alias.rstrip("0123456789")
+        rest = iter(name)
+        return bool(letters) and letters[0] == name[0] and all(c in rest for c in letters)
+
+    rows = []
+    for module in sorted(Path(folder).glob("*.js")):
+        text = module.read_text(encoding="utf-8")
+        fields = {key: single or double for key, single, double in LINGUIST_FIELD.findall(text)}
+        name = fields.get("name", "").lower()
+        if fields.get("type") != "programming" or not re.fullmatch(r"[a-z]{3,}", name):
+            continue
+        listed = LINGUIST_ALIASES.search(text)
+        for alias in re.findall(r"'([^']+)'", listed.group(1)) if listed else []:
+            plural = len(alias) > 3 and alias.endswith("s") and alias[:-1] in common
+            if (
+                re.fullmatch(r"[a-z][a-z0-9]{1,9}", alias)
+                and len(alias) < len(name)
+                and abbreviates(alias, name)
+                and alias not in common
+                and alias not in adjectives
+                and not plural
+            ):
+                rows.append((alias, [name]))
+    return rows
+
+
 def file_kinds(path, source_code, domains, words):
     """`[(".ext", [kind, ...])]` from mime-db's db.json: each media type's top-level name if it
     is one of MEDIA (`.png` -> image), and its subtype's last word before any `+suffix` if
@@ -340,7 +379,7 @@ def internet_domains(path):
     return {tld.lower() for tld in json.loads(Path(path).read_text(encoding="utf-8"))}
 
 
-def kinds(currency_rows, city_rows, common, adjectives, extension_rows):
+def kinds(currency_rows, city_rows, common, adjectives, extension_rows, alias_rows):
     """kinds.tsv: what a named thing is, as tools take it (`oslo` -> city, `euro` -> currency
     eur). A currency's ISO 4217 name of one or two words (`euro`, `swiss franc`) gives
     `currency` and its code, unless the code is a word WordNet writes in lowercase (`try`, `cup`);
@@ -376,6 +415,9 @@ def kinds(currency_rows, city_rows, common, adjectives, extension_rows):
         ):
             add(name, ["city"], plural=False)
     found.update(extension_rows)
+    for alias, languages in alias_rows:
+        got = found.setdefault(alias, [])
+        got.extend(w for w in languages if w not in got)
     lines = [f"{name}\t{' '.join(words)}" for name, words in found.items()]
     return sorted(lines, key=lambda l: l.split("\t")[0].encode())
 
@@ -403,7 +445,12 @@ def main():
         nouns_and_verbs.nouns_verbs,
     )
     named = kinds(
-        currencies(args.currencies), cities(args.cities), common, adjectives, extensions
+        currencies(args.currencies),
+        cities(args.cities),
+        common,
+        adjectives,
+        extensions,
+        language_aliases(args.linguist, common, adjectives),
     )
     for name, lines in (
         ("cedict.tsv", chinese),
