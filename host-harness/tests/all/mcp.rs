@@ -466,6 +466,19 @@ fn a_missing_cwd_is_named_not_the_command() {
 }
 
 #[test]
+fn a_steps_file_that_declares_its_world_runs_without_the_profiles_servers() {
+    // As a fixture case runs: the file's tools and agents are the whole world.
+    let home = tempfile::tempdir().unwrap();
+    let stderr = steps_session(
+        home.path(),
+        "fx-world",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    lazyStart: false\n",
+        "tools: [read]\nagents: [main]\nsteps:\n  - visible: {agent: main, exactly: [read]}\n",
+    );
+    assert!(!stderr.contains("fx"), "{stderr}");
+}
+
+#[test]
 fn a_session_says_why_a_server_has_no_tools() {
     let home = tempfile::tempdir().unwrap();
     let stderr = steps_session(

@@ -124,7 +124,7 @@ fn start_interruptible(
     catalog: Option<&Path>,
     interrupt: Arc<Interrupt>,
 ) -> Result<ProfileShell> {
-    start_with(home, profile, interrupt, |shell| {
+    start_with(home, profile, Some(interrupt), |shell| {
         shell.register_tools(core_builtins())?;
         if let Some(path) = catalog {
             shell.register_catalog(&Catalog::load(path)?)?;
@@ -135,11 +135,13 @@ fn start_interruptible(
 }
 
 /// Starts a shell for `profile` whose tools and agents `world` sets up
-/// before the profile's MCP servers and plugins start.
+/// before the profile's plugins start, and before its MCP servers when
+/// `servers` is given (the interrupt that ends their waits); without, the
+/// world is all there is, as in a fixture case.
 fn start_with(
     home: &DshHome,
     profile: &str,
-    interrupt: Arc<Interrupt>,
+    servers: Option<Arc<Interrupt>>,
     world: impl FnOnce(&mut Shell) -> Result<()>,
 ) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
@@ -148,13 +150,17 @@ fn start_with(
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let servers = McpConfig::load(&dir).map_err(|e| invalid(profile, e))?;
+    let servers = match servers {
+        Some(interrupt) => Some((
+            McpConfig::load(&dir).map_err(|e| invalid(profile, e))?,
+            interrupt,
+        )),
+        None => None,
+    };
     let mut shell = Shell::new();
     world(&mut shell)?;
-    let mcp = if servers.servers.is_empty() {
-        None
-    } else {
-        Some(
+    let mcp = match servers {
+        Some((servers, interrupt)) if !servers.servers.is_empty() => Some(
             mcp::attach_interruptible(
                 &mut shell,
                 &servers,
@@ -162,7 +168,8 @@ fn start_with(
                 interrupt,
             )
             .map_err(|e| mcp_start_error(e, &dir))?,
-        )
+        ),
+        _ => None,
     };
     let cache = home.compiled_cache();
     install_plugins(&mut shell, &plugins, &cache, profile)
@@ -338,10 +345,11 @@ pub fn run(
             .with_context(|| format!("setting up {}", path.display()))
     };
     // A file that declares its tools or agents is the whole world, as a
-    // fixture case is: the shell starts with nothing else. One that only
-    // has steps runs in the session's usual world.
+    // fixture case is: the shell starts with nothing else, not the profile's
+    // MCP servers either. One that only has steps runs in the session's
+    // usual world.
     let mut session = if script.declares_world() {
-        start_with(home, profile, interrupt, set_up)?
+        start_with(home, profile, None, set_up)?
     } else {
         let mut session = start_interruptible(home, profile, catalog, interrupt)?;
         set_up(&mut session.shell)?;
