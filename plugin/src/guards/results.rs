@@ -314,40 +314,45 @@ pub fn changed_hint(tool: &str, strategy: Strategy) -> String {
 /// index build reads every description): each candidate is the first byte of a character.
 pub fn sentence_end(text: &str) -> usize {
     let bytes = text.as_bytes();
-    // Eight bytes at a time up to the first chunk that may hold an end: most descriptions'
-    // first sentence is ASCII, and in the component a loop turn per byte also checks the
-    // epoch deadline.
-    let mut start = 0;
-    while let Some(chunk) = bytes.get(start..start + 8) {
-        let chunk = u64::from_le_bytes(chunk.try_into().expect("eight bytes"));
-        if chunk & swar::HIGH != 0
-            || swar::holds(chunk, b'\n')
-            || swar::holds(chunk, b'.')
-            || swar::holds(chunk, b'!')
-            || swar::holds(chunk, b'?')
-        {
-            break;
-        }
-        start += 8;
-    }
-    for (i, &b) in bytes.iter().enumerate().skip(start) {
-        match b {
-            b'\n' => return i,
-            b'.' | b'!' | b'?' => {
-                let next = text[i + 1..].chars().next();
-                if next.is_none_or(char::is_whitespace) {
-                    return i + 1;
-                }
+    let mut at = 0;
+    while at < bytes.len() {
+        // Eight bytes at a time past chunks that cannot hold an end (ASCII, none of `\n . ! ?`):
+        // in the component a loop turn per byte also checks the epoch deadline. A chunk that
+        // may hold one (`e.g.`, `v1.2`, any non-ASCII) is read byte by byte, then the skipping
+        // goes on.
+        if let Some(chunk) = bytes.get(at..).and_then(<[u8]>::first_chunk::<8>) {
+            let chunk = u64::from_le_bytes(*chunk);
+            if chunk & swar::HIGH == 0
+                && !swar::holds(chunk, b'\n')
+                && !swar::holds(chunk, b'.')
+                && !swar::holds(chunk, b'!')
+                && !swar::holds(chunk, b'?')
+            {
+                at += 8;
+                continue;
             }
-            // The lead bytes of 。 (E3 80 82), ！ (EF BC 81) and ？ (EF BC 9F).
-            0xE3 | 0xEF => {
-                let end = i + 3;
-                if matches!(text.get(i..end), Some("。" | "！" | "？")) {
-                    return end;
-                }
-            }
-            _ => {}
         }
+        let chunk_end = (at + 8).min(bytes.len());
+        for i in at..chunk_end {
+            match bytes[i] {
+                b'\n' => return i,
+                b'.' | b'!' | b'?' => {
+                    let next = text[i + 1..].chars().next();
+                    if next.is_none_or(char::is_whitespace) {
+                        return i + 1;
+                    }
+                }
+                // The lead bytes of 。 (E3 80 82), ！ (EF BC 81) and ？ (EF BC 9F).
+                0xE3 | 0xEF => {
+                    let end = i + 3;
+                    if matches!(text.get(i..end), Some("。" | "！" | "？")) {
+                        return end;
+                    }
+                }
+                _ => {}
+            }
+        }
+        at = chunk_end;
     }
     text.len()
 }
