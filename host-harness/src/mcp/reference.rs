@@ -41,6 +41,11 @@ pub fn default_dir(set: Set) -> PathBuf {
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../target"));
+    dir_in(&target, set)
+}
+
+/// Where `set` is installed in the target dir `target`.
+pub fn dir_in(target: &Path, set: Set) -> PathBuf {
     target.join(set.folder())
 }
 
@@ -50,11 +55,17 @@ pub fn install(set: Set, dir: &Path) -> Result<PathBuf> {
     let source = set.lock_dir();
     let lock = std::fs::read(source.join("package-lock.json"))
         .with_context(|| format!("reading the lock file in {}", source.display()))?;
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    // One install at a time in a folder (two test binaries sharing the target dir, a demo
+    // started by hand): two `npm ci` at once would break it. Unlocked when dropped.
+    let busy = dir.join(".install-lock");
+    let installing = std::fs::File::create(&busy)
+        .and_then(|file| file.lock().map(|()| file))
+        .with_context(|| format!("locking {}", busy.display()))?;
     let installed = std::fs::read(dir.join("package-lock.json")).ok();
     if installed.as_deref() == Some(&lock[..]) && dir.join("node_modules/.bin").is_dir() {
         return Ok(dir.to_path_buf());
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     for file in ["package.json", "package-lock.json"] {
         std::fs::copy(source.join(file), dir.join(file))
             .with_context(|| format!("copying {file} into {}", dir.display()))?;
@@ -76,6 +87,7 @@ pub fn install(set: Set, dir: &Path) -> Result<PathBuf> {
         let _ = std::fs::remove_file(dir.join("package-lock.json"));
         bail!("npm ci in {} failed ({status})", dir.display());
     }
+    drop(installing);
     Ok(dir.to_path_buf())
 }
 

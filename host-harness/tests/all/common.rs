@@ -1,5 +1,9 @@
 //! Helpers the suites share.
 
+use std::path::Path;
+use std::sync::OnceLock;
+
+use host_harness::mcp::reference::{self, Set};
 use host_harness::shell::Shell;
 
 /// lazy-tools' guard tools, in the order it registers them.
@@ -49,4 +53,22 @@ pub fn interrupt(
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
     assert!(rest.contains("interrupted: the session ends"), "{rest}");
     stderr
+}
+
+/// The target dir the suites were built in, where the harness installs the reference servers.
+pub fn target_dir() -> &'static Path {
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("target/tmp has a parent")
+}
+
+/// The reference MCP servers from npm (everything, filesystem, memory), installed in the
+/// target dir from the repository's lock file when missing or out of date: once per test
+/// binary, by whichever test asks first (`reference::install` also locks the folder against
+/// other processes).
+pub fn reference_servers() -> &'static Path {
+    static DIR: OnceLock<std::path::PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        reference::install(Set::Three, &reference::dir_in(target_dir(), Set::Three)).unwrap()
+    })
 }

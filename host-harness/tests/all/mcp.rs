@@ -5,11 +5,10 @@
 //! by `npm ci` on first use) for real work, deferred, searched, loaded and
 //! called through lazy-tools.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::Path;
 use std::time::Duration;
 
-use host_harness::mcp::reference::{self, Set};
+use host_harness::mcp::reference;
 use host_harness::mcp::{
     self, Event, Listing, ListingCache, McpConfig, ServerConfig, SharedServers, StartReason,
 };
@@ -475,7 +474,7 @@ fn a_steps_file_that_declares_its_world_runs_without_the_profiles_servers() {
         "mcpServers:\n  fx:\n    command: {fixture}\n    lazyStart: false\n",
         "tools: [read]\nagents: [main]\nsteps:\n  - visible: {agent: main, exactly: [read]}\n",
     );
-    assert!(!stderr.contains("fx"), "{stderr}");
+    assert!(!stderr.contains("fx__"), "{stderr}");
 }
 
 #[test]
@@ -1438,27 +1437,13 @@ fn sigterm_during_the_second_step(rest_of_steps: &str) -> (Option<i32>, String, 
 
 // ---- the reference servers from npm ----
 
-/// `target/mcp-servers`, installed from the repository's lock file with
-/// `npm ci` when missing or out of date: once per test run, whichever test
-/// asks first (two `npm ci` in one folder at once would break it).
-pub(crate) fn reference_servers() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .parent()
-            .expect("target/tmp has a parent")
-            .join("mcp-servers");
-        reference::install(Set::Three, &dir).unwrap()
-    })
-}
-
 #[test]
 fn the_reference_servers_are_deferred_searched_loaded_and_called() {
     let cache = tempfile::tempdir().unwrap();
     let files = tempfile::tempdir().unwrap();
     let files_dir = files.path().canonicalize().unwrap();
     let memory_file = files_dir.join("memory.jsonl");
-    let servers = reference::three(reference_servers(), &files_dir, &memory_file);
+    let servers = reference::three(crate::common::reference_servers(), &files_dir, &memory_file);
     // Learn the tools once, then a fresh session as a user would start it.
     drop(session(cache.path(), servers.clone(), true));
     let (mut shell, handle) = session(cache.path(), servers, true);
@@ -1554,7 +1539,7 @@ fn a_streamable_http_server_is_called_over_http() {
         .local_addr()
         .unwrap()
         .port();
-    let script = reference_servers()
+    let script = crate::common::reference_servers()
         .join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     struct Kill(std::process::Child);
     impl Drop for Kill {

@@ -31,6 +31,8 @@ impl Args {
     }
 }
 
+const INTERRUPTED: &str = "interrupted: the bench stopped, and stopped its servers";
+
 pub fn run(runs: usize) -> Result<()> {
     if runs == 0 {
         bail!("--runs must be at least 1");
@@ -43,7 +45,14 @@ pub fn run(runs: usize) -> Result<()> {
         );
     })
     .context("handling Ctrl-C")?;
-    let dir = reference::install(Set::Six, &reference::default_dir(Set::Six))?;
+    // npm, in the terminal's process group, gets the signal too.
+    let dir = reference::install(Set::Six, &reference::default_dir(Set::Six)).or_else(|e| {
+        if ending.signalled() {
+            bail!(INTERRUPTED)
+        } else {
+            Err(e)
+        }
+    })?;
     let work = tempfile::tempdir()?;
     let files = work.path().canonicalize()?;
     let servers = reference::six(&dir, &files, &files.join("memory.jsonl"));
@@ -51,16 +60,16 @@ pub fn run(runs: usize) -> Result<()> {
     let component = WasmHost::global().lazy_tools()?;
     let interrupt = Arc::<Interrupt>::default();
     ending.watch(Arc::clone(&interrupt));
-    let session = |servers: &[ServerConfig]| {
+    let timed = |servers: &[ServerConfig]| {
         let ran = session(servers, &cache, &component, Arc::clone(&interrupt));
         if ending.signalled() {
-            bail!("interrupted: the bench stopped, and stopped its servers");
+            bail!(INTERRUPTED);
         }
         ran
     };
 
     // The first session ever: every server starts once to learn its tools.
-    let (first, tools) = session(&servers)?;
+    let (first, tools) = timed(&servers)?;
     println!(
         "first session (no cache: every server starts to list its tools): {:.0} ms, {tools} MCP tools",
         ms(first)
@@ -76,8 +85,8 @@ pub fn run(runs: usize) -> Result<()> {
     let mut eager = Vec::new();
     let mut lazy = Vec::new();
     for _ in 0..runs {
-        eager.push(session(&eager_servers)?.0);
-        lazy.push(session(&servers)?.0);
+        eager.push(timed(&eager_servers)?.0);
+        lazy.push(timed(&servers)?.0);
     }
     println!(
         "session start -> first model request, {} servers, median of {runs}:",

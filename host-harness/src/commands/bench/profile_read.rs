@@ -14,7 +14,7 @@ use crate::profile::{INSTALLED_FILE, Profile};
 /// `bench profile`.
 #[derive(clap::Args)]
 pub struct Args {
-    /// Keys in the generated config (124,000 is about 2 MB).
+    /// Keys in the generated config (124,000 is about 3.1 MB).
     #[arg(long, default_value_t = 124_000)]
     keys: usize,
     /// Reads to time.

@@ -17,7 +17,7 @@ use crate::script::describe;
 use crate::shell::{CallOutcome, Shell, ToolOutput, ToolSchema, core_builtins, names};
 use crate::tokens::Tokenizer;
 
-use super::{install_lazy_tools, search, size};
+use super::{install_lazy_tools, search, size, tokens};
 
 /// Prints a line of the demo. Much of it comes from the servers and the plugin (tool names,
 /// results, a file's content), so none of it reaches the terminal raw.
@@ -36,12 +36,13 @@ pub fn run() -> Result<()> {
         );
     })
     .context("handling Ctrl-C")?;
-    let dir = reference::install(Set::Three, &reference::default_dir(Set::Three))?;
-    go_on(&ending)?;
     let interrupt = Arc::<Interrupt>::default();
     ending.watch(Arc::clone(&interrupt));
-    // A server call the signal cut short fails: it is the signal that ended the demo.
-    story(&dir, &ending, interrupt).or_else(|e| {
+    let ran = reference::install(Set::Three, &reference::default_dir(Set::Three))
+        .and_then(|dir| story(&dir, &ending, interrupt));
+    // An install or a server call that the signal cut short fails (npm, in the terminal's
+    // process group, gets the signal too): it is the signal that ended the demo.
+    ran.or_else(|e| {
         if ending.signalled() {
             bail!(INTERRUPTED)
         }
@@ -102,16 +103,23 @@ fn story(dir: &Path, ending: &Ending, interrupt: Arc<Interrupt>) -> Result<()> {
         size(&eager)
     );
 
-    // These three servers' schemas fit the zero-config preset's token budget, under which
-    // it defers nothing (the plain `demo` says so for such a catalog): this story is about
-    // servers started only when their tools are needed, so it always defers, as a user
-    // who wants that writes it.
-    let config = json!({"deferToolLoading": true});
-    let (cold, share) = install_lazy_tools(&mut shell, &main, &eager, &config)?;
+    // This story is about servers started only when their tools are needed, so it always
+    // defers, as a user who wants that writes it: three servers' schemas may fit the
+    // zero-config preset's token budget, under which it defers nothing (the plain `demo` says
+    // so for such a catalog).
+    let plugin_config = json!({"deferToolLoading": true});
+    let (cold, share) = install_lazy_tools(&mut shell, &main, &eager, &plugin_config)?;
+    let budget = lazy_tools::DEFAULT_TOKEN_BUDGET;
+    let why = if tokens(&eager) <= u64::from(budget) {
+        format!(
+            "these schemas fit the preset's budget of {budget} o200k tokens, under which it would defer nothing"
+        )
+    } else {
+        format!("as the preset would, these schemas being over its budget of {budget} o200k tokens")
+    };
     say!(
-        "2. With lazy-tools, configured `deferToolLoading: true` (these schemas fit the preset's \
-         token budget, under which it would defer nothing), it receives {} tools: {}, {share:.1}% \
-         of the tokens. Servers running: {}.\n   {}",
+        "2. With lazy-tools, configured `deferToolLoading: true` ({why}), it receives {} tools: \
+         {}, {share:.1}% of the tokens. Servers running: {}.\n   {}",
         cold.len(),
         size(&cold),
         running(&handle),

@@ -157,10 +157,8 @@ pub(super) fn size(tools: &[ToolSchema]) -> String {
     format!("{} o200k tokens of schemas, {bytes} bytes", tokens(tools))
 }
 
-/// Installs lazy-tools with no config (the zero-config preset); returns the
-/// agent's next request and its share of `eager`'s schema tokens, in percent.
 /// Installs lazy-tools with `config` (`null`: the zero-config preset); returns the agent's
-/// next request and its share of `eager`'s tokens, in percent.
+/// next request and its share of `eager`'s schema tokens, in percent.
 fn install_lazy_tools(
     shell: &mut Shell,
     agent: &str,
@@ -170,7 +168,10 @@ fn install_lazy_tools(
     let component = WasmHost::global().lazy_tools()?;
     shell
         .install_plugin("lazy-tools", &component, config)
-        .with_context(|| format!("installing lazy-tools with the config {config}"))?;
+        .with_context(|| match config {
+            Value::Null => "installing lazy-tools with the zero-config preset".to_string(),
+            config => format!("installing lazy-tools with the config {config}"),
+        })?;
     let cold = shell.next_request(agent)?;
     let share = 100.0 * tokens(&cold) as f64 / tokens(eager) as f64;
     Ok((cold, share))

@@ -136,12 +136,12 @@ fn start_interruptible(
 
 /// Starts a shell for `profile` whose tools and agents `world` sets up
 /// before the profile's plugins start, and before its MCP servers when
-/// `servers` is given (the interrupt that ends their waits); without, the
+/// `mcp_interrupt` is given (what ends the servers' waits); without, the
 /// world is all there is, as in a fixture case.
 fn start_with(
     home: &DshHome,
     profile: &str,
-    servers: Option<Arc<Interrupt>>,
+    mcp_interrupt: Option<Arc<Interrupt>>,
     world: impl FnOnce(&mut Shell) -> Result<()>,
 ) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
@@ -150,13 +150,10 @@ fn start_with(
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let servers = match servers {
-        Some(interrupt) => Some((
-            McpConfig::load(&dir).map_err(|e| invalid(profile, e))?,
-            interrupt,
-        )),
-        None => None,
-    };
+    let servers = mcp_interrupt
+        .map(|interrupt| McpConfig::load(&dir).map(|servers| (servers, interrupt)))
+        .transpose()
+        .map_err(|e| invalid(profile, e))?;
     let mut shell = Shell::new();
     world(&mut shell)?;
     let mcp = match servers {
