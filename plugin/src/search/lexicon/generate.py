@@ -388,7 +388,8 @@ def kinds(currency_rows, city_rows, common, adjectives, extension_rows, alias_ro
     not stemmed, for `france` stems to `franc`). A city of at least MIN_POPULATION people gives
     `city`, unless its name is also a word WordNet writes in lowercase (`reading`, `nice`) and
     it has fewer than SURELY_A_CITY (`shanghai` is a city). Names are lowercase words of letters
-    (`bogotá`), at most two, none an adjective (`real`)."""
+    (`bogotá`), at most two, none an adjective (`real`). Then `extension_rows` and `alias_rows`,
+    as `file_kinds` and `language_aliases` chose them."""
     found = OrderedDict()
 
     def add(name, words, plural):
