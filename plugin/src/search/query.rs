@@ -1089,17 +1089,21 @@ mod tests {
         }
     }
 
+    /// Whether `index` reads `text` with the word `word` (stemmed as the index stems it) among
+    /// its forms.
+    fn holds_word(index: &SearchIndex, text: &str, word: &str) -> bool {
+        let dictionary = &index.dictionary;
+        let term = analyzer().word_term(word).expect("a word");
+        !places(dictionary, &parse(dictionary, text), &term).is_empty()
+    }
+
     #[test]
     fn a_file_or_directory_adds_its_kind_only_where_it_is_written_as_one() {
         let index = index_of(&[
             ("vision__read_text", "Read the text shown in an image."),
             ("fs__list_directory", "List the entries of a directory."),
         ]);
-        let dictionary = &index.dictionary;
-        let term = |word: &str| analyzer().word_term(word).expect("a word");
-        let has = |text: &str, word: &str| {
-            !places(dictionary, &parse(dictionary, text), &term(word)).is_empty()
-        };
+        let has = |text: &str, word: &str| holds_word(&index, text, word);
         assert!(has("what does sign_0412.png say", "image"));
         assert!(has("what is in /srv/media/uploads", "directory"));
         // The extension alone is no file's name, and a path to a file is no directory.
@@ -1115,11 +1119,7 @@ mod tests {
             ("terminal__run", "Run a command in a shell."),
             ("build__target", "Build a target of a Makefile."),
         ]);
-        let dictionary = &index.dictionary;
-        let term = |word: &str| analyzer().word_term(word).expect("a word");
-        let has = |text: &str, word: &str| {
-            !places(dictionary, &parse(dictionary, text), &term(word)).is_empty()
-        };
+        let has = |text: &str, word: &str| holds_word(&index, text, word);
         assert!(has("run this JS on the page", "javascript"));
         assert!(has("an sh one-liner", "shell"));
         // An alias that is an English word is that word: Linguist lists `make` for Makefile.
