@@ -40,6 +40,7 @@ SETS = [
     ("zh-13", LIVEMCP, "bench/zh-13.jsonl"),
     ("zh-14", LIVEMCP, "bench/zh-14.jsonl"),
     ("zh-15", LIVEMCP, "bench/zh-15.jsonl"),
+    ("zh-16", LIVEMCP, "bench/zh-16.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -50,6 +51,7 @@ SETS = [
     ("en-blind-7", LIVEMCP, "bench/en-blind-7.jsonl"),
     ("en-blind-8", LIVEMCP, "bench/en-blind-8.jsonl"),
     ("en-blind-9", LIVEMCP, "bench/en-blind-9.jsonl"),
+    ("en-blind-10", LIVEMCP, "bench/en-blind-10.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
