@@ -88,6 +88,16 @@ impl Ending {
         self.signalled.load(Ordering::SeqCst)
     }
 
+    /// What a command that a signal may have cut short did: once a signal came, the
+    /// interruption (`interrupted`), whatever `ran` says (a server call or an install the
+    /// signal ended fails, and that failure is the signal's); else `ran`.
+    pub fn outcome<T>(&self, ran: anyhow::Result<T>, interrupted: &str) -> anyhow::Result<T> {
+        if self.signalled() {
+            anyhow::bail!("{interrupted}");
+        }
+        ran
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, Reached> {
         self.reached.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -46,13 +46,10 @@ pub fn run(runs: usize) -> Result<()> {
     })
     .context("handling Ctrl-C")?;
     // npm, in the terminal's process group, gets the signal too.
-    let dir = reference::install(Set::Six, &reference::default_dir(Set::Six)).or_else(|e| {
-        if ending.signalled() {
-            bail!(INTERRUPTED)
-        } else {
-            Err(e)
-        }
-    })?;
+    let dir = ending.outcome(
+        reference::install(Set::Six, &reference::default_dir(Set::Six)),
+        INTERRUPTED,
+    )?;
     let work = tempfile::tempdir()?;
     let files = work.path().canonicalize()?;
     let servers = reference::six(&dir, &files, &files.join("memory.jsonl"));
@@ -62,10 +59,7 @@ pub fn run(runs: usize) -> Result<()> {
     ending.watch(Arc::clone(&interrupt));
     let timed = |servers: &[ServerConfig]| {
         let ran = session(servers, &cache, &component, Arc::clone(&interrupt));
-        if ending.signalled() {
-            bail!(INTERRUPTED);
-        }
-        ran
+        ending.outcome(ran, INTERRUPTED)
     };
 
     // The first session ever: every server starts once to learn its tools.

@@ -40,14 +40,8 @@ pub fn run() -> Result<()> {
     ending.watch(Arc::clone(&interrupt));
     let ran = reference::install(Set::Three, &reference::default_dir(Set::Three))
         .and_then(|dir| story(&dir, &ending, interrupt));
-    // An install or a server call that the signal cut short fails (npm, in the terminal's
-    // process group, gets the signal too): it is the signal that ended the demo.
-    ran.or_else(|e| {
-        if ending.signalled() {
-            bail!(INTERRUPTED)
-        }
-        Err(e)
-    })
+    // npm, in the terminal's process group, gets the signal too.
+    ending.outcome(ran, INTERRUPTED)
 }
 
 const INTERRUPTED: &str = "interrupted: the demo stopped where it was, and stopped its servers";
@@ -210,10 +204,7 @@ fn story(dir: &Path, ending: &Ending, interrupt: Arc<Interrupt>) -> Result<()> {
 /// Stops the demo where it is once an ending signal came: its shell and servers are dropped on
 /// the way out, which stops the servers' process groups.
 fn go_on(ending: &Ending) -> Result<()> {
-    if ending.signalled() {
-        bail!(INTERRUPTED);
-    }
-    Ok(())
+    ending.outcome(Ok(()), INTERRUPTED)
 }
 
 fn run_tool(shell: &mut Shell, agent: &str, tool: &str, args: Value) -> Result<ToolOutput> {
