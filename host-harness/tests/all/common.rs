@@ -41,11 +41,7 @@ pub fn interrupt(
     stdout: &mut impl std::io::Read,
     signal: &str,
 ) -> String {
-    let sent = std::process::Command::new("kill")
-        .args([signal, &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    send_signal(&child, signal);
     let mut rest = String::new();
     stdout.read_to_string(&mut rest).unwrap();
     let output = child.wait_with_output().unwrap();
@@ -53,6 +49,15 @@ pub fn interrupt(
     assert!(output.status.success(), "{:?}: {stderr}", output.status);
     assert!(rest.contains("interrupted: the session ends"), "{rest}");
     stderr
+}
+
+/// Sends `signal` (`kill`'s spelling: `-TERM`, `-STOP`) to `child`.
+pub fn send_signal(child: &std::process::Child, signal: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success(), "kill {signal} {}", child.id());
 }
 
 /// The target dir the suites were built in, where the harness installs the reference servers.

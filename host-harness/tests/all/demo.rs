@@ -97,16 +97,9 @@ fn a_signal_ends_the_live_demo_and_its_servers() {
         .expect("the first line names the files")
         .to_string();
     // Held still while the signal is sent, so that it comes before the demo's end.
-    let signal = |name: &str| {
-        let sent = Command::new("kill")
-            .args([name, &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(sent.success());
-    };
-    signal("-STOP");
-    signal("-TERM");
-    signal("-CONT");
+    for signal in ["-STOP", "-TERM", "-CONT"] {
+        crate::common::send_signal(&child, signal);
+    }
     stdout.read_to_string(&mut seen).unwrap();
     let output = child.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);

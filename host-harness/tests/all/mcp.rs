@@ -1217,11 +1217,7 @@ fn scripted_session(
 
 /// Sends SIGTERM to `child`.
 fn sigterm(child: &std::process::Child) {
-    let sent = std::process::Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(sent.success());
+    crate::common::send_signal(child, "-TERM");
 }
 
 /// An interactive session of `profile` (its `mcp.yml` as given, no catalog), every stream
