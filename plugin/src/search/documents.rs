@@ -8,6 +8,7 @@ use super::analyze::{Analyzer, Piece, PieceSink, Scratch, analyzer};
 use super::bm25;
 use super::dictionary::Dictionary;
 use super::fields::{FIELD_COUNT, Field, ToolText, group_of};
+use super::initials;
 use super::names::hash;
 use super::rows::Rows;
 use super::word_terms::WordTerms;
@@ -201,6 +202,8 @@ impl Builder {
             Some((name, description)) => {
                 self.add(name, &[Field::GroupName]);
                 self.add(description, &[Field::GroupDescription]);
+                self.add_initials(name);
+                self.add_initials(description);
             }
             None => {
                 for segment in text.namespace() {
@@ -248,6 +251,16 @@ impl Builder {
         };
         self.words.insert(text, term);
         term
+    }
+
+    /// Counts the initials of the names `text` writes in the group's name, as what the group
+    /// is called, but not as its length: they say its name again.
+    fn add_initials(&mut self, text: &str) {
+        let text = &text[..text.floor_char_boundary(MAX_TEXT_BYTES)];
+        for letters in initials::of_names(text) {
+            let term = self.intern(&initials::term(&letters));
+            self.count(term, Field::GroupName);
+        }
     }
 
     /// Counts `term`, read from `piece`, in `field` of the document being analysed.

@@ -25,6 +25,7 @@ mod fields;
 mod growth;
 mod holders;
 mod index;
+mod initials;
 mod lexicon;
 mod names;
 mod query;

@@ -7,6 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::analyze::{MAX_STEMMED_BYTES, Token, TokenKind, analyzer};
 use super::dictionary::Dictionary;
+use super::initials;
 use super::lexicon;
 use super::vocab::{self, Language};
 use super::written_names;
@@ -19,6 +20,8 @@ const JOINED: f32 = 0.8;
 const SPLIT: f32 = 0.6;
 /// A known name term one edit away from an unknown query word.
 const TYPO: f32 = 0.7;
+/// Initials written in capitals (`HN`) that a server's name stands for: the word itself.
+const INITIALS: f32 = 1.0;
 /// A name term the query word begins (`screen` -> `screenshot`), scaled by how much it covers.
 const PREFIX: f32 = 0.6;
 /// A word the vocabulary adds in the other language: the same word, translated.
@@ -290,6 +293,24 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     }
 
     phrases(dictionary, &lower, &word_slots, &longer_names, &mut builder);
+
+    // A word written in capitals (`HN`) may be the initials of a server's name (`Hacker
+    // News`): a form of the word, worth the word, which a server whose text writes that name
+    // holds in its own name.
+    for written in initials::written(text) {
+        let Some(id) = dictionary.term_id(&initials::term(written)) else {
+            continue;
+        };
+        if builder.owner.contains_key(&id) {
+            continue;
+        }
+        let lower = written.to_ascii_lowercase();
+        let slot = word_slots
+            .get(lower.as_str())
+            .copied()
+            .unwrap_or_else(|| builder.new_slot());
+        builder.add_form(slot, vec![(id, INITIALS)], false);
+    }
 
     let mut pairs: FxHashSet<(&str, &str)> = FxHashSet::default();
     for pair in words.windows(2) {

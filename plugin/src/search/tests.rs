@@ -169,6 +169,87 @@ fn a_compound_word_counts_once_in_a_tool_and_its_server() {
     );
 }
 
+/// Two servers that both list submissions; only one of them is Hacker News, which its
+/// description names in full and a request names by its initials.
+fn submissions(hacker_news: &str) -> (Vec<ToolDef>, Vec<ToolGroup>) {
+    let none = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        tool(
+            "forms__list_latest_submissions",
+            "List the latest submissions of a form.",
+            none.clone(),
+        ),
+        tool(
+            "news__getUserSubmissions",
+            "Get a user's submitted stories.",
+            none,
+        ),
+    ];
+    let groups = vec![
+        ToolGroup {
+            name: "forms".into(),
+            description: "Online forms and surveys.".into(),
+        },
+        ToolGroup {
+            name: "news".into(),
+            description: hacker_news.into(),
+        },
+    ];
+    (tools, groups)
+}
+
+#[test]
+fn initials_in_capitals_name_the_server_whose_text_spells_them_out() {
+    let (tools, groups) = submissions("The official Hacker News server.");
+    let index = SearchIndex::build(&Registry::new(tools, groups));
+    assert_eq!(
+        first(&index, "submissions on HN").as_deref(),
+        Some("news__getUserSubmissions")
+    );
+    // Written in lowercase, `hn` is no one's initials: the other words decide.
+    assert_eq!(
+        first(&index, "submissions on hn").as_deref(),
+        Some("forms__list_latest_submissions")
+    );
+    // A name of four words, and initials that are a query's only word.
+    let (tools, _) = submissions("");
+    let index = SearchIndex::build(&Registry::new(
+        tools,
+        vec![ToolGroup {
+            name: "news".into(),
+            description: "Mirrors the Open Source Vulnerability Database.".into(),
+        }],
+    ));
+    assert_eq!(
+        first(&index, "OSVD").as_deref(),
+        Some("news__getUserSubmissions")
+    );
+
+    // A camel-case name gives its capitals, and a server that joins later its own.
+    let (tools, groups) = submissions("Reads HackerNews for you.");
+    let others: Vec<ToolDef> = (0..200)
+        .map(|i| {
+            let description = format!("Runs queued job {i} of the nightly batch and reports it.");
+            tool(&format!("misc__job_{i}"), &description, json!({}))
+        })
+        .collect();
+    let before: Vec<ToolDef> = others.iter().chain(&tools[..1]).cloned().collect();
+    let mut index = SearchIndex::build(&Registry::new(before, groups[..1].to_vec()));
+    let all: Vec<ToolDef> = others.into_iter().chain(tools).collect();
+    let updated = index.update(
+        &Registry::new(all, groups),
+        &["news__getUserSubmissions".to_string()],
+    );
+    assert!(
+        matches!(updated, super::Updated::Grown { added: 1, .. }),
+        "a server of one tool joins by an update: {updated:?}"
+    );
+    assert_eq!(
+        first(&index, "submissions on HN").as_deref(),
+        Some("news__getUserSubmissions")
+    );
+}
+
 #[test]
 fn an_exact_whole_name_ranks_first() {
     let index = catalog();
