@@ -257,8 +257,8 @@ impl Builder {
     /// is called, but not as its length: they say its name again.
     fn add_initials(&mut self, text: &str) {
         let text = &text[..text.floor_char_boundary(MAX_TEXT_BYTES)];
-        for letters in initials::of_names(text) {
-            let term = self.intern(&initials::term(&letters));
+        for initials in initials::of_names(text) {
+            let term = self.intern(initials.term());
             self.count(term, Field::GroupName);
         }
     }

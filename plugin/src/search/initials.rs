@@ -3,10 +3,12 @@
 //! of the names it writes, as terms of the server's name that no word can be; a query word
 //! written in capitals looks its letters up among them.
 
+use crate::swar::{HIGH, in_range};
+
 /// Marks an initials term: the analyser makes terms of letters, digits and CJK characters only,
 /// so no word of any text is such a term, and a query word's prefix and typo matches, which
 /// keep its first letter, never reach one.
-const MARK: char = '^';
+const MARK: u8 = b'^';
 
 /// Names of more words than this are not spelled out by their initials; a run of capitalised
 /// words gives the initials of each of its parts of two to this many words.
@@ -20,46 +22,85 @@ const MAX_RUN: usize = 16;
 /// nothing else gives no more than this.
 const MAX_PER_TEXT: usize = 64;
 
-/// The index term of `letters`, the initials of a name (any case).
-pub fn term(letters: &str) -> String {
-    let mut term = String::with_capacity(1 + letters.len());
-    term.push(MARK);
-    term.extend(letters.chars().map(|c| c.to_ascii_lowercase()));
-    term
+/// The initials of a name, two to [`MAX_LETTERS`] letters, held as their index term (`^hn`):
+/// an index build reads thousands of them, none on the heap.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Initials {
+    /// [`MARK`] and the letters, lowercase; `len` bytes of it are the term.
+    term: [u8; 1 + MAX_LETTERS],
+    len: u8,
+}
+
+impl Initials {
+    /// The initials `letters` (ASCII letters, any case), or `None` if there are too few or
+    /// too many of them.
+    fn of(letters: &[u8]) -> Option<Self> {
+        if !(2..=MAX_LETTERS).contains(&letters.len()) {
+            return None;
+        }
+        let mut term = [MARK; 1 + MAX_LETTERS];
+        for (to, from) in term[1..].iter_mut().zip(letters) {
+            *to = from.to_ascii_lowercase();
+        }
+        Some(Self {
+            term,
+            len: 1 + letters.len() as u8,
+        })
+    }
+
+    /// The index term: [`MARK`] and the letters, lowercase.
+    pub fn term(&self) -> &str {
+        // ASCII by construction (`of` takes ASCII letters).
+        std::str::from_utf8(&self.term[..usize::from(self.len)]).unwrap_or_default()
+    }
+
+    /// The letters, lowercase: the term without its mark.
+    pub fn letters(&self) -> &str {
+        &self.term()[1..]
+    }
 }
 
 /// The initials of the names `text` writes, each once: of every run of two to
 /// [`MAX_LETTERS`] capitalised words inside a longer run of them (`Official Hacker News` ->
 /// oh, ohn, hn), and of each camel-case word (`OpenStreetMap` -> osm, `GitHub` -> gh).
-/// A word in capitals (`MCP`) or after punctuation ends a run.
-pub fn of_names(text: &str) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    let mut run: Vec<char> = Vec::new();
-    for written in text.split_ascii_whitespace() {
-        if out.len() >= MAX_PER_TEXT {
+///
+/// A word is a run of ASCII letters and digits and non-ASCII characters; capitalised, it is a
+/// capital and lowercase letters (`Hacker`, not `MCP`, `Web3` or `Café`). Words join a run
+/// when only whitespace is between them: punctuation or another word ends it.
+pub fn of_names(text: &str) -> Vec<Initials> {
+    let bytes = text.as_bytes();
+    let mut out: Vec<Initials> = Vec::new();
+    let mut run = Run::default();
+    // Where the run's last word ends.
+    let mut run_end = 0;
+    let mut at = 0;
+    while out.len() < MAX_PER_TEXT {
+        // Only a word that begins with a capital can be part of a name.
+        let Some(start) = next_capital(bytes, at) else {
             break;
+        };
+        let end = start
+            + bytes[start..]
+                .iter()
+                .take_while(|b| is_word_byte(**b))
+                .count();
+        at = end;
+        if start > 0 && is_word_byte(bytes[start - 1]) {
+            continue; // inside a word (`iPhone`, `中文Hacker`)
         }
-        let word = written.trim_matches(|c: char| !c.is_alphanumeric());
-        let joins = is_capitalised(word) && written.starts_with(word);
-        if joins {
-            run.push(word.as_bytes()[0] as char);
-            // A longer run is a heading, not a name: its parts are spelled as it goes.
-            if run.len() == MAX_RUN {
-                let last = run[MAX_RUN - MAX_LETTERS + 1..].to_vec();
-                spell_runs(&mut run, &mut out);
-                run.extend(last);
+        let word = &bytes[start..end];
+        if is_capitalised(word) {
+            let joins = run.len > 0 && bytes[run_end..start].iter().all(u8::is_ascii_whitespace);
+            if !joins {
+                run.spell(&mut out);
             }
-        } else {
-            spell_runs(&mut run, &mut out);
-            if let Some(camel) = camel_initials(word) {
-                out.push(camel);
-            }
-        }
-        if !written.ends_with(word) {
-            spell_runs(&mut run, &mut out);
+            run.push(word[0], &mut out);
+            run_end = end;
+        } else if let Some(camel) = camel_initials(word) {
+            out.push(camel);
         }
     }
-    spell_runs(&mut run, &mut out);
+    run.spell(&mut out);
     out.truncate(MAX_PER_TEXT);
     out.sort_unstable();
     out.dedup();
@@ -68,100 +109,246 @@ pub fn of_names(text: &str) -> Vec<String> {
 
 /// The words of a query written in capitals that may be initials: two to [`MAX_LETTERS`]
 /// ASCII capitals, no other letter or digit next to them (`HN`, not `H2O` or `Hn`).
-pub fn written(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_alphanumeric()).filter(|word| {
-        (2..=MAX_LETTERS).contains(&word.len()) && word.bytes().all(|b| b.is_ascii_uppercase())
-    })
+pub fn written(text: &str) -> impl Iterator<Item = Initials> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| word.bytes().all(|b| b.is_ascii_uppercase()))
+        .filter_map(|word| Initials::of(word.as_bytes()))
 }
 
-/// `Hacker`, not `hacker`, `MCP` or `A`: an ASCII capital followed by lowercase letters only.
-fn is_capitalised(word: &str) -> bool {
-    let mut bytes = word.bytes();
-    bytes.next().is_some_and(|b| b.is_ascii_uppercase())
-        && word.len() > 1
-        && bytes.all(|b| b.is_ascii_lowercase())
+/// Whether `b` is part of a word: an ASCII letter or digit, or a byte of a non-ASCII character.
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || !b.is_ascii()
+}
+
+/// The first ASCII capital of `bytes` from `at`, skipping eight bytes at a time where none
+/// is one (most of a text: this scan reads every server's description at an index build).
+fn next_capital(bytes: &[u8], mut at: usize) -> Option<usize> {
+    while let Some(chunk) = bytes.get(at..at + 8) {
+        let chunk = u64::from_le_bytes(chunk.try_into().ok()?);
+        // `in_range` reads ASCII bytes only: a chunk with another byte is read byte by byte.
+        if chunk & HIGH == 0 && in_range(chunk, b'A', b'Z') == 0 {
+            at += 8;
+            continue;
+        }
+        break;
+    }
+    bytes
+        .get(at..)?
+        .iter()
+        .position(u8::is_ascii_uppercase)
+        .map(|i| at + i)
+}
+
+/// `Hacker`, not `hacker`, `MCP`, `A` or `Web3`: an ASCII capital and lowercase letters.
+fn is_capitalised(word: &[u8]) -> bool {
+    word.len() > 1 && word[0].is_ascii_uppercase() && word[1..].iter().all(u8::is_ascii_lowercase)
 }
 
 /// The capitals of a word of two to [`MAX_LETTERS`] capitalised parts written together
-/// (`OpenStreetMap`, `GitHub`), lowercase; `None` for any other word (`MCP`, `iPhone`).
-fn camel_initials(word: &str) -> Option<String> {
-    let bytes = word.as_bytes();
-    if !bytes.first()?.is_ascii_uppercase() || !bytes.iter().all(u8::is_ascii_alphabetic) {
+/// (`OpenStreetMap`, `GitHub`); `None` for any other word (`MCP`, `HTTPServer`).
+fn camel_initials(word: &[u8]) -> Option<Initials> {
+    if !word.iter().all(u8::is_ascii_alphabetic) {
         return None;
     }
-    let capitals: Vec<usize> = (0..bytes.len())
-        .filter(|&i| bytes[i].is_ascii_uppercase())
-        .collect();
-    // Each capital begins a part of at least one lowercase letter.
-    let parts_have_letters = capitals
-        .iter()
-        .all(|&i| bytes.get(i + 1).is_some_and(u8::is_ascii_lowercase));
-    ((2..=MAX_LETTERS).contains(&capitals.len()) && parts_have_letters).then(|| {
-        capitals
-            .iter()
-            .map(|&i| bytes[i].to_ascii_lowercase() as char)
-            .collect()
-    })
+    let mut capitals = [0u8; MAX_LETTERS];
+    let mut count = 0;
+    for (i, &b) in word.iter().enumerate() {
+        if !b.is_ascii_uppercase() {
+            continue;
+        }
+        // Each capital begins a part of at least one lowercase letter.
+        let part_has_letters = word.get(i + 1).is_some_and(u8::is_ascii_lowercase);
+        if count == MAX_LETTERS || !part_has_letters {
+            return None;
+        }
+        capitals[count] = b;
+        count += 1;
+    }
+    word.first()
+        .is_some_and(u8::is_ascii_uppercase)
+        .then(|| Initials::of(&capitals[..count]))
+        .flatten()
 }
 
-/// Adds the initials of every part of two to [`MAX_LETTERS`] words of `run`, up to
-/// [`MAX_PER_TEXT`] in `out`, and empties it.
-fn spell_runs(run: &mut Vec<char>, out: &mut Vec<String>) {
-    for letters in 2..=run.len().min(MAX_LETTERS) {
-        for part in run.windows(letters) {
-            if out.len() >= MAX_PER_TEXT {
-                break;
-            }
-            out.push(part.iter().map(char::to_ascii_lowercase).collect());
+/// The first letters of a run of capitalised words, the last [`MAX_RUN`] of them.
+#[derive(Default)]
+struct Run {
+    letters: [u8; MAX_RUN],
+    len: usize,
+}
+
+impl Run {
+    /// Adds a word's first letter. A run this long is a heading, not a name: its parts are
+    /// spelled as it goes, and it goes on from its last words.
+    fn push(&mut self, letter: u8, out: &mut Vec<Initials>) {
+        if self.len == MAX_RUN {
+            let keep = MAX_LETTERS - 1;
+            self.spell(out);
+            self.letters.copy_within(MAX_RUN - keep.., 0);
+            self.len = keep;
         }
+        self.letters[self.len] = letter;
+        self.len += 1;
     }
-    run.clear();
+
+    /// Adds the initials of every part of two to [`MAX_LETTERS`] of its words, up to
+    /// [`MAX_PER_TEXT`] in `out`, and empties it.
+    fn spell(&mut self, out: &mut Vec<Initials>) {
+        let run = &self.letters[..self.len];
+        for letters in 2..=run.len().min(MAX_LETTERS) {
+            for part in run.windows(letters) {
+                if out.len() >= MAX_PER_TEXT {
+                    break;
+                }
+                out.extend(Initials::of(part));
+            }
+        }
+        self.len = 0;
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
+
+    /// The letters of each of `text`'s initials.
+    fn letters(text: &str) -> Vec<String> {
+        of_names(text)
+            .iter()
+            .map(|initials| initials.letters().to_string())
+            .collect()
+    }
+
+    /// [`of_names`]'s letters read word by word, without skipping: what it must find.
+    fn by_words(text: &str) -> Vec<String> {
+        let bytes = text.as_bytes();
+        let mut words = Vec::new();
+        let mut at = 0;
+        while at < bytes.len() {
+            let length = bytes[at..].iter().take_while(|b| is_word_byte(**b)).count();
+            if length > 0 {
+                words.push(at..at + length);
+            }
+            at += length.max(1);
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut run = String::new();
+        let spell = |run: &mut String, out: &mut Vec<String>| {
+            for length in 2..=run.len().min(MAX_LETTERS) {
+                for start in 0..=run.len() - length {
+                    out.push(run[start..start + length].to_string());
+                }
+            }
+            run.clear();
+        };
+        let mut previous: Option<(usize, bool)> = None;
+        for word in words {
+            let (start, end) = (word.start, word.end);
+            let text = &text[word];
+            let capitalised = text.len() > 1
+                && text.starts_with(|c: char| c.is_ascii_uppercase())
+                && text[1..].chars().all(|c| c.is_ascii_lowercase());
+            let joins = previous.is_some_and(|(end, capitalised)| {
+                capitalised && bytes[end..start].iter().all(u8::is_ascii_whitespace)
+            });
+            if !joins {
+                spell(&mut run, &mut out);
+            }
+            if capitalised {
+                run.push(text.chars().next().unwrap_or_default().to_ascii_lowercase());
+            } else if text.chars().all(|c| c.is_ascii_alphabetic())
+                && text.starts_with(|c: char| c.is_ascii_uppercase())
+            {
+                // Camel case: capitalised parts written together.
+                let capitals: String = text.chars().filter(char::is_ascii_uppercase).collect();
+                let each_part_has_letters = text
+                    .char_indices()
+                    .filter(|(_, c)| c.is_ascii_uppercase())
+                    .all(|(i, _)| text[i + 1..].starts_with(|c: char| c.is_ascii_lowercase()));
+                if (2..=MAX_LETTERS).contains(&capitals.len()) && each_part_has_letters {
+                    out.push(capitals.to_lowercase());
+                }
+            }
+            previous = Some((end, capitalised));
+        }
+        spell(&mut run, &mut out);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    proptest! {
+        #[test]
+        fn skipping_to_capitals_finds_what_a_reading_by_words_finds(
+            pieces in prop::collection::vec((0usize..15, 0usize..9), 0..12),
+        ) {
+            const WORDS: [&str; 15] = [
+                "Hacker", "News", "Open", "StreetMap", "OpenStreetMap", "iPhone", "MCP", "the",
+                "Web3", "Café", "中文", "GitHub", "A", "x", "lowercase",
+            ];
+            const BETWEEN: [&str; 9] = [" ", "  ", ". ", "(", ")", "\n", ", ", "", "-"];
+            let text: String = pieces
+                .iter()
+                .map(|&(word, between)| format!("{}{}", WORDS[word], BETWEEN[between]))
+                .collect();
+            prop_assert_eq!(letters(&text), by_words(&text), "{:?}", text);
+        }
+    }
 
     #[test]
     fn a_run_of_capitalised_words_gives_the_initials_of_each_of_its_parts() {
         assert_eq!(
-            of_names("Official Hacker News MCP Server: stories."),
+            letters("Official Hacker News MCP Server: stories."),
             ["hn", "oh", "ohn"]
         );
-        assert_eq!(of_names("Access the Hacker News API"), ["hn"]);
+        assert_eq!(letters("Access the Hacker News API"), ["hn"]);
     }
 
     #[test]
     fn a_camel_case_word_gives_its_capitals() {
-        assert_eq!(of_names("An OpenStreetMap server"), ["osm"]);
-        assert_eq!(of_names("GitHub, iPhone, MCP, HTTPServer"), ["gh"]);
+        assert_eq!(letters("An OpenStreetMap server"), ["osm"]);
+        assert_eq!(
+            letters("GitHub, iPhone, MCP, HTTPServer, OneTwoThreeFourFive"),
+            ["gh"]
+        );
     }
 
     #[test]
     fn punctuation_and_lowercase_words_end_a_run() {
         // `News.` ends its run: `Search` starts another, alone.
-        assert_eq!(of_names("Hacker News. Search it"), ["hn"]);
-        assert_eq!(of_names("Hacker (News)"), Vec::<String>::new());
-        assert_eq!(of_names("plain text, no names"), Vec::<String>::new());
+        assert_eq!(letters("Hacker News. Search it"), ["hn"]);
+        assert_eq!(letters("Hacker (News)"), Vec::<String>::new());
+        assert_eq!(letters("plain text, no names"), Vec::<String>::new());
     }
 
     #[test]
     fn a_text_gives_a_bounded_number_of_initials() {
+        // A heading of five words repeated: each part of two to four of them, once.
         let heading = "Alpha Beta Gamma Delta Epsilon ".repeat(1000);
-        assert!(of_names(&heading).len() <= MAX_PER_TEXT);
-        let camels = (0..1000).map(|i| format!("Ab{}Cd ", "x".repeat(i % 7 + 1)));
-        assert!(of_names(&camels.collect::<String>()).len() <= MAX_PER_TEXT);
+        assert_eq!(of_names(&heading).len(), 3 * 5);
+        // 676 distinct camel-case words: no more than the bound are kept.
+        let camels: String = (b'A'..=b'Z')
+            .flat_map(|x| (b'A'..=b'Z').map(move |y| format!("{}a{}b ", x as char, y as char)))
+            .collect();
+        assert_eq!(of_names(&camels).len(), MAX_PER_TEXT);
     }
 
     #[test]
     fn only_words_in_capitals_are_read_as_initials() {
-        let words: Vec<&str> = written("posts on HN, OSM-tiles; Hn hn H2O A ABCDE").collect();
-        assert_eq!(words, ["HN", "OSM"]);
+        let words: Vec<String> = written("posts on HN, OSM-tiles; Hn hn H2O A ABCDE")
+            .map(|initials| initials.letters().to_string())
+            .collect();
+        assert_eq!(words, ["hn", "osm"]);
     }
 
     #[test]
     fn an_initials_term_is_no_word() {
-        assert_eq!(term("HN"), "^hn");
+        let hn = written("HN")
+            .next()
+            .map(|initials| initials.term().to_string());
+        assert_eq!(hn.as_deref(), Some("^hn"));
         let tokens = crate::search::analyze::analyzer().tokens("^hn ^HN");
         assert!(tokens.iter().all(|t| t.term == "hn"), "{tokens:?}");
     }

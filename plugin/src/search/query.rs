@@ -298,15 +298,14 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
     // News`): a form of the word, worth the word, which a server whose text writes that name
     // holds in its own name.
     for written in initials::written(text) {
-        let Some(id) = dictionary.term_id(&initials::term(written)) else {
+        let Some(id) = dictionary.term_id(written.term()) else {
             continue;
         };
         if builder.owner.contains_key(&id) {
             continue;
         }
-        let lower = written.to_ascii_lowercase();
         let slot = word_slots
-            .get(lower.as_str())
+            .get(written.letters())
             .copied()
             .unwrap_or_else(|| builder.new_slot());
         builder.add_form(slot, vec![(id, INITIALS)], false);
