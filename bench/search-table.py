@@ -41,6 +41,7 @@ SETS = [
     ("zh-14", LIVEMCP, "bench/zh-14.jsonl"),
     ("zh-15", LIVEMCP, "bench/zh-15.jsonl"),
     ("zh-16", LIVEMCP, "bench/zh-16.jsonl"),
+    ("zh-17", LIVEMCP, "bench/zh-17.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -52,12 +53,18 @@ SETS = [
     ("en-blind-8", LIVEMCP, "bench/en-blind-8.jsonl"),
     ("en-blind-9", LIVEMCP, "bench/en-blind-9.jsonl"),
     ("en-blind-10", LIVEMCP, "bench/en-blind-10.jsonl"),
+    ("en-blind-11", LIVEMCP, "bench/en-blind-11.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
         "openapi, second half (never tuned on)",
         "/tmp/openapi-second.json",
         "bench/openapi/queries-second.jsonl",
+    ),
+    (
+        "openapi, second half, second set (never tuned on)",
+        "/tmp/openapi-second.json",
+        "bench/openapi/queries-second-2.jsonl",
     ),
 ]
 PEERS = ("dsh-lazy-tools", "kocoro", "bm25")
