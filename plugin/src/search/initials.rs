@@ -64,9 +64,9 @@ impl Initials {
 /// [`MAX_LETTERS`] capitalised words inside a longer run of them (`Official Hacker News` ->
 /// oh, ohn, hn), and of each camel-case word (`OpenStreetMap` -> osm, `GitHub` -> gh).
 ///
-/// A word is a run of ASCII letters and digits and non-ASCII characters; capitalised, it is a
-/// capital and lowercase letters (`Hacker`, not `MCP`, `Web3` or `Café`). Words join a run
-/// when only whitespace is between them: punctuation or another word ends it.
+/// A word is a run of ASCII letters and digits; capitalised, it is a capital and lowercase
+/// letters (`Hacker`, not `MCP` or `Web3`). Words join a run when only whitespace is between
+/// them: punctuation, another word or any other character ends it.
 pub fn of_names(text: &str) -> Vec<Initials> {
     let bytes = text.as_bytes();
     let mut out: Vec<Initials> = Vec::new();
@@ -86,7 +86,7 @@ pub fn of_names(text: &str) -> Vec<Initials> {
                 .count();
         at = end;
         if start > 0 && is_word_byte(bytes[start - 1]) {
-            continue; // inside a word (`iPhone`, `中文Hacker`)
+            continue; // inside a word (`iPhone`)
         }
         let word = &bytes[start..end];
         if is_capitalised(word) {
@@ -108,16 +108,18 @@ pub fn of_names(text: &str) -> Vec<Initials> {
 }
 
 /// The words of a query written in capitals that may be initials: two to [`MAX_LETTERS`]
-/// ASCII capitals, no other letter or digit next to them (`HN`, not `H2O` or `Hn`).
+/// ASCII capitals, no other ASCII letter or digit next to them (`HN`, not `H2O` or `Hn`; a
+/// Chinese request writes `在HN上`).
 pub fn written(text: &str) -> impl Iterator<Item = Initials> {
-    text.split(|c: char| !c.is_alphanumeric())
+    text.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|word| word.bytes().all(|b| b.is_ascii_uppercase()))
         .filter_map(|word| Initials::of(word.as_bytes()))
 }
 
-/// Whether `b` is part of a word: an ASCII letter or digit, or a byte of a non-ASCII character.
+/// Whether `b` is part of a word: an ASCII letter or digit. Names are spelled in ASCII here,
+/// and a Chinese text writes them next to its own characters (`访问Hacker News的数据`).
 fn is_word_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || !b.is_ascii()
+    b.is_ascii_alphanumeric()
 }
 
 /// The first ASCII capital of `bytes` from `at`, skipping eight bytes at a time where none
@@ -224,14 +226,14 @@ mod tests {
     /// [`of_names`]'s letters read word by word, without skipping: what it must find.
     fn by_words(text: &str) -> Vec<String> {
         let bytes = text.as_bytes();
-        let mut words = Vec::new();
-        let mut at = 0;
-        while at < bytes.len() {
-            let length = bytes[at..].iter().take_while(|b| is_word_byte(**b)).count();
-            if length > 0 {
-                words.push(at..at + length);
+        // Each maximal run of ASCII letters and digits, by characters.
+        let mut words: Vec<std::ops::Range<usize>> = Vec::new();
+        for (at, c) in text.char_indices() {
+            match words.last_mut() {
+                Some(word) if c.is_ascii_alphanumeric() && word.end == at => word.end += 1,
+                _ if c.is_ascii_alphanumeric() => words.push(at..at + 1),
+                _ => {}
             }
-            at += length.max(1);
         }
         let mut out: Vec<String> = Vec::new();
         let mut run = String::new();
@@ -313,6 +315,15 @@ mod tests {
             letters("GitHub, iPhone, MCP, HTTPServer, OneTwoThreeFourFive"),
             ["gh"]
         );
+    }
+
+    #[test]
+    fn a_name_written_next_to_chinese_characters_is_read() {
+        assert_eq!(letters("访问Hacker News的数据"), ["hn"]);
+        let words: Vec<String> = written("在HN上看看，OSM地图")
+            .map(|initials| initials.letters().to_string())
+            .collect();
+        assert_eq!(words, ["hn", "osm"]);
     }
 
     #[test]
