@@ -202,8 +202,7 @@ impl Builder {
             Some((name, description)) => {
                 self.add(name, &[Field::GroupName]);
                 self.add(description, &[Field::GroupDescription]);
-                self.add_initials(name);
-                self.add_initials(description);
+                self.add_initials(name, description);
             }
             None => {
                 for segment in text.namespace() {
@@ -253,11 +252,15 @@ impl Builder {
         term
     }
 
-    /// Counts the initials of the names `text` writes in the group's name, as what the group
-    /// is called, but not as its length: they say its name again.
-    fn add_initials(&mut self, text: &str) {
-        let text = &text[..text.floor_char_boundary(MAX_TEXT_BYTES)];
-        for initials in initials::of_names(text) {
+    /// Counts the initials of the names a group's name and description write in the group's
+    /// name, each once, as what the group is called, but not as its length: they say its name
+    /// again.
+    fn add_initials(&mut self, name: &str, description: &str) {
+        let mut all = initials::of_names(within(name));
+        all.extend(initials::of_names(within(description)));
+        all.sort_unstable();
+        all.dedup();
+        for initials in all {
             let term = self.intern(initials.term());
             self.count(term, Field::GroupName);
         }
@@ -357,6 +360,11 @@ impl PieceSink for Counter<'_> {
             builder.count_in(term, field, piece);
         }
     }
+}
+
+/// The part of `text` a document reads: its first [`MAX_TEXT_BYTES`], cut at a character.
+fn within(text: &str) -> &str {
+    &text[..text.floor_char_boundary(MAX_TEXT_BYTES)]
 }
 
 /// A document's terms, marked [`IN_NAME`] where `name_field` holds them.

@@ -65,8 +65,9 @@ impl Initials {
 /// oh, ohn, hn), and of each camel-case word (`OpenStreetMap` -> osm, `GitHub` -> gh).
 ///
 /// A word is a run of ASCII letters and digits; capitalised, it is a capital and lowercase
-/// letters (`Hacker`, not `MCP` or `Web3`). Words join a run when only whitespace is between
-/// them: punctuation, another word or any other character ends it.
+/// letters (`Hacker`, not `MCP` or `Web3`). Words join a run when only spaces are between
+/// them: punctuation, a line's end, another word or any other character ends it. At most
+/// [`MAX_PER_TEXT`] distinct initials, sorted.
 pub fn of_names(text: &str) -> Vec<Initials> {
     let bytes = text.as_bytes();
     let mut out: Vec<Initials> = Vec::new();
@@ -90,21 +91,26 @@ pub fn of_names(text: &str) -> Vec<Initials> {
         }
         let word = &bytes[start..end];
         if is_capitalised(word) {
-            let joins = run.len > 0 && bytes[run_end..start].iter().all(u8::is_ascii_whitespace);
+            let joins = run.len > 0 && bytes[run_end..start].iter().all(|&b| is_space(b));
             if !joins {
                 run.spell(&mut out);
             }
             run.push(word[0], &mut out);
             run_end = end;
         } else if let Some(camel) = camel_initials(word) {
-            out.push(camel);
+            add(&mut out, camel);
         }
     }
     run.spell(&mut out);
-    out.truncate(MAX_PER_TEXT);
     out.sort_unstable();
-    out.dedup();
     out
+}
+
+/// Adds `initials` to `out` unless it holds them: the bound counts distinct initials.
+fn add(out: &mut Vec<Initials>, initials: Initials) {
+    if out.len() < MAX_PER_TEXT && !out.contains(&initials) {
+        out.push(initials);
+    }
 }
 
 /// The words of a query written in capitals that may be initials: two to [`MAX_LETTERS`]
@@ -114,6 +120,12 @@ pub fn written(text: &str) -> impl Iterator<Item = Initials> {
     text.split(|c: char| !c.is_ascii_alphanumeric())
         .filter(|word| word.bytes().all(|b| b.is_ascii_uppercase()))
         .filter_map(|word| Initials::of(word.as_bytes()))
+}
+
+/// Whether `b` goes between two words of one name: a space or a tab, not a line's end (a
+/// heading does not run on into the next line).
+fn is_space(b: u8) -> bool {
+    b == b' ' || b == b'\t'
 }
 
 /// Whether `b` is part of a word: an ASCII letter or digit. Names are spelled in ASCII here,
@@ -126,13 +138,14 @@ fn is_word_byte(b: u8) -> bool {
 /// is one (most of a text: this scan reads every server's description at an index build).
 fn next_capital(bytes: &[u8], mut at: usize) -> Option<usize> {
     while let Some(chunk) = bytes.get(at..at + 8) {
-        let chunk = u64::from_le_bytes(chunk.try_into().ok()?);
+        let word = u64::from_le_bytes(chunk.try_into().ok()?);
         // `in_range` reads ASCII bytes only: a chunk with another byte is read byte by byte.
-        if chunk & HIGH == 0 && in_range(chunk, b'A', b'Z') == 0 {
-            at += 8;
-            continue;
+        if (word & HIGH != 0 || in_range(word, b'A', b'Z') != 0)
+            && let Some(i) = chunk.iter().position(u8::is_ascii_uppercase)
+        {
+            return Some(at + i);
         }
-        break;
+        at += 8;
     }
     bytes
         .get(at..)?
@@ -193,16 +206,15 @@ impl Run {
         self.len += 1;
     }
 
-    /// Adds the initials of every part of two to [`MAX_LETTERS`] of its words, up to
-    /// [`MAX_PER_TEXT`] in `out`, and empties it.
+    /// Adds the initials of every part of two to [`MAX_LETTERS`] of its words to `out`, and
+    /// empties it.
     fn spell(&mut self, out: &mut Vec<Initials>) {
         let run = &self.letters[..self.len];
         for letters in 2..=run.len().min(MAX_LETTERS) {
             for part in run.windows(letters) {
-                if out.len() >= MAX_PER_TEXT {
-                    break;
+                if let Some(initials) = Initials::of(part) {
+                    add(out, initials);
                 }
-                out.extend(Initials::of(part));
             }
         }
         self.len = 0;
@@ -225,7 +237,6 @@ mod tests {
 
     /// [`of_names`]'s letters read word by word, without skipping: what it must find.
     fn by_words(text: &str) -> Vec<String> {
-        let bytes = text.as_bytes();
         // Each maximal run of ASCII letters and digits, by characters.
         let mut words: Vec<std::ops::Range<usize>> = Vec::new();
         for (at, c) in text.char_indices() {
@@ -248,27 +259,27 @@ mod tests {
         let mut previous: Option<(usize, bool)> = None;
         for word in words {
             let (start, end) = (word.start, word.end);
-            let text = &text[word];
-            let capitalised = text.len() > 1
-                && text.starts_with(|c: char| c.is_ascii_uppercase())
-                && text[1..].chars().all(|c| c.is_ascii_lowercase());
+            let word = &text[word];
+            let capitalised = word.len() > 1
+                && word.starts_with(|c: char| c.is_ascii_uppercase())
+                && word[1..].chars().all(|c| c.is_ascii_lowercase());
             let joins = previous.is_some_and(|(end, capitalised)| {
-                capitalised && bytes[end..start].iter().all(u8::is_ascii_whitespace)
+                capitalised && text[end..start].chars().all(|c| c == ' ' || c == '\t')
             });
             if !joins {
                 spell(&mut run, &mut out);
             }
             if capitalised {
-                run.push(text.chars().next().unwrap_or_default().to_ascii_lowercase());
-            } else if text.chars().all(|c| c.is_ascii_alphabetic())
-                && text.starts_with(|c: char| c.is_ascii_uppercase())
+                run.push(word.chars().next().unwrap_or_default().to_ascii_lowercase());
+            } else if word.chars().all(|c| c.is_ascii_alphabetic())
+                && word.starts_with(|c: char| c.is_ascii_uppercase())
             {
                 // Camel case: capitalised parts written together.
-                let capitals: String = text.chars().filter(char::is_ascii_uppercase).collect();
-                let each_part_has_letters = text
+                let capitals: String = word.chars().filter(char::is_ascii_uppercase).collect();
+                let each_part_has_letters = word
                     .char_indices()
                     .filter(|(_, c)| c.is_ascii_uppercase())
-                    .all(|(i, _)| text[i + 1..].starts_with(|c: char| c.is_ascii_lowercase()));
+                    .all(|(i, _)| word[i + 1..].starts_with(|c: char| c.is_ascii_lowercase()));
                 if (2..=MAX_LETTERS).contains(&capitals.len()) && each_part_has_letters {
                     out.push(capitals.to_lowercase());
                 }
@@ -284,11 +295,11 @@ mod tests {
     proptest! {
         #[test]
         fn skipping_to_capitals_finds_what_a_reading_by_words_finds(
-            pieces in prop::collection::vec((0usize..15, 0usize..9), 0..12),
+            pieces in prop::collection::vec((0usize..17, 0usize..9), 0..12),
         ) {
-            const WORDS: [&str; 15] = [
+            const WORDS: [&str; 17] = [
                 "Hacker", "News", "Open", "StreetMap", "OpenStreetMap", "iPhone", "MCP", "the",
-                "Web3", "Café", "中文", "GitHub", "A", "x", "lowercase",
+                "Web3", "Café", "中文", "GitHub", "A", "x", "lowercase", "Amazon", "Zoom",
             ];
             const BETWEEN: [&str; 9] = [" ", "  ", ". ", "(", ")", "\n", ", ", "", "-"];
             let text: String = pieces
@@ -306,6 +317,25 @@ mod tests {
             ["hn", "oh", "ohn"]
         );
         assert_eq!(letters("Access the Hacker News API"), ["hn"]);
+    }
+
+    #[test]
+    fn a_run_longer_than_the_words_held_at_once_is_spelled_whole() {
+        let words = [
+            "Alpha", "Bravo", "Charlie", "Delta", "Echo", "Foxtrot", "Golf", "Hotel", "India",
+            "Juliet", "Kilo", "Lima", "Mike", "November", "Oscar", "Papa", "Quebec", "Romeo",
+            "Sierra", "Tango",
+        ];
+        let text = words.join(" ");
+        // 19 + 18 + 17 parts of two, three and four words, fewer than the bound.
+        assert_eq!(letters(&text).len(), 54);
+        assert_eq!(letters(&text), by_words(&text));
+    }
+
+    #[test]
+    fn the_bound_counts_distinct_initials() {
+        let text = format!("{}OpenStreetMap", "Hacker News. ".repeat(100));
+        assert_eq!(letters(&text), ["hn", "osm"]);
     }
 
     #[test]
@@ -331,6 +361,7 @@ mod tests {
         // `News.` ends its run: `Search` starts another, alone.
         assert_eq!(letters("Hacker News. Search it"), ["hn"]);
         assert_eq!(letters("Hacker (News)"), Vec::<String>::new());
+        assert_eq!(letters("Get User\nSearch Web"), ["gu", "sw"]);
         assert_eq!(letters("plain text, no names"), Vec::<String>::new());
     }
 

@@ -296,18 +296,18 @@ pub(super) fn parse(dictionary: &Dictionary, text: &str) -> Query {
 
     // A word written in capitals (`HN`) may be the initials of a server's name (`Hacker
     // News`): a form of the word, worth the word, which a server whose text writes that name
-    // holds in its own name.
+    // holds in its own name. Only a word the query reads: not a stop word (`MCP`, `US`), nor
+    // one past the terms read.
     for written in initials::written(text) {
+        let Some(&slot) = word_slots.get(written.letters()) else {
+            continue;
+        };
         let Some(id) = dictionary.term_id(written.term()) else {
             continue;
         };
         if builder.owner.contains_key(&id) {
             continue;
         }
-        let slot = word_slots
-            .get(written.letters())
-            .copied()
-            .unwrap_or_else(|| builder.new_slot());
         builder.add_form(slot, vec![(id, INITIALS)], false);
     }
 

@@ -211,6 +211,39 @@ fn initials_in_capitals_name_the_server_whose_text_spells_them_out() {
         first(&index, "submissions on hn").as_deref(),
         Some("forms__list_latest_submissions")
     );
+    // A word the query does not read (`MCP`, a catalog's stop word) is no one's initials
+    // either: every server here would write `Model Context Protocol`.
+    let tools = vec![
+        tool(
+            "plain__list_files",
+            "List the files of a folder.",
+            json!({}),
+        ),
+        tool(
+            "spelled__list_files",
+            "List the files of a folder.",
+            json!({}),
+        ),
+    ];
+    let groups = vec![
+        ToolGroup {
+            name: "plain".into(),
+            description: "A model context protocol file server.".into(),
+        },
+        ToolGroup {
+            name: "spelled".into(),
+            description: "A Model Context Protocol file server.".into(),
+        },
+    ];
+    let index = SearchIndex::build(&Registry::new(tools, groups));
+    let scores: Vec<f32> = index
+        .search_scored("an MCP tool to list files", 2, |_| true)
+        .into_iter()
+        .map(|(_, score)| score)
+        .collect();
+    assert_eq!(scores.len(), 2);
+    assert_eq!(scores[0], scores[1], "{scores:?}");
+
     // A name of four words, and initials that are a query's only word.
     let (tools, _) = submissions("");
     let index = SearchIndex::build(&Registry::new(
