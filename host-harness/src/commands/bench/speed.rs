@@ -18,8 +18,8 @@ use crate::commands::args::{bundled_catalogs, repository_root};
 use crate::host_view::catalog_registry;
 use crate::shell::{CallOutcome, Shell};
 use crate::shell_core::ShellCore;
-use crate::wasm_host::PluginInstance;
-use crate::wasm_host::{Limits, WasmHost};
+use crate::wasm_host::{EngineOptions, Limits, WasmHost};
+use crate::wasm_host::{PluginComponent, PluginInstance};
 
 /// Queries per timed `tool_search` call: the most one call may carry.
 const QUERIES_PER_CALL: usize = lazy_tools::guards::MAX_QUERIES;
@@ -66,6 +66,46 @@ pub fn generate(catalogs: &[Catalog], tools: usize) -> Result<Catalog> {
             out.push(copy);
         }
     }
+}
+
+/// A full build on an engine of its own, to set against the shell's.
+struct EngineBuild {
+    host: WasmHost,
+    component: PluginComponent,
+}
+
+impl EngineBuild {
+    fn new(options: EngineOptions, component: &Path) -> Result<Self> {
+        let host = WasmHost::new(options)?;
+        let component = host.load(component)?;
+        Ok(Self { host, component })
+    }
+
+    /// A fresh plugin's first look at `catalog`, configured with `config` before the tools come
+    /// (as the shell's full build is).
+    fn full_build(&self, catalog: &Catalog, config: &serde_json::Value) -> Result<Duration> {
+        let shell = Shell::new();
+        let mut plugin = self.host.instantiate(
+            &self.component,
+            PLUGIN,
+            shell.shared_core(),
+            Limits::default(),
+        )?;
+        configure(&mut plugin, config)?;
+        register_unannounced(&mut shell.core(), catalog)?;
+        let (result, took) = time(|| plugin.registry_changed());
+        result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
+        Ok(took)
+    }
+}
+
+/// How long `host` takes to make a fresh instance of `component`.
+fn time_instantiation(host: &WasmHost, component: &PluginComponent) -> Result<Duration> {
+    let shell = Shell::new();
+    let (instance, took) =
+        time(|| host.instantiate(component, PLUGIN, shell.shared_core(), Limits::default()));
+    instance?;
+    Ok(took)
 }
 
 pub fn median(mut samples: Vec<Duration>) -> Duration {
@@ -283,37 +323,51 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         |config: &serde_json::Value| full_build_of(options.component.as_deref(), config);
     let deferred = defer_all();
     let budgeted = serde_json::json!({"deferToolLoading": "auto", "defer": ["Defer(*)"]});
-    // The same full build on an engine without epoch interruption: what the calls' deadline
-    // (a check at every loop header and function entry of the plugin) costs it.
-    let bare_host = WasmHost::new(false)?;
+    // The same full build on engines without one of the shell's settings: what the calls'
+    // deadline (a check at every loop header and function entry of the plugin) costs it, and
+    // what linear memory in 2 MiB pages saves it. And, on the shell's engine, what a fresh
+    // instance of the component costs (its data segments copied into its memory).
     let component_path = options
         .component
         .clone()
         .unwrap_or_else(crate::wasm_host::lazy_tools_component_path);
-    let bare_component = bare_host.load(&component_path)?;
-    let bare_build = || -> Result<Duration> {
-        // Configured before the tools come, as `full_build`'s plugin is installed.
-        let shell = Shell::new();
-        let mut plugin = bare_host.instantiate(
-            &bare_component,
-            PLUGIN,
-            shell.shared_core(),
-            Limits::default(),
-        )?;
-        configure(&mut plugin, &deferred)?;
-        register_unannounced(&mut shell.core(), &catalog)?;
-        let (result, took) = time(|| plugin.registry_changed());
-        result?.map_err(|e| anyhow::anyhow!("registry-changed: {e}"))?;
-        Ok(took)
-    };
+    let shell_host = WasmHost::global();
+    let shell_component = shell_host.load(&component_path)?;
+    let without_epochs = EngineBuild::new(
+        EngineOptions {
+            epochs: false,
+            ..EngineOptions::SHELL
+        },
+        &component_path,
+    )?;
+    let without_huge_pages = EngineBuild::new(
+        EngineOptions {
+            huge_pages: false,
+            ..EngineOptions::SHELL
+        },
+        &component_path,
+    )?;
     let mut reloads = Vec::with_capacity(runs);
     let mut budgeted_reloads = Vec::with_capacity(runs);
     let mut deadline_costs = Vec::with_capacity(runs);
+    let mut huge_page_savings = Vec::with_capacity(runs);
+    let mut instantiations = Vec::with_capacity(runs);
+    let mut copy_on_write_instantiations = Vec::with_capacity(runs);
     for _ in 0..runs {
         let full = full_build(&deferred)?;
         reloads.push(full);
         budgeted_reloads.push(full_build(&budgeted)?);
-        deadline_costs.push(full.saturating_sub(bare_build()?));
+        deadline_costs.push(full.saturating_sub(without_epochs.full_build(&catalog, &deferred)?));
+        huge_page_savings.push(
+            without_huge_pages
+                .full_build(&catalog, &deferred)?
+                .saturating_sub(full),
+        );
+        instantiations.push(time_instantiation(shell_host, &shell_component)?);
+        copy_on_write_instantiations.push(time_instantiation(
+            &without_huge_pages.host,
+            &without_huge_pages.component,
+        )?);
     }
     // Natively, the index alone: the same server joining and leaving.
     let mut joined_registry = catalog_registry(&catalog);
@@ -352,7 +406,7 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     let joins_alive_label = format!(
         "registry-changed in the component, the join with {ALIVE} agents alive (every view refreshed)"
     );
-    let rows: [(&str, String); 16] = [
+    let rows: [(&str, String); 19] = [
         (
             "index build, native (SearchIndex::build)",
             ms(median(builds)),
@@ -372,6 +426,18 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
         (
             "  of which the calls' deadline (median per-run difference to an engine without epochs)",
             ms(median(deadline_costs)),
+        ),
+        (
+            "  and what 2 MiB pages save it (median per-run difference to 4 KiB pages)",
+            ms(median(huge_page_savings)),
+        ),
+        (
+            "instantiating the component (a fresh instance, its data segments copied in)",
+            ms(median(instantiations)),
+        ),
+        (
+            "  on 4 KiB pages instead (wasmtime's memory, copy-on-write from the compiled image)",
+            ms(median(copy_on_write_instantiations)),
         ),
         (
             "registry-changed in the component, full, under a token budget (every schema counted too)",

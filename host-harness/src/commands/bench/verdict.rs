@@ -12,7 +12,7 @@ use crate::catalog::Catalog;
 use crate::commands::args::CatalogArg;
 use crate::native_plugin::native_lazy_tools;
 use crate::shell::{Shell, core_builtins};
-use crate::wasm_host::{Limits, WasmHost};
+use crate::wasm_host::{EngineOptions, Limits, WasmHost};
 
 /// Per-call medians in nanoseconds, over `samples` batches of `batch` calls.
 pub fn median_ns(samples: usize, batch: usize, mut f: impl FnMut()) -> f64 {
@@ -116,7 +116,10 @@ pub fn run(catalog: &Path, strategy: &str) -> Result<()> {
     // The same component on an engine without epoch interruption: what the
     // per-call deadline (the epoch checks in the code, setting the deadline)
     // costs the verdict.
-    let bare_host = WasmHost::new(false)?;
+    let bare_host = WasmHost::new(EngineOptions {
+        epochs: false,
+        ..EngineOptions::SHELL
+    })?;
     let bare_component = bare_host.load(&component.path)?;
     let mut bare = bare_host.instantiate(
         &bare_component,
