@@ -42,6 +42,7 @@ SETS = [
     ("zh-15", LIVEMCP, "bench/zh-15.jsonl"),
     ("zh-16", LIVEMCP, "bench/zh-16.jsonl"),
     ("zh-17", LIVEMCP, "bench/zh-17.jsonl"),
+    ("zh-18", LIVEMCP, "bench/zh-18.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -54,6 +55,7 @@ SETS = [
     ("en-blind-9", LIVEMCP, "bench/en-blind-9.jsonl"),
     ("en-blind-10", LIVEMCP, "bench/en-blind-10.jsonl"),
     ("en-blind-11", LIVEMCP, "bench/en-blind-11.jsonl"),
+    ("en-blind-12", LIVEMCP, "bench/en-blind-12.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
