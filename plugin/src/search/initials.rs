@@ -235,6 +235,13 @@ mod tests {
             .collect()
     }
 
+    /// The letters of each word of a query `written` reads as initials.
+    fn written_letters(text: &str) -> Vec<String> {
+        written(text)
+            .map(|initials| initials.letters().to_string())
+            .collect()
+    }
+
     /// [`of_names`]'s letters read word by word, without skipping: what it must find.
     fn by_words(text: &str) -> Vec<String> {
         // Each maximal run of ASCII letters and digits, by characters.
@@ -350,10 +357,7 @@ mod tests {
     #[test]
     fn a_name_written_next_to_chinese_characters_is_read() {
         assert_eq!(letters("访问Hacker News的数据"), ["hn"]);
-        let words: Vec<String> = written("在HN上看看，OSM地图")
-            .map(|initials| initials.letters().to_string())
-            .collect();
-        assert_eq!(words, ["hn", "osm"]);
+        assert_eq!(written_letters("在HN上看看，OSM地图"), ["hn", "osm"]);
     }
 
     #[test]
@@ -379,10 +383,10 @@ mod tests {
 
     #[test]
     fn only_words_in_capitals_are_read_as_initials() {
-        let words: Vec<String> = written("posts on HN, OSM-tiles; Hn hn H2O A ABCDE")
-            .map(|initials| initials.letters().to_string())
-            .collect();
-        assert_eq!(words, ["hn", "osm"]);
+        assert_eq!(
+            written_letters("posts on HN, OSM-tiles; Hn hn H2O A ABCDE"),
+            ["hn", "osm"]
+        );
     }
 
     #[test]
