@@ -13,6 +13,7 @@ use stats_alloc::{Region, StatsAlloc};
 
 use super::component::{ComponentSearch, Found, PLUGIN, defer_all};
 use super::queries;
+use super::timing::median;
 use crate::catalog::{Catalog, Server};
 use crate::commands::args::{bundled_catalogs, repository_root};
 use crate::host_view::catalog_registry;
@@ -116,17 +117,6 @@ fn on_linux(figure: impl FnOnce() -> String) -> String {
     } else {
         "n/a (not Linux)".to_string()
     }
-}
-
-/// The median of signed figures.
-fn median_of(mut samples: Vec<f64>) -> f64 {
-    samples.sort_by(f64::total_cmp);
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
-}
-
-pub fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples.get(samples.len() / 2).copied().unwrap_or_default()
 }
 
 fn time<T>(f: impl FnOnce() -> T) -> (T, Duration) {
@@ -437,76 +427,76 @@ pub fn run(options: Options, heap: Option<&'static StatsAlloc<System>>) -> Resul
     let rows: [(&str, String); 19] = [
         (
             "index build, native (SearchIndex::build)",
-            ms(median(builds)),
+            ms(median(&builds)),
         ),
         (
             "index update, native (SearchIndex::update: one server of 20 tools joins)",
-            ms(median(native_joins)),
+            ms(median(&native_joins)),
         ),
         (
             "registry-changed in the component, full (every tool new: fetch all over WIT, index, classify)",
-            ms(median(reloads)),
+            ms(median(&reloads)),
         ),
         (
             "  of which the shell's side, native (the tools as one WIT table)",
-            ms(median(host_side)),
+            ms(median(&host_side)),
         ),
         (
             "  of which the calls' deadline (median per-run difference to an engine without epochs)",
-            ms(median(deadline_costs)),
+            ms(median(&deadline_costs)),
         ),
         (
             "  and what 2 MiB pages save it (median per-run difference to 4 KiB pages)",
-            on_linux(|| format!("{:.3} ms", median_of(huge_page_savings))),
+            on_linux(|| format!("{:.3} ms", median(&huge_page_savings))),
         ),
         (
             "instantiating the component (a fresh instance, its data segments copied in)",
-            ms(median(instantiations)),
+            ms(median(&instantiations)),
         ),
         (
             "  on 4 KiB pages instead (wasmtime's memory, copy-on-write from the compiled image)",
-            on_linux(|| ms(median(copy_on_write_instantiations))),
+            on_linux(|| ms(median(&copy_on_write_instantiations))),
         ),
         (
             "registry-changed in the component, full, under a token budget (every schema counted too)",
-            ms(median(budgeted_reloads)),
+            ms(median(&budgeted_reloads)),
         ),
         (
             "registry-changed in the component, nothing changed",
-            ms(median(unchanged)),
+            ms(median(&unchanged)),
         ),
         (
             "registry-changed in the component, one server of 20 tools joins (10,000 + 20)",
-            ms(median(joins)),
+            ms(median(&joins)),
         ),
         (
             "registry-changed in the component, the same server leaves",
-            ms(median(leaves)),
+            ms(median(&leaves)),
         ),
         (
             "registry-changed in the component, the join with one agent alive (its view refreshed)",
-            ms(median(joins_with_agent)),
+            ms(median(&joins_with_agent)),
         ),
-        (&joins_alive_label, ms(median(joins_with_agents))),
+        (&joins_alive_label, ms(median(&joins_with_agents))),
         (
             "registry-changed in the component, the join with a catalog of names configured",
-            ms(median(joins_with_catalog)),
+            ms(median(&joins_with_catalog)),
         ),
         (
             "search, native (SearchIndex::search, top 5)",
-            ms(median(searches)),
+            ms(median(&searches)),
         ),
         (
             "tool_search call in the component, 10 queries (shell, WIT, refresh, 10 searches, load)",
-            ms(median(with_search)),
+            ms(median(&with_search)),
         ),
         (
             "tool_search call in the component, the same tools by exact name (no search)",
-            ms(median(by_name)),
+            ms(median(&by_name)),
         ),
         (
             "one search inside the component (median per-run difference of the two calls / 10)",
-            ms(median(per_query)),
+            ms(median(&per_query)),
         ),
     ];
     for (what, figure) in rows {
@@ -620,11 +610,10 @@ fn alternate(runs: usize, mut timed: impl FnMut(Build) -> Result<Duration>) -> R
         measured.push(pair[1]);
         ratios.push(pair[1].as_secs_f64() / pair[0].as_secs_f64().max(f64::MIN_POSITIVE));
     }
-    ratios.sort_by(f64::total_cmp);
     Ok(Compared {
-        baseline: median(baseline),
-        measured: median(measured),
-        ratio: ratios.get(ratios.len() / 2).copied().unwrap_or(f64::NAN),
+        baseline: median(&baseline),
+        measured: median(&measured),
+        ratio: median(&ratios),
     })
 }
 
@@ -779,7 +768,7 @@ mod tests {
         assert_eq!(servers, ["a", "b", "a-2", "b-2", "a-3"]);
         assert!(generate(&[Catalog::of(vec![])], 5).is_err());
         assert_eq!(
-            median(vec![
+            median(&[
                 Duration::from_millis(3),
                 Duration::from_millis(1),
                 Duration::from_millis(2)

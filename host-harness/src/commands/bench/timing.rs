@@ -16,10 +16,11 @@ pub fn repeat(runs: usize, mut f: impl FnMut() -> Result<()>) -> Result<Vec<Dura
         .collect()
 }
 
-/// The median of `samples` (the upper one of an even count). Panics on no
-/// samples: every bench takes at least one run.
-pub fn median(samples: &[Duration]) -> Duration {
+/// The median of `samples` (the upper one of an even count): durations, or
+/// signed figures such as per-run differences. Panics on no samples: every
+/// bench takes at least one run.
+pub fn median<T: Copy + PartialOrd>(samples: &[T]) -> T {
     let mut sorted = samples.to_vec();
-    sorted.sort();
+    sorted.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     sorted[sorted.len() / 2]
 }
