@@ -84,7 +84,12 @@ def fused_here(fuse_what, query):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--catalog", required=True)
-    parser.add_argument("--rankings", required=True)
+    parser.add_argument(
+        "--rankings",
+        required=True,
+        nargs="+",
+        help="`bench search --rankings` files over this catalog; their queries count together",
+    )
     parser.add_argument("--depth", type=int, default=20)
     parser.add_argument("--k", type=float, default=60.0)
     parser.add_argument("--dense-weight", type=float, nargs="+", default=[0.5, 1.0])
@@ -100,8 +105,10 @@ def main():
 
     with open(args.catalog, encoding="utf-8") as f:
         ids, texts = tool_texts(json.load(f))
-    with open(args.rankings, encoding="utf-8") as f:
-        lines = [json.loads(line) for line in f]
+    lines = []
+    for rankings in args.rankings:
+        with open(rankings, encoding="utf-8") as f:
+            lines += [json.loads(line) for line in f if line.strip()]
     embed = embedder(args.model)
     tools = embed(texts)
     queries = embed([line["query"] for line in lines])
