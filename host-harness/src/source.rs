@@ -11,7 +11,7 @@
 //! | `git:https://host/owner/repo`   | as written (also `http`, `ssh`, `git`) |
 //! | `git:git@host:owner/repo.git`   | as written (scp-like ssh)          |
 //! | `git:file:///path/to/repo`      | as written                         |
-//! | `git:/path/to/repo`             | `file:///path/to/repo`             |
+//! | `git:/path/to/repo`             | `file:///path/to/repo`, percent-encoded |
 
 use std::fmt;
 use std::path::PathBuf;
@@ -205,7 +205,11 @@ fn git_url(url: &str) -> Result<String, String> {
         return Ok(url.to_string());
     }
     if url.starts_with('/') {
-        return Ok(format!("file://{url}"));
+        // Percent-encoded: git decodes a file URL's `%XX`, so `/srv/pc%41t` written as it is
+        // would fetch `/srv/pcAt`.
+        return url::Url::from_file_path(url)
+            .map(String::from)
+            .map_err(|()| format!("`{}` is not an absolute path", escape(url)));
     }
     if url.contains("::") {
         return Err("git's `<transport>::` forms run helper programs and are not accepted".into());
@@ -338,6 +342,9 @@ mod tests {
             ("git:git@github.com:o/r.git", "git@github.com:o/r.git"),
             ("git:file:///srv/repo", "file:///srv/repo"),
             ("git:/srv/repo", "file:///srv/repo"),
+            // A path is not a URL: git decodes `%41` in a file URL, so it is encoded.
+            ("git:/srv/pc%41t", "file:///srv/pc%2541t"),
+            ("git:/srv/a b/r", "file:///srv/a%20b/r"),
         ] {
             assert_eq!(url_of(written), url, "{written}");
         }
