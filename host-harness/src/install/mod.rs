@@ -24,7 +24,7 @@ use crate::profile::{
     PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
 };
 use crate::shell::{InstallError, Shell};
-use crate::source::Source;
+use crate::source::{Source, SourceError};
 use crate::terminal::escape;
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{LoadedFrom, WasmHost, hex};
@@ -60,16 +60,11 @@ pub fn add(
     remove_stale_staging(home, progress);
     // A broken cordis.yml is never rewritten: the user fixes it first.
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
-    let patch = match Profile::load_patch(&dir) {
-        Ok(patch) => Some(patch),
-        Err(e) => {
-            writeln!(
-                progress,
-                "warning: profile `{profile}`'s {PATCH_FILE} has problems (`add` does not change it):\n{e}"
-            )?;
-            None
-        }
-    };
+    // Nor is it rewritten past a broken cordis.patch.yml: `add` could not see which ids the
+    // user's layer inserts, and would list one twice.
+    let patch = Profile::load_patch(&dir).map_err(|e| {
+        anyhow!("profile `{profile}`'s {PATCH_FILE} has problems; fix them first:\n{e}")
+    })?;
 
     let fetched = fetch(home, &source, progress)?;
     let manifest_path = fetched.dir.join(PATCH_FILE);
@@ -98,11 +93,7 @@ pub fn add(
     }
     // An id the user's layer already inserts would be listed twice.
     for insert in &manifest.inserts {
-        if let Some(mine) = patch
-            .iter()
-            .flat_map(|p| &p.inserts)
-            .find(|r| r.id == insert.id)
-        {
+        if let Some(mine) = patch.inserts.iter().find(|r| r.id == insert.id) {
             bail!(
                 "your {PATCH_FILE} already inserts a plugin `{}` at {}; remove that row to \
                  install the bundle's",
@@ -111,20 +102,49 @@ pub fn add(
             );
         }
     }
-    // An id installed from elsewhere is not taken over: settling would
-    // replace that checkout before this bundle is even built, and its row
-    // would be replaced without a word.
+    // An id installed from elsewhere is not taken over: settling would replace its checkout
+    // before this bundle is even built, and this profile's row would be replaced without a
+    // word. In another profile only another repository's checkout is at stake (a checkout is
+    // the home's, one per id; a linked folder has none): a profile that cannot be read is
+    // passed over, and `Fetched::settle` still keeps its checkout.
+    let mut installed = vec![(profile.to_string(), rows.clone())];
+    if let Source::Git { .. } = &source {
+        for (name, other) in profile_dirs(home)? {
+            if name == profile {
+                continue;
+            }
+            if let Ok(rows) = Profile::load_installed(&other) {
+                let git = |r: &PluginRow| {
+                    matches!(
+                        r.source.as_deref().map(Source::parse),
+                        Some(Ok(Source::Git { .. }))
+                    )
+                };
+                installed.push((name, rows.into_iter().filter(git).collect()));
+            }
+        }
+    }
     for insert in &manifest.inserts {
-        if let Some(row) = rows.iter().find(|r| r.id == insert.id)
-            && !same_source(row.source.as_deref(), &source, &fetched.dir)
-        {
+        let found = installed.iter().find_map(|(owner, rows)| {
+            rows.iter()
+                .find(|r| {
+                    r.id == insert.id && !same_source(r.source.as_deref(), &source, &fetched.dir)
+                })
+                .map(|row| (owner, row))
+        });
+        if let Some((owner, row)) = found {
             let from = match &row.source {
                 Some(recorded) => format!("from {}", escape(recorded)),
                 None => "with no recorded source".into(),
             };
+            let here = if owner == profile {
+                String::new()
+            } else {
+                format!(" in profile `{owner}`")
+            };
             bail!(
-                "plugin `{id}` is already installed {from} (at {}), not from this bundle; to \
-                 install this one instead, run `host-harness plugin --profile {profile} remove \
+                "plugin `{id}` is already installed{here} {from} (at {}), not from this bundle; \
+                 to install this one instead, run `host-harness plugin --profile {owner} remove \
                  {id}` first",
                 row.place,
                 id = insert.id,
@@ -341,6 +361,16 @@ impl Fetched {
         if self.dir == target {
             return Ok(target);
         }
+        // Another repository's checkout (a profile `add` could not read may use it) is not
+        // replaced; one whose origin cannot be read is a broken leftover, and is.
+        if let Some(origin) = git::origin(&target) {
+            bail!(
+                "{} is the checkout of {}, which this add would replace; remove plugin `{id}` \
+                 from the profile that installed it, or delete that folder if none does",
+                shown(&target),
+                escape(&origin)
+            );
+        }
         if target.exists() {
             std::fs::remove_dir_all(&target)
                 .with_context(|| format!("removing the old checkout {}", target.display()))?;
@@ -373,10 +403,11 @@ fn git_checkout_of(home: &DshHome, url: &str) -> Result<Option<PathBuf>> {
     for entry in entries {
         let entry = entry.with_context(|| format!("reading {}", plugins.display()))?;
         let name = entry.file_name();
-        let Some(id) = name.to_str().filter(|n| !n.starts_with('.')) else {
+        // A folder that no plugin id names (`old copy`, a staging folder) holds no checkout
+        // of ours: passed over, not an error of this add.
+        let Some(dir) = name.to_str().and_then(|id| home.checkout_dir(id).ok()) else {
             continue;
         };
-        let dir = home.checkout_dir(id)?;
         if git::origin(&dir).as_deref() == Some(url) {
             return Ok(Some(dir));
         }
@@ -433,13 +464,17 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
                     shown(&dir)
                 );
             }
-            if dir.to_string_lossy().chars().any(char::is_control) {
+            // The recorded source must read back (`Source::parse` refuses control and
+            // formatting characters), or the next add of this folder would not match it.
+            let recorded = Source::Link { path: dir.clone() }.to_string();
+            if let Err(SourceError::Unprintable { found, .. }) = Source::parse(&recorded) {
                 bail!(
-                    "link:{}: the folder's real path {} holds a control character, which a \
-                     source cannot; rename the folder (a link to it does not help: its real \
-                     path is what is recorded)",
+                    "link:{}: the folder's real path {} holds a control or formatting character \
+                     (U+{:04X}), which a source cannot; rename the folder (a link to it does not \
+                     help: its real path is what is recorded)",
                     shown(path),
-                    shown(&dir)
+                    shown(&dir),
+                    u32::from(found)
                 );
             }
             Ok(Fetched {
@@ -476,9 +511,59 @@ fn build_row(
     let sha256 = hex(&Sha256::digest(&bytes));
     // Components are kept by content: another profile pinned to another
     // revision keeps its own.
+    let kept_before = home.component_path(&sha256).exists();
     let component = store_component(home, &sha256, &bytes)?;
+    let checked = check_component(&component, &sha256, insert, cache, progress);
+    if checked.is_err() && !kept_before {
+        // No row will name a component that does not start, so `remove` could never reach it.
+        forget_component(home, &sha256, progress);
+    }
+    checked?;
+    Ok(PluginRow {
+        id: insert.id.clone(),
+        name: insert.name.clone(),
+        source: Some(match source {
+            // Recorded absolute, so the profile means the same from anywhere.
+            Source::Link { .. } => Source::Link {
+                path: source_dir.to_path_buf(),
+            }
+            .to_string(),
+            git => git.to_string(),
+        }),
+        revision,
+        sha256: Some(sha256),
+        component: Some(component.to_string_lossy().into_owned()),
+        config: insert.config.clone(),
+        place: insert.place.clone(),
+        component_place: insert.place.clone(),
+    })
+}
+
+/// Deletes the component `sha256` from the home and its precompiled entries. Best effort.
+fn forget_component(home: &DshHome, sha256: &str, progress: &mut dyn Write) {
+    let paths = std::iter::once(home.component_path(sha256)).chain(compiled_entries(home, sha256));
+    for path in paths {
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => {
+                let _ = writeln!(progress, "warning: could not delete {}: {e}", shown(&path));
+            }
+        }
+    }
+}
+
+/// Loads the kept `component` (precompiling it into `cache`) and checks that the plugin
+/// starts with the config `insert` gives it, reported at its place in the bundle's manifest.
+fn check_component(
+    component: &Path,
+    sha256: &str,
+    insert: &PluginRow,
+    cache: &CompiledCache,
+    progress: &mut dyn Write,
+) -> Result<()> {
     let (loaded, from) = WasmHost::global()
-        .load_cached(&component, Some(&sha256), cache)
+        .load_cached(component, Some(sha256), cache)
         .map_err(anyhow::Error::from)?;
     if from == LoadedFrom::Compiled {
         writeln!(
@@ -505,24 +590,7 @@ fn build_row(
         }
         Err(InstallError::Other(e)) => return Err(e.context("the built plugin does not start")),
     }
-    Ok(PluginRow {
-        id: insert.id.clone(),
-        name: insert.name.clone(),
-        source: Some(match source {
-            // Recorded absolute, so the profile means the same from anywhere.
-            Source::Link { .. } => Source::Link {
-                path: source_dir.to_path_buf(),
-            }
-            .to_string(),
-            git => git.to_string(),
-        }),
-        revision,
-        sha256: Some(sha256),
-        component: Some(component.to_string_lossy().into_owned()),
-        config: insert.config.clone(),
-        place: insert.place.clone(),
-        component_place: insert.place.clone(),
-    })
+    Ok(())
 }
 
 /// Keeps the component `bytes` (of sha256 `sha256`) in the home and returns
@@ -570,23 +638,13 @@ fn same_install(a: &PluginRow, b: &PluginRow) -> bool {
 fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
     let mut others = Vec::new();
     let mut inserted = Vec::new();
-    let profiles = home.profiles_dir();
-    let entries = match std::fs::read_dir(&profiles) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", profiles.display())),
-    };
-    for entry in entries {
-        let entry = entry.with_context(|| format!("reading {}", profiles.display()))?;
-        if !entry.path().is_dir() {
-            continue;
-        }
-        match Profile::load_installed(&entry.path()) {
+    for (_, dir) in profile_dirs(home)? {
+        match Profile::load_installed(&dir) {
             Ok(rows) => others.extend(rows),
             Err(_) => return Ok(Vec::new()),
         }
         // The user's own inserts may point at a component in the home.
-        match Profile::load_patch(&entry.path()) {
+        match Profile::load_patch(&dir) {
             Ok(patch) => inserted.extend(patch.inserts),
             Err(_) => return Ok(Vec::new()),
         }
@@ -605,16 +663,46 @@ fn unused_files(home: &DshHome, removed: &PluginRow) -> Result<Vec<PathBuf>> {
             .any(|r| uses_component(r, sha256, &home.component_path(sha256)))
     {
         unused.push(home.component_path(sha256));
-        let cache = home.compiled_cache_dir();
-        if let Ok(entries) = std::fs::read_dir(&cache) {
-            unused.extend(entries.filter_map(|e| {
-                let path = e.ok()?.path();
-                let name = path.file_name()?.to_str()?;
-                name.starts_with(&format!("{sha256}-")).then_some(path)
-            }));
-        }
+        unused.extend(compiled_entries(home, sha256));
     }
     Ok(unused.into_iter().filter(|p| p.exists()).collect())
+}
+
+/// The precompiled cache's files of the component `sha256` (one per engine configuration,
+/// each with its `.check`).
+fn compiled_entries(home: &DshHome, sha256: &str) -> Vec<PathBuf> {
+    let prefix = format!("{sha256}-");
+    let Ok(entries) = std::fs::read_dir(home.compiled_cache_dir()) else {
+        return Vec::new();
+    };
+    entries
+        .filter_map(|e| {
+            let path = e.ok()?.path();
+            let name = path.file_name()?.to_str()?;
+            name.starts_with(&prefix).then_some(path)
+        })
+        .collect()
+}
+
+/// The home's profiles, each one's name and folder (none before the first `add`).
+fn profile_dirs(home: &DshHome) -> Result<Vec<(String, PathBuf)>> {
+    let profiles = home.profiles_dir();
+    let entries = match std::fs::read_dir(&profiles) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", profiles.display())),
+    };
+    let mut dirs = Vec::new();
+    for entry in entries {
+        let entry = entry.with_context(|| format!("reading {}", profiles.display()))?;
+        if entry.path().is_dir() {
+            dirs.push((
+                entry.file_name().to_string_lossy().into_owned(),
+                entry.path(),
+            ));
+        }
+    }
+    Ok(dirs)
 }
 
 /// Whether a row (installed or inserted) uses the component `sha256` (kept at

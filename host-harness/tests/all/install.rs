@@ -666,6 +666,28 @@ fn a_broken_profile_is_never_rewritten() {
         broken
     );
 
+    // Nor is a profile whose cordis.patch.yml has problems: `add` cannot see which ids it
+    // inserts.
+    let patched = "broken-patch";
+    let dir = w.profile_dir(patched);
+    std::fs::create_dir_all(&dir).unwrap();
+    let patch = "- {id: lazy-tools, disable: true}\n";
+    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
+    let (ok, _, stderr) = try_add(patched, &format!("git:{}", w.url()));
+    assert!(!ok);
+    assert!(
+        stderr.contains(&format!(
+            "profile `{patched}`'s cordis.patch.yml has problems; fix them first:\n{}:1:",
+            dir.join("cordis.patch.yml").display()
+        )),
+        "{stderr}"
+    );
+    assert!(!dir.join("cordis.yml").exists());
+    assert_eq!(
+        std::fs::read_to_string(dir.join("cordis.patch.yml")).unwrap(),
+        patch
+    );
+
     let (ok, _, stderr) = try_add(profile, "https://x.test/p");
     assert!(!ok);
     assert!(
@@ -701,6 +723,64 @@ fn a_failed_fetch_leaves_nothing_behind() {
         .filter(|n| n.to_string_lossy().starts_with(".staging-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+#[test]
+fn a_folder_under_plugins_that_no_id_names_is_passed_over() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    // A copy the user made by hand: no plugin id has a space.
+    std::fs::create_dir_all(home.path().join("plugins/old copy")).unwrap();
+    let source = repo_of(&work.path().join("bundle"), &[SHADOW_MANIFEST]);
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    // Past the look for an existing checkout, as far as the real cargo.
+    assert!(!stderr.contains("invalid plugin id"), "{stderr}");
+    assert_cargo_failed(&stderr);
+}
+
+#[test]
+fn a_plugin_that_does_not_start_leaves_no_component_behind() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    std::fs::create_dir_all(bundle.join("src")).unwrap();
+    // A component that builds and exports nothing a shell calls.
+    let source = repo_of(
+        &bundle,
+        &[
+            SHADOW_MANIFEST,
+            (
+                "Cargo.toml",
+                "[package]\nname = \"shadow\"\nversion = \"0.1.0\"\nedition = \"2024\"\n\
+                 [lib]\ncrate-type = [\"cdylib\"]\n[workspace]\n",
+                false,
+            ),
+            ("src/lib.rs", "", false),
+        ],
+    );
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("the built plugin does not start"),
+        "{stderr}"
+    );
+    // No row names it, so `remove` could never reach what this add kept.
+    for kept in ["components", "cache/components"] {
+        let files: Vec<_> = std::fs::read_dir(home.path().join(kept))
+            .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default();
+        assert!(files.is_empty(), "{kept}: {files:?}");
+    }
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
 }
 
 #[test]
@@ -1071,15 +1151,37 @@ fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
         .replace('\u{7}', "\\u{7}");
     assert!(
         stderr.contains(&format!(
-            "{source}: the folder's real path {escaped} holds a control character, which a \
-             source cannot; rename the folder (a link to it does not help: its real path is \
-             what is recorded)"
+            "{source}: the folder's real path {escaped} holds a control or formatting \
+             character (U+001B), which a source cannot; rename the folder (a link to it does \
+             not help: its real path is what is recorded)"
         )),
         "{stderr}"
     );
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
     assert!(!home.path().join("build").exists());
     assert!(!home.path().join("profiles/p/cordis.yml").exists());
+
+    // Nor a formatting character, which a source refuses as well: installed, the folder could
+    // never be added again (its recorded source would not read back).
+    let bidi = work.path().join("b\u{202e}lt");
+    std::fs::rename(&folder, &bidi).unwrap();
+    std::fs::remove_file(&plain).unwrap();
+    std::os::unix::fs::symlink(&bidi, &plain).unwrap();
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        "",
+    );
+    assert!(!ok);
+    assert!(
+        stderr.contains("holds a control or formatting character (U+202E)"),
+        "{stderr}"
+    );
+    assert!(!home.path().join("build").exists());
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
+    std::fs::rename(&bidi, &folder).unwrap();
+    std::fs::remove_file(&plain).unwrap();
+    std::os::unix::fs::symlink(&folder, &plain).unwrap();
 
     // Nor can a source record a path that is not UTF-8, which cargo cannot build in either.
     use std::os::unix::ffi::OsStrExt as _;
@@ -1139,6 +1241,29 @@ fn another_repository_cannot_take_over_an_installed_id() {
             w.url()
         );
     }
+    // Nor from another profile of the home: a checkout is the home's, one per id.
+    let elsewhere = "takeover-elsewhere";
+    let (ok, stdout, stderr) = try_add(elsewhere, &format!("git:file://{}", copy.display()));
+    assert!(!ok, "another profile took over lazy-tools: {stdout}");
+    // Named by the first profile found holding it (others of this world's tests hold it too).
+    let owner = stderr
+        .split("plugin `lazy-tools` is already installed in profile `")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        stderr.contains(&format!("` from git:{}", w.url()))
+            && stderr.contains(&format!(
+                "run `host-harness plugin --profile {owner} remove lazy-tools` first"
+            )),
+        "{stderr}"
+    );
+    assert!(!w.profile_dir(elsewhere).join("cordis.yml").exists());
+    let checkout = w.home.join("plugins/lazy-tools/src");
+    assert_eq!(
+        git(&checkout, &["config", "--get", "remote.origin.url"]),
+        w.url()
+    );
 }
 
 /// Runs `host-harness` in `cwd` with `DSH_HOME` set to `home` as given
