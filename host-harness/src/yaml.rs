@@ -152,8 +152,26 @@ pub(crate) fn first_line(message: &str) -> String {
     if line.contains("budget breached: Depth") {
         return "the document is nested deeper than a file here may be".into();
     }
+    if line.contains("budget breached: ScalarBytes") {
+        return "the document's text, with its aliases expanded, is longer than a file here may \
+                hold"
+            .into();
+    }
+    if let Some((_, breach)) = line.split_once("budget breached: ") {
+        // Another of the parser's limits (aliases, anchors, events, ...): its name without the
+        // figures the parser's `Debug` adds.
+        let limit = breach.split([' ', '{']).next().unwrap_or(breach);
+        return format!(
+            "the document goes past the parser's limit on {} for a file here",
+            escape(limit)
+        );
+    }
     if line.contains("multiple YAML documents detected") {
         return "the file holds several YAML documents; a file here holds one".into();
+    }
+    if line.contains("cannot deserialize null into string") {
+        return "`null` (or `~`, or nothing) where text is expected; quote it to mean the word"
+            .into();
     }
     let line = line.strip_prefix("error: ").unwrap_or(line);
     let line = match line
@@ -163,9 +181,11 @@ pub(crate) fn first_line(message: &str) -> String {
         Some((place, rest)) if place.contains(" column ") => rest,
         _ => line,
     };
+    // Advice for the program's author, not for the file's.
     let line = line
         .split(", set DuplicateKeyPolicy")
         .next()
+        .and_then(|l| l.split("; use Option<").next())
         .unwrap_or(line);
     escape(line).into_owned()
 }
@@ -401,6 +421,26 @@ mod tests {
         if let Err(err) = err {
             assert!(!err.to_string().chars().any(char::is_control), "{err:?}");
         }
+    }
+
+    #[test]
+    fn the_parsers_limits_and_types_are_said_in_the_files_terms() {
+        let message = |text: &str| {
+            LocatedValue::parse(Path::new("m.yml"), text)
+                .unwrap_err()
+                .to_string()
+        };
+        // A key YAML reads as null: where, and what to write instead.
+        let err = message("- {id: a, null: x}\n");
+        assert!(err.starts_with("m.yml:1:"), "{err}");
+        assert!(err.contains("`null`") && err.contains("quote it"), "{err}");
+        assert!(!err.contains("Option<"), "{err}");
+        // A megabyte of text aliased a hundred times: no parser internals.
+        let big = "x".repeat(1 << 20);
+        let aliases = vec!["*a"; 100].join(", ");
+        let err = message(&format!("k: &a {big}\nl: [{aliases}]\n"));
+        assert!(err.contains("longer than a file here may hold"), "{err}");
+        assert!(!err.contains('{') && !err.contains("ScalarBytes"), "{err}");
     }
 
     #[test]
