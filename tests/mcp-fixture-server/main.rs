@@ -8,7 +8,8 @@
 //! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
 //!                    [--flood-stderr MIB] [--cursor-loop MODE] [--cursor-loop-after-grow]
 //! ```
-//! `--exit-at-start` exits with status 7 before reading anything;
+//! `--exit-at-start` exits with status 7 before reading anything; `--refuse-initialize` answers
+//! `initialize` with an error, then exits with status 0 when stdin closes;
 //! `--flood-stderr 256` first writes 256 MiB on stderr without a newline;
 //! `--variant 2` offers one more tool (`echo_twice`), as a server does after
 //! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
@@ -27,7 +28,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig,
+    InitializeRequestParams, InitializeResult, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt as _};
@@ -44,6 +46,8 @@ struct Fixture {
     /// How long the description of each endless page's tool is.
     padding: usize,
     grown: Arc<AtomicBool>,
+    /// Answers `initialize` with an error (`--refuse-initialize`).
+    refuse_initialize: bool,
 }
 
 /// How tools/list never ends (`--cursor-loop`).
@@ -90,7 +94,7 @@ impl Fixture {
                 "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "long-garbage", "deep", "huge", "bad-utf8", "error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "not-json-rpc", "long-garbage", "deep", "huge", "bad-utf8", "error", "long-error"]}},
                     "required": ["mode"]
                 }
             }),
@@ -155,6 +159,21 @@ impl ServerHandler for Fixture {
         ServerConfig::new(capabilities)
             .with_server_info(Implementation::new("lazy-tools-fixture", "1.0.0"))
             .with_instructions("Test fixture: echo and add numbers, or fail on purpose.")
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        if self.refuse_initialize {
+            return Err(ErrorData::invalid_request(
+                "this fixture refuses to start, as told",
+                None,
+            ));
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
     }
 
     async fn list_tools(
@@ -273,6 +292,22 @@ impl ServerHandler for Fixture {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(text("unreachable".into()))
                 }
+                // JSON that no JSON-RPC message is: the SDK drops it, and answers nothing.
+                "not-json-rpc" => {
+                    {
+                        use std::io::Write as _;
+                        let mut out = std::io::stdout().lock();
+                        let _ = out.write_all(b"{\"hello\": \"world\"}\n");
+                        let _ = out.flush();
+                    }
+                    tokio::time::sleep(Duration::from_secs(3600)).await;
+                    Ok(text("unreachable".into()))
+                }
+                // An error answer of a megabyte, as a server may send a whole log.
+                "long-error" => Err(ErrorData::internal_error(
+                    format!("it failed: {}", "x".repeat(1 << 20)),
+                    None,
+                )),
                 // What a client's JSON parser drops: more than 1 MiB that is not JSON, and a
                 // notification nested 200 levels deep (serde_json stops at 128).
                 mode @ ("long-garbage" | "deep") => {
@@ -349,6 +384,7 @@ fn main() {
         cursor_loop_after_grow: false,
         padding: 0,
         grown: Arc::new(AtomicBool::new(false)),
+        refuse_initialize: false,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| -> usize {
@@ -386,6 +422,7 @@ fn main() {
                 })
             }
             "--cursor-loop-after-grow" => fixture.cursor_loop_after_grow = true,
+            "--refuse-initialize" => fixture.refuse_initialize = true,
             "--padding" => fixture.padding = value("--padding"),
             "--flood-stderr" => {
                 use std::io::Write as _;
@@ -405,6 +442,12 @@ fn main() {
         .build()
         .expect("a tokio runtime");
     runtime.block_on(async {
+        if fixture.refuse_initialize {
+            // Its error answered, it ends when the client closes stdin, with status 0, as
+            // servers do.
+            let _ = fixture.serve(rmcp::transport::stdio()).await;
+            return;
+        }
         let service = fixture
             .serve(rmcp::transport::stdio())
             .await

@@ -18,9 +18,9 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, JsonObject,
-    PaginatedRequestParams,
+    PaginatedRequestParams, ServerJsonRpcMessage,
 };
-use rmcp::service::{NotificationContext, RunningService};
+use rmcp::service::{ClientInitializeError, NotificationContext, Peer, RunningService};
 use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, RoleClient, ServiceError, ServiceExt as _};
 use serde_json::Value;
@@ -37,6 +37,9 @@ const STDERR_LINE_CHARS: usize = 300;
 /// The bytes of a stderr line read for it: a character takes at most 4, and one more
 /// character than is shown makes `printable` mark the cut.
 const STDERR_LINE_BYTES: usize = 4 * (STDERR_LINE_CHARS + 1);
+/// How much of a server's own message (an error answer) is kept: enough for any explanation,
+/// not the megabytes a server may send as one.
+const SERVER_TEXT_CHARS: usize = 2_000;
 /// How much of a malformed line is quoted.
 const QUOTE_CHARS: usize = 80;
 /// A listing of at most [`MAX_TOOLS`] tools needs no more pages, unless some are empty.
@@ -163,13 +166,36 @@ impl ClientHandler for Handler {
 
 /// A connection being set up (the SDK's `initialize`).
 type Starting =
-    Pin<Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, String>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, Refused>> + Send>>;
+
+/// Why the server's `initialize` failed.
+struct Refused {
+    /// The SDK's error, shortened.
+    message: String,
+    /// Whether the connection closed under it: then the server's exit, if it exited, says more.
+    closed: bool,
+}
+
+impl From<ClientInitializeError> for Refused {
+    fn from(error: ClientInitializeError) -> Self {
+        Self {
+            closed: matches!(
+                error,
+                ClientInitializeError::ConnectionClosed(_)
+                    | ClientInitializeError::TransportError { .. }
+            ),
+            message: printable(&error.to_string(), SERVER_TEXT_CHARS),
+        }
+    }
+}
 
 /// A running server.
 pub struct Connection {
     service: RunningService<RoleClient, Handler>,
     watch: Arc<Watch>,
     process: Option<Process>,
+    /// The relist under way since the server said its tools changed.
+    relisting: Option<tokio::task::JoinHandle<Result<Listing, Fault>>>,
 }
 
 impl Connection {
@@ -195,7 +221,7 @@ impl Connection {
                 let serving = handler.serve(transport);
                 (
                     Some(process),
-                    Box::pin(async move { serving.await.map_err(|e| e.to_string()) }) as Starting,
+                    Box::pin(async move { serving.await.map_err(Refused::from) }) as Starting,
                 )
             }
             Launch::Http { url, headers } => {
@@ -205,7 +231,7 @@ impl Connection {
                 let serving = handler.serve(transport);
                 (
                     None,
-                    Box::pin(async move { serving.await.map_err(|e| e.to_string()) }) as Starting,
+                    Box::pin(async move { serving.await.map_err(Refused::from) }) as Starting,
                 )
             }
         };
@@ -213,7 +239,18 @@ impl Connection {
         let started = tokio::time::timeout(config.start_timeout, async {
             let service = match until_broken(&watch, starting).await? {
                 Ok(service) => service,
-                Err(e) => return Err(broken_or(&watch, Fault::Handshake(e)).await),
+                Err(e) if e.closed => {
+                    return Err(broken_or(&watch, Fault::Handshake(e.message)).await);
+                }
+                // An error answer or a result the SDK refused: what the server said, not the
+                // exit that closing its stdin then caused.
+                Err(e) => {
+                    return Err(Fault::Handshake(format!(
+                        "{}{}",
+                        e.message,
+                        watch.stderr_tail()
+                    )));
+                }
             };
             let tools = until_broken(&watch, list_tools(&service)).await;
             let description = describe(&service, &config.name);
@@ -222,7 +259,8 @@ impl Connection {
                 Ok(tools) => Ok::<_, Fault>((tools, description)),
                 Err(Listed::Refused(why)) => Err(Fault::BadListing(why)),
                 Err(Listed::Failed(e)) => {
-                    Err(broken_or(&watch, Fault::Handshake(format!("tools/list: {e}"))).await)
+                    let said = printable(&e.to_string(), SERVER_TEXT_CHARS);
+                    Err(broken_or(&watch, Fault::Handshake(format!("tools/list: {said}"))).await)
                 }
             }
         })
@@ -259,6 +297,7 @@ impl Connection {
                 service,
                 watch,
                 process,
+                relisting: None,
             },
             listing,
         ))
@@ -286,7 +325,9 @@ impl Connection {
                 Fault::Broken(format!("sent a result that is not JSON: {e}"))
             })?)),
             // The server answered with a JSON-RPC error: it is alive.
-            Ok(Err(ServiceError::McpError(error))) => Ok(Err(error.message.to_string())),
+            Ok(Err(ServiceError::McpError(error))) => {
+                Ok(Err(printable(&error.message, SERVER_TEXT_CHARS)))
+            }
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 Err(self.closed().await)
             }
@@ -294,21 +335,44 @@ impl Connection {
         }
     }
 
-    /// The tools again, after `notifications/tools/list_changed`.
-    pub async fn relist(&self, description: String, timeout: Duration) -> Result<Listing, Fault> {
-        let tools = tokio::time::timeout(timeout, list_tools(&self.service));
-        match until_broken(&self.watch, tools).await? {
-            Err(_) => Err(Fault::Timeout {
-                request: "tools/list",
-                after: timeout,
-            }),
-            Ok(Ok(tools)) => listing(description, tools),
-            Ok(Err(Listed::Refused(why))) => Err(Fault::BadListing(why)),
-            Ok(Err(Listed::Failed(ServiceError::McpError(error)))) => {
-                Err(Fault::BadListing(error.message.to_string()))
+    /// Lists the tools again, after `notifications/tools/list_changed`, on a task of its own
+    /// on `runtime`: a command need not wait for it (see [`Connection::relisted_within`]).
+    pub fn start_relist(
+        &mut self,
+        runtime: &tokio::runtime::Handle,
+        description: String,
+        timeout: Duration,
+    ) {
+        let peer = self.service.peer().clone();
+        let watch = self.watch.clone();
+        self.relisting = Some(runtime.spawn(async move {
+            let tools = tokio::time::timeout(timeout, list_tools(&peer));
+            match until_broken(&watch, tools).await? {
+                Err(_) => Err(Fault::Timeout {
+                    request: "tools/list",
+                    after: timeout,
+                }),
+                Ok(Ok(tools)) => listing(description, tools),
+                Ok(Err(Listed::Refused(why))) => Err(Fault::BadListing(why)),
+                Ok(Err(Listed::Failed(ServiceError::McpError(error)))) => Err(Fault::BadListing(
+                    printable(&error.message, SERVER_TEXT_CHARS),
+                )),
+                Ok(Err(Listed::Failed(_))) => Err(closed(&watch).await),
             }
-            Ok(Err(Listed::Failed(_))) => Err(self.closed().await),
-        }
+        }));
+    }
+
+    /// Whether a relist is under way.
+    pub fn relisting(&self) -> bool {
+        self.relisting.is_some()
+    }
+
+    /// The relist's outcome, waiting at most `wait` for it: `None` while it runs on.
+    pub async fn relisted_within(&mut self, wait: Duration) -> Option<Result<Listing, Fault>> {
+        let task = self.relisting.as_mut()?;
+        let ended = tokio::time::timeout(wait, task).await.ok()?;
+        self.relisting = None;
+        Some(ended.unwrap_or_else(|e| Err(Fault::Broken(format!("its relist ended: {e}")))))
     }
 
     /// Whether the server said its tools changed since the last call.
@@ -339,32 +403,43 @@ impl Connection {
         let Self {
             mut service,
             process,
+            relisting,
             ..
         } = self;
+        if let Some(task) = relisting {
+            task.abort();
+        }
         let _ = service.close_with_timeout(STOP_GRACE).await;
         if let Some(process) = process {
             Process::stop(process).await;
         }
     }
 
-    /// The connection closed under a call: say why, once the process
-    /// watcher has seen the exit (it may lag the closed pipe a little).
     async fn closed(&self) -> Fault {
-        match self.watch.settled_reason().await {
-            Some(reason) => Fault::Broken(reason),
-            None => Fault::Broken(format!("closed the connection{}", self.watch.stderr_tail())),
-        }
+        closed(&self.watch).await
+    }
+}
+
+/// The connection closed under a request: say why, once the process watcher has seen the exit
+/// (it may lag the closed pipe a little).
+async fn closed(watch: &Watch) -> Fault {
+    match watch.settled_reason().await {
+        Some(reason) => Fault::Broken(reason),
+        None => Fault::Broken(format!("closed the connection{}", watch.stderr_tail())),
     }
 }
 
 /// Runs `work` unless the connection breaks first.
 async fn until_broken<T>(watch: &Watch, work: impl Future<Output = T>) -> Result<T, Fault> {
     let mut broken = watch.broken.subscribe();
+    // The watch's guard is dropped before the next await: a relist runs on a task of its own,
+    // which may move between threads.
+    let broke = async {
+        let _ = broken.wait_for(|reason| reason.is_some()).await;
+    };
     tokio::select! {
         result = work => Ok(result),
-        _ = broken.wait_for(|reason| reason.is_some()) => {
-            Err(Fault::Broken(watch.reason().await.unwrap_or_default()))
-        }
+        () = broke => Err(Fault::Broken(watch.reason().await.unwrap_or_default())),
     }
 }
 
@@ -380,9 +455,7 @@ enum Listed {
 /// follows it as long as it is set, so a server whose cursor never ends would fill the memory
 /// until the timeout: this loop stops at a cursor given before, at more than [`MAX_TOOLS`]
 /// tools, at more than [`MAX_PAGES`] pages, and past [`MAX_LISTING_BYTES`] of tools.
-async fn list_tools(
-    service: &RunningService<RoleClient, Handler>,
-) -> Result<Vec<rmcp::model::Tool>, Listed> {
+async fn list_tools(service: &Peer<RoleClient>) -> Result<Vec<rmcp::model::Tool>, Listed> {
     // Hashes, not the cursors: a cursor may be as long as a message.
     let hashes = std::hash::RandomState::new();
     let mut cursors = std::collections::HashSet::new();
@@ -738,26 +811,27 @@ impl Inspect {
         }
     }
 
-    /// Parses the line as the SDK does (into a `serde_json::Value`, whose
-    /// recursion limit the SDK's parse has too), so that what it would drop
-    /// is seen here.
+    /// Parses the line as the SDK does (into a JSON-RPC message, with serde_json's recursion
+    /// limit), so that what it would drop is seen here. The SDK passes over a request or a
+    /// notification it cannot read (it answers the one, ignores the other); anything else it
+    /// drops, and the request it answered would wait out its whole timeout.
     fn check_line(&self) {
         let line = self.line.strip_prefix(UTF8_BOM).unwrap_or(&self.line);
-        if line.trim_ascii().is_empty() {
+        if line.trim_ascii().is_empty()
+            || serde_json::from_slice::<ServerJsonRpcMessage>(line).is_ok()
+        {
             return;
         }
-        let Err(e) = serde_json::from_slice::<Value>(line) else {
-            return;
-        };
         let quoted = printable(&String::from_utf8_lossy(line.trim_ascii()), QUOTE_CHARS);
-        // serde_json says so only in its message: its error codes are private.
-        let reason = if e.to_string().starts_with("recursion limit exceeded") {
-            format!(
+        let reason = match serde_json::from_slice::<Value>(line) {
+            Ok(value) if value.get("method").is_some_and(Value::is_string) => return,
+            Ok(_) => format!("sent JSON that is not a JSON-RPC message on stdout: `{quoted}`"),
+            // serde_json says so only in its message: its error codes are private.
+            Err(e) if e.to_string().starts_with("recursion limit exceeded") => format!(
                 "sent a message nested more than {JSON_DEPTH} levels deep on stdout, more than \
                  the client reads: `{quoted}`"
-            )
-        } else {
-            format!("sent malformed JSON-RPC on stdout: `{quoted}`")
+            ),
+            Err(_) => format!("sent malformed JSON-RPC on stdout: `{quoted}`"),
         };
         self.watch.break_with(reason);
     }

@@ -32,6 +32,9 @@ use crate::shell::{
 /// each failure in a row, up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
+/// How long the command after a server's `list_changed` waits for its new listing, at most;
+/// a slower one is registered by a later command, when it has come.
+const RELIST_WAIT: Duration = Duration::from_secs(1);
 /// How long session end waits for the servers to stop (each stops in
 /// parallel within about a second).
 const STOP_ALL: Duration = Duration::from_secs(5);
@@ -201,16 +204,7 @@ impl McpServers {
 
     /// Runs `future` to its end, or until the interrupt is set: `None` then.
     fn until_interrupted<F: Future>(&self, future: F) -> Option<F::Output> {
-        if self.interrupt.is_set() {
-            return None;
-        }
-        let interrupt = &self.interrupt;
-        self.runtime.block_on(async {
-            tokio::select! {
-                output = future => Some(output),
-                () = interrupt.wait() => None,
-            }
-        })
+        until_interrupted(&self.runtime, &self.interrupt, future)
     }
 
     /// Waits `first` (doubling) before restarting a failed server.
@@ -462,43 +456,56 @@ impl McpServers {
         }
     }
 
-    /// Notices servers that died or changed their tools while idle.
+    /// Notices servers that died or changed their tools while idle. A change is listed on a
+    /// task of its own, and a command waits for that at most [`RELIST_WAIT`]: a server that
+    /// answers slowly, or says its tools changed without end, would otherwise hold up every
+    /// command, the built-ins' too.
     fn watch_running(&mut self) {
         for index in 0..self.servers.len() {
-            let State::Running(connection) = &self.servers[index].state else {
+            let Self {
+                runtime,
+                interrupt,
+                servers,
+                ..
+            } = &mut *self;
+            let server = &mut servers[index];
+            let State::Running(connection) = &mut server.state else {
                 continue;
             };
             if let Some(fault) = connection.fault() {
                 self.fail(index, fault);
                 continue;
             }
-            if connection.take_tools_changed() {
-                let server = &self.servers[index];
+            let mut wait = Duration::ZERO;
+            if !connection.relisting() && connection.take_tools_changed() {
                 let description = server
                     .listing
                     .as_ref()
                     .map(|l| l.description.clone())
                     .unwrap_or_else(|| server.config.name.clone());
                 let timeout = server.config.call_timeout;
-                let Some(relisted) =
-                    self.until_interrupted(connection.relist(description, timeout))
-                else {
-                    // The session is ending: its servers' tools no longer matter.
-                    return;
-                };
-                match relisted {
-                    Ok(listing) => {
-                        let server = &self.servers[index];
-                        if let Err(e) = self.cache.put(&server.config, &listing) {
-                            tracing::warn!(
-                                "MCP server `{}`: not cached: {e:#}",
-                                server.config.name
-                            );
-                        }
-                        self.register(index, listing);
+                connection.start_relist(runtime.handle(), description, timeout);
+                wait = RELIST_WAIT.min(timeout);
+            }
+            if !connection.relisting() {
+                continue;
+            }
+            let Some(relisted) =
+                until_interrupted(runtime, interrupt, connection.relisted_within(wait))
+            else {
+                // The session is ending: its servers' tools no longer matter.
+                return;
+            };
+            match relisted {
+                None => {}
+                Some(Ok(listing)) => {
+                    let server = &self.servers[index];
+                    if let Err(e) = self.cache.put(&server.config, &listing) {
+                        tracing::warn!("MCP server `{}`: not cached: {e:#}", server.config.name);
                     }
-                    Err(fault) => self.fail(index, fault),
+                    self.register(index, listing);
                 }
+                Some(Err(fault)) => self.fail(index, fault),
             }
         }
     }
@@ -615,5 +622,22 @@ fn tools_of<'a>(name: &'a str, listing: &'a Listing) -> impl Iterator<Item = (St
         )
         .with_parameters(tool.input_schema.clone());
         (registered.name.clone(), registered)
+    })
+}
+
+/// Runs `future` on `runtime` to its end, or until `interrupt` is set: `None` then.
+fn until_interrupted<F: Future>(
+    runtime: &tokio::runtime::Runtime,
+    interrupt: &Interrupt,
+    future: F,
+) -> Option<F::Output> {
+    if interrupt.is_set() {
+        return None;
+    }
+    runtime.block_on(async {
+        tokio::select! {
+            output = future => Some(output),
+            () = interrupt.wait() => None,
+        }
     })
 }

@@ -993,7 +993,7 @@ fn malformed_json_rpc_breaks_the_connection_at_once() {
 fn a_line_the_client_cannot_parse_breaks_the_connection_at_once() {
     let cache = tempfile::tempdir().unwrap();
     // A long timeout: the error must come from the line, not the clock.
-    let servers = ["long", "deep"].map(|name| {
+    let servers = ["long", "deep", "notrpc"].map(|name| {
         let mut server = fixture_server(name, &[]);
         server.call_timeout = Duration::from_secs(30);
         server
@@ -1010,6 +1010,12 @@ fn a_line_the_client_cannot_parse_breaks_the_connection_at_once() {
             "deep",
             "sent a message nested more than 128 levels deep on stdout, more than the client \
              reads: `{\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",",
+        ),
+        // JSON, but no JSON-RPC message: the SDK drops it too.
+        (
+            "notrpc",
+            "not-json-rpc",
+            "sent JSON that is not a JSON-RPC message on stdout: `{\"hello\": \"world\"}`",
         ),
     ] {
         let began = std::time::Instant::now();
@@ -1065,6 +1071,75 @@ fn a_byte_that_is_not_utf8_on_stderr_is_replaced_and_stderr_is_still_read() {
         "{}",
         crashed.text
     );
+}
+
+/// A server's error answer is its to word, not its to size: a megabyte of it reaches neither
+/// the model nor the terminal.
+#[test]
+fn a_servers_long_error_answer_is_cut() {
+    let cache = tempfile::tempdir().unwrap();
+    let (mut shell, handle) = session(cache.path(), vec![fixture_server("fx", &[])], false);
+    let failed = call(&mut shell, "fx__misbehave", json!({"mode": "long-error"}));
+    assert!(failed.is_error);
+    assert!(
+        failed.text.contains("it failed: xxx"),
+        "{}",
+        &failed.text[..200]
+    );
+    assert!(failed.text.ends_with('…'), "{}", failed.text.len());
+    assert!(failed.text.chars().count() < 2_200, "{}", failed.text.len());
+    assert!(handle.lock().is_running("fx"));
+}
+
+/// A server that answers `initialize` with an error, then exits when the client closes its
+/// stdin (status 0), is said to have refused, not to have exited.
+#[test]
+fn a_refused_initialize_is_said_not_the_exit_it_caused() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut server = fixture_server("fx", &["--refuse-initialize"]);
+    server.lazy_start = Some(false);
+    let (_shell, handle) = session(cache.path(), vec![server], false);
+    let faults = start_faults(&handle);
+    assert_eq!(faults.len(), 1, "{faults:?}");
+    assert!(
+        faults[0]
+            .1
+            .contains("this fixture refuses to start, as told"),
+        "{faults:?}"
+    );
+    assert!(!faults[0].1.contains("exited with status"), "{faults:?}");
+}
+
+/// A server that says its tools changed, then never answers tools/list (within a timeout of
+/// minutes), holds up no command: its new listing would be registered when it came.
+#[test]
+fn a_slow_relist_holds_up_no_command() {
+    let cache = tempfile::tempdir().unwrap();
+    let mut server = fixture_server("fx", &["--cursor-loop", "hang", "--cursor-loop-after-grow"]);
+    server.call_timeout = Duration::from_secs(600);
+    let (mut shell, handle) = session(cache.path(), vec![server], false);
+    let began = std::time::Instant::now();
+    assert_eq!(
+        call(&mut shell, "fx__grow", json!({})).text,
+        "added the tool `extra`"
+    );
+    for text in ["a", "b", "c"] {
+        assert_eq!(
+            call(&mut shell, "fx__echo", json!({"text": text})).text,
+            format!("echo: {text}")
+        );
+    }
+    // A built-in too.
+    let read = completed(shell.call("main", "read", &json!({"path": "/x"})).unwrap());
+    assert!(read.text.contains("read ran"), "{}", read.text);
+    // Each command waited a second at most, the first after the change: not the ten minutes
+    // the relist may take.
+    assert!(
+        began.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        began.elapsed()
+    );
+    assert!(handle.lock().is_running("fx"));
 }
 
 #[test]
