@@ -115,6 +115,17 @@ impl Source {
     }
 }
 
+/// Whether the git URLs `a` and `b` name one repository: equal, or two file URLs of one path (a
+/// path recorded before paths were percent-encoded, `file:///srv/a b`, is `file:///srv/a%20b`).
+pub fn same_git_url(a: &str, b: &str) -> bool {
+    let path = |url: &str| {
+        url.starts_with("file://")
+            .then(|| url::Url::parse(url).ok()?.to_file_path().ok())
+            .flatten()
+    };
+    a == b || path(a).is_some_and(|a| path(b).is_some_and(|b| a == b))
+}
+
 /// Unicode's bidirectional controls and the formatting characters that print
 /// as nothing (zero-width spaces and joiners, soft hyphen, BOM, tags): a
 /// source holding one is not what it reads as.
@@ -354,6 +365,19 @@ mod tests {
             .to_string();
         assert_eq!(recorded, "git:https://github.com/o/r#main");
         assert_eq!(url_of(&recorded), "https://github.com/o/r");
+    }
+
+    #[test]
+    fn a_file_url_recorded_before_paths_were_encoded_names_the_same_repository() {
+        let now = url_of("git:/srv/a b/r");
+        assert!(same_git_url("file:///srv/a b/r", &now));
+        assert!(same_git_url(&now, &now));
+        // `%41` was read by git as `A`: that repository is not the one named `pc%41t`.
+        assert!(!same_git_url(
+            "file:///srv/pc%41t",
+            &url_of("git:/srv/pc%41t")
+        ));
+        assert!(!same_git_url("https://h/o/r", "https://h/o/s"));
     }
 
     #[test]

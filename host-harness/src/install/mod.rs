@@ -24,7 +24,7 @@ use crate::profile::{
     PATCH_FILE, Problems, Profile, ProfileError, config_problems, load_patch_file, store,
 };
 use crate::shell::{InstallError, Shell};
-use crate::source::{Source, SourceError};
+use crate::source::{Source, SourceError, same_git_url};
 use crate::terminal::escape;
 use crate::wasm_host::cache::CompiledCache;
 use crate::wasm_host::{LoadedFrom, WasmHost, hex};
@@ -164,10 +164,25 @@ pub fn add(
             }
         }
     }
+    // And the components it keeps that were not kept before: no row would name them either.
+    let mut stored = Vec::new();
     let result = install_fetched(
-        home, profile, &dir, &source, fetched, &manifest, &mut rows, progress,
+        home,
+        profile,
+        &dir,
+        Install {
+            source: &source,
+            fetched,
+            manifest: &manifest,
+        },
+        &mut rows,
+        &mut stored,
+        progress,
     );
     if result.is_err() {
+        for sha256 in &stored {
+            forget_component(home, sha256, progress);
+        }
         for dir in created.iter().filter(|d| d.exists()) {
             if let Err(e) = std::fs::remove_dir_all(dir) {
                 let _ = writeln!(
@@ -201,19 +216,30 @@ fn remove_stale_staging(home: &DshHome, progress: &mut dyn Write) {
     }
 }
 
+/// What one `add` installs: the bundle fetched from `source`, and its manifest.
+struct Install<'a> {
+    source: &'a Source,
+    fetched: Fetched,
+    manifest: &'a PatchLayer,
+}
+
 /// The rest of `add`, once the bundle is fetched and checked: builds each
 /// plugin it inserts and records them in `rows` and the profile at `dir`.
-#[allow(clippy::too_many_arguments)]
+/// `stored` gets the sha256 of each component it keeps that was not kept before.
 fn install_fetched(
     home: &DshHome,
     profile: &str,
     dir: &Path,
-    source: &Source,
-    fetched: Fetched,
-    manifest: &PatchLayer,
+    install: Install<'_>,
     rows: &mut Vec<PluginRow>,
+    stored: &mut Vec<String>,
     progress: &mut dyn Write,
 ) -> Result<Vec<Added>> {
+    let Install {
+        source,
+        fetched,
+        manifest,
+    } = install;
     let first = &manifest.inserts[0];
     let revision = fetched.revision.clone();
     let source_dir = fetched.settle(home, &first.id)?;
@@ -222,16 +248,12 @@ fn install_fetched(
     let cache = home.compiled_cache();
     let mut added = Vec::new();
     for insert in &manifest.inserts {
-        let row = build_row(
-            home,
+        let bundle = Bundle {
             source,
-            &source_dir,
-            revision.clone(),
-            insert,
-            &cache,
-            progress,
-        )
-        .with_context(|| {
+            dir: &source_dir,
+            revision: revision.clone(),
+        };
+        let row = build_row(home, bundle, insert, &cache, stored, progress).with_context(|| {
             format!(
                 "installing plugin `{}` (package `{}`, inserted at {})",
                 insert.id, insert.name, insert.place
@@ -342,6 +364,8 @@ pub fn invalid(profile: &str, error: ProfileError) -> anyhow::Error {
 /// A fetched bundle, before it has its final place.
 struct Fetched {
     dir: PathBuf,
+    /// The URL a git checkout was fetched from.
+    url: Option<String>,
     revision: Option<String>,
     /// A fresh clone waiting for the id that names its folder.
     staging: Option<tempfile::TempDir>,
@@ -363,7 +387,12 @@ impl Fetched {
         }
         // Another repository's checkout (a profile `add` could not read may use it) is not
         // replaced; one whose origin cannot be read is a broken leftover, and is.
-        if let Some(origin) = git::origin(&target) {
+        if let Some(origin) = git::origin(&target)
+            && !self
+                .url
+                .as_deref()
+                .is_some_and(|url| same_git_url(&origin, url))
+        {
             bail!(
                 "{} is the checkout of {}, which this add would replace; remove plugin `{id}` \
                  from the profile that installed it, or delete that folder if none does",
@@ -408,7 +437,7 @@ fn git_checkout_of(home: &DshHome, url: &str) -> Result<Option<PathBuf>> {
         let Some(dir) = name.to_str().and_then(|id| home.checkout_dir(id).ok()) else {
             continue;
         };
-        if git::origin(&dir).as_deref() == Some(url) {
+        if git::origin(&dir).is_some_and(|origin| same_git_url(&origin, url)) {
             return Ok(Some(dir));
         }
     }
@@ -446,6 +475,7 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
             writeln!(progress, "checked out {}", escape(&commit))?;
             Ok(Fetched {
                 dir,
+                url: Some(url.clone()),
                 revision: Some(commit),
                 staging,
                 managed: true,
@@ -467,18 +497,25 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
             // The recorded source must read back (`Source::parse` refuses control and
             // formatting characters), or the next add of this folder would not match it.
             let recorded = Source::Link { path: dir.clone() }.to_string();
-            if let Err(SourceError::Unprintable { found, .. }) = Source::parse(&recorded) {
-                bail!(
+            match Source::parse(&recorded) {
+                Ok(_) => {}
+                Err(SourceError::Unprintable { found, .. }) => bail!(
                     "link:{}: the folder's real path {} holds a control or formatting character \
                      (U+{:04X}), which a source cannot; rename the folder (a link to it does not \
                      help: its real path is what is recorded)",
                     shown(path),
                     shown(&dir),
                     u32::from(found)
-                );
+                ),
+                Err(e) => bail!(
+                    "link:{}: the folder's real path {} cannot be recorded as a source: {e}",
+                    shown(path),
+                    shown(&dir)
+                ),
             }
             Ok(Fetched {
                 revision: git::head_commit(&dir),
+                url: None,
                 dir,
                 staging: None,
                 managed: false,
@@ -487,16 +524,28 @@ fn fetch(home: &DshHome, source: &Source, progress: &mut dyn Write) -> Result<Fe
     }
 }
 
-/// Builds one inserted plugin and returns its `cordis.yml` row.
+/// A fetched bundle in its place: where it came from, where it is, at which commit.
+struct Bundle<'a> {
+    source: &'a Source,
+    dir: &'a Path,
+    revision: Option<String>,
+}
+
+/// Builds one inserted plugin and returns its `cordis.yml` row; `stored` gets the sha256 of
+/// its component if this kept it first.
 fn build_row(
     home: &DshHome,
-    source: &Source,
-    source_dir: &Path,
-    revision: Option<String>,
+    bundle: Bundle<'_>,
     insert: &PluginRow,
     cache: &CompiledCache,
+    stored: &mut Vec<String>,
     progress: &mut dyn Write,
 ) -> Result<PluginRow> {
+    let Bundle {
+        source,
+        dir: source_dir,
+        revision,
+    } = bundle;
     let target_dir = home.build_dir(&insert.id)?;
     let built = cargo_build::build_component(
         &cargo_build::Build {
@@ -511,14 +560,11 @@ fn build_row(
     let sha256 = hex(&Sha256::digest(&bytes));
     // Components are kept by content: another profile pinned to another
     // revision keeps its own.
-    let kept_before = home.component_path(&sha256).exists();
-    let component = store_component(home, &sha256, &bytes)?;
-    let checked = check_component(&component, &sha256, insert, cache, progress);
-    if checked.is_err() && !kept_before {
-        // No row will name a component that does not start, so `remove` could never reach it.
-        forget_component(home, &sha256, progress);
+    if !home.component_path(&sha256).exists() {
+        stored.push(sha256.clone());
     }
-    checked?;
+    let component = store_component(home, &sha256, &bytes)?;
+    check_component(&component, &sha256, insert, cache, progress)?;
     Ok(PluginRow {
         id: insert.id.clone(),
         name: insert.name.clone(),
@@ -615,7 +661,9 @@ fn store_component(home: &DshHome, sha256: &str, bytes: &[u8]) -> Result<PathBuf
 /// folder (`dir`, `source`'s canonical path, as rows record it).
 fn same_source(recorded: Option<&str>, source: &Source, dir: &Path) -> bool {
     match (recorded.map(Source::parse), source) {
-        (Some(Ok(Source::Git { url: old, .. })), Source::Git { url, .. }) => old == *url,
+        (Some(Ok(Source::Git { url: old, .. })), Source::Git { url, .. }) => {
+            same_git_url(&old, url)
+        }
         (Some(Ok(Source::Link { path })), Source::Link { .. }) => path == dir,
         _ => false,
     }
@@ -695,11 +743,10 @@ fn profile_dirs(home: &DshHome) -> Result<Vec<(String, PathBuf)>> {
     let mut dirs = Vec::new();
     for entry in entries {
         let entry = entry.with_context(|| format!("reading {}", profiles.display()))?;
-        if entry.path().is_dir() {
-            dirs.push((
-                entry.file_name().to_string_lossy().into_owned(),
-                entry.path(),
-            ));
+        // A folder no profile name names (`old copy`) is none of the home's profiles.
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if entry.path().is_dir() && home.profile_dir(&name).is_ok() {
+            dirs.push((name, entry.path()));
         }
     }
     Ok(dirs)
