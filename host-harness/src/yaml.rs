@@ -158,13 +158,23 @@ pub(crate) fn first_line(message: &str) -> String {
             .into();
     }
     if let Some((_, breach)) = line.split_once("budget breached: ") {
-        // Another of the parser's limits (aliases, anchors, events, ...): its name without the
-        // figures the parser's `Debug` adds.
+        // Another of the parser's limits, named as its `Debug` names it (with figures after).
         let limit = breach.split([' ', '{']).next().unwrap_or(breach);
-        return format!(
-            "the document goes past the parser's limit on {} for a file here",
-            escape(limit)
-        );
+        let what = match limit {
+            // Not a limit: the parser's word for a sequence that does not close.
+            "SequenceUnbalanced" => return "a sequence that is never closed".into(),
+            "Events" => "YAML events",
+            "Aliases" => "aliases",
+            "Anchors" => "anchors",
+            "Documents" => "documents",
+            "CommentBytes" => "comment text",
+            "MergeKeys" => "merge keys",
+            "AliasAnchorRatio" => "aliases for each anchor",
+            "InputBytes" => "bytes",
+            "InclusionDepth" => "nested inclusions",
+            _ => "what one file may hold",
+        };
+        return format!("the document goes past the parser's limit on {what} for a file here");
     }
     if line.contains("multiple YAML documents detected") {
         return "the file holds several YAML documents; a file here holds one".into();
@@ -420,6 +430,25 @@ mod tests {
         let err = LocatedValue::parse(Path::new("r.yml"), "k: \"\u{1b}]0;x\u{7}\"\n").map(|_| ());
         if let Err(err) = err {
             assert!(!err.to_string().chars().any(char::is_control), "{err:?}");
+        }
+    }
+
+    #[test]
+    fn every_limit_of_the_parser_is_said_in_words() {
+        for (breach, said) in [
+            ("Aliases { aliases: 70000 }", "limit on aliases"),
+            (
+                "AliasAnchorRatio { aliases: 9, anchors: 1 }",
+                "aliases for each anchor",
+            ),
+            ("SomethingNew { x: 1 }", "limit on what one file may hold"),
+            ("SequenceUnbalanced", "a sequence that is never closed"),
+        ] {
+            let line = first_line(&format!(
+                "error: line 3 column 1: budget breached: {breach}"
+            ));
+            assert!(line.contains(said), "{breach}: {line}");
+            assert!(!line.contains('{') && !line.contains(breach.split(' ').next().unwrap()));
         }
     }
 

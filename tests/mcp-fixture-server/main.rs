@@ -5,11 +5,12 @@
 //! `grow` adds a tool and sends `notifications/tools/list_changed`.
 //!
 //! ```text
-//! mcp-fixture-server [--exit-at-start] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
+//! mcp-fixture-server [--exit-at-start] [--refuse-initialize] [--relist-delay-ms N] [--variant N] [--page-size N] [--alike-names] [--bad-entries]
 //!                    [--flood-stderr MIB] [--cursor-loop MODE] [--cursor-loop-after-grow]
 //! ```
 //! `--exit-at-start` exits with status 7 before reading anything; `--refuse-initialize` answers
-//! `initialize` with an error, then exits with status 0 when stdin closes;
+//! `initialize` with an error, then exits with status 0 when stdin closes; `--relist-delay-ms N`
+//! answers tools/list's first page N ms late once `grow` ran;
 //! `--flood-stderr 256` first writes 256 MiB on stderr without a newline;
 //! `--variant 2` offers one more tool (`echo_twice`), as a server does after
 //! an upgrade; tools/list pages hold `--page-size` tools (default 2), so a
@@ -48,6 +49,8 @@ struct Fixture {
     grown: Arc<AtomicBool>,
     /// Answers `initialize` with an error (`--refuse-initialize`).
     refuse_initialize: bool,
+    /// How long tools/list takes once `grow` ran (`--relist-delay-ms`).
+    relist_delay: Duration,
 }
 
 /// How tools/list never ends (`--cursor-loop`).
@@ -181,6 +184,11 @@ impl ServerHandler for Fixture {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // Late once per listing: at its first page.
+        let first_page = request.as_ref().is_none_or(|r| r.cursor.is_none());
+        if first_page && self.grown.load(Ordering::SeqCst) {
+            tokio::time::sleep(self.relist_delay).await;
+        }
         let tools = self.tools();
         let start: usize = request
             .and_then(|r| r.cursor)
@@ -305,7 +313,7 @@ impl ServerHandler for Fixture {
                 }
                 // An error answer of a megabyte, as a server may send a whole log.
                 "long-error" => Err(ErrorData::internal_error(
-                    format!("it failed: {}", "x".repeat(1 << 20)),
+                    format!("it failed:\nat line two: {}", "x".repeat(1 << 20)),
                     None,
                 )),
                 // What a client's JSON parser drops: more than 1 MiB that is not JSON, and a
@@ -385,6 +393,7 @@ fn main() {
         padding: 0,
         grown: Arc::new(AtomicBool::new(false)),
         refuse_initialize: false,
+        relist_delay: Duration::ZERO,
     };
     while let Some(arg) = args.next() {
         let mut value = |name: &str| -> usize {
@@ -423,6 +432,9 @@ fn main() {
             }
             "--cursor-loop-after-grow" => fixture.cursor_loop_after_grow = true,
             "--refuse-initialize" => fixture.refuse_initialize = true,
+            "--relist-delay-ms" => {
+                fixture.relist_delay = Duration::from_millis(value("--relist-delay-ms") as u64)
+            }
             "--padding" => fixture.padding = value("--padding"),
             "--flood-stderr" => {
                 use std::io::Write as _;

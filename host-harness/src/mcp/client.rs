@@ -165,27 +165,34 @@ impl ClientHandler for Handler {
 }
 
 /// A connection being set up (the SDK's `initialize`).
-type Starting =
-    Pin<Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, Refused>> + Send>>;
+type Starting = Pin<
+    Box<dyn Future<Output = Result<RunningService<RoleClient, Handler>, InitializeFailure>> + Send>,
+>;
 
 /// Why the server's `initialize` failed.
-struct Refused {
-    /// The SDK's error, shortened.
+struct InitializeFailure {
+    /// What went wrong, shortened.
     message: String,
     /// Whether the connection closed under it: then the server's exit, if it exited, says more.
     closed: bool,
 }
 
-impl From<ClientInitializeError> for Refused {
+impl From<ClientInitializeError> for InitializeFailure {
     fn from(error: ClientInitializeError) -> Self {
-        Self {
-            closed: matches!(
-                error,
-                ClientInitializeError::ConnectionClosed(_)
-                    | ClientInitializeError::TransportError { .. }
-            ),
-            message: printable(&error.to_string(), SERVER_TEXT_CHARS),
-        }
+        let closed = matches!(
+            error,
+            ClientInitializeError::ConnectionClosed(_)
+                | ClientInitializeError::TransportError { .. }
+        );
+        let message = match &error {
+            // The SDK prints what came as a Rust value.
+            ClientInitializeError::ExpectedInitResponse(_)
+            | ClientInitializeError::ExpectedInitResult(_) => {
+                "answered initialize with something other than its result".to_string()
+            }
+            other => printable(&other.to_string(), SERVER_TEXT_CHARS),
+        };
+        Self { message, closed }
     }
 }
 
@@ -221,7 +228,8 @@ impl Connection {
                 let serving = handler.serve(transport);
                 (
                     Some(process),
-                    Box::pin(async move { serving.await.map_err(Refused::from) }) as Starting,
+                    Box::pin(async move { serving.await.map_err(InitializeFailure::from) })
+                        as Starting,
                 )
             }
             Launch::Http { url, headers } => {
@@ -231,7 +239,8 @@ impl Connection {
                 let serving = handler.serve(transport);
                 (
                     None,
-                    Box::pin(async move { serving.await.map_err(Refused::from) }) as Starting,
+                    Box::pin(async move { serving.await.map_err(InitializeFailure::from) })
+                        as Starting,
                 )
             }
         };
@@ -325,8 +334,9 @@ impl Connection {
                 Fault::Broken(format!("sent a result that is not JSON: {e}"))
             })?)),
             // The server answered with a JSON-RPC error: it is alive.
+            // The model's to read, lines and all; a terminal escapes it where it shows it.
             Ok(Err(ServiceError::McpError(error))) => {
-                Ok(Err(printable(&error.message, SERVER_TEXT_CHARS)))
+                Ok(Err(cut(&error.message, SERVER_TEXT_CHARS)))
             }
             Ok(Err(ServiceError::TransportClosed | ServiceError::TransportSend(_))) => {
                 Err(self.closed().await)
@@ -357,6 +367,11 @@ impl Connection {
                 Ok(Err(Listed::Failed(ServiceError::McpError(error)))) => Err(Fault::BadListing(
                     printable(&error.message, SERVER_TEXT_CHARS),
                 )),
+                Ok(Err(Listed::Failed(ServiceError::UnexpectedResponse))) => {
+                    Err(Fault::BadListing(
+                        "answered tools/list with something other than a listing".into(),
+                    ))
+                }
                 Ok(Err(Listed::Failed(_))) => Err(closed(&watch).await),
             }
         }));
@@ -372,7 +387,10 @@ impl Connection {
         let task = self.relisting.as_mut()?;
         let ended = tokio::time::timeout(wait, task).await.ok()?;
         self.relisting = None;
-        Some(ended.unwrap_or_else(|e| Err(Fault::Broken(format!("its relist ended: {e}")))))
+        Some(
+            ended
+                .unwrap_or_else(|_| Err(Fault::Broken("its relist ended without a result".into()))),
+        )
     }
 
     /// Whether the server said its tools changed since the last call.
@@ -437,7 +455,10 @@ async fn until_broken<T>(watch: &Watch, work: impl Future<Output = T>) -> Result
     let broke = async {
         let _ = broken.wait_for(|reason| reason.is_some()).await;
     };
+    // `work` first: a line already in the pipe (an error answer before the server exits) is
+    // read before the exit is taken for the cause.
     tokio::select! {
+        biased;
         result = work => Ok(result),
         () = broke => Err(Fault::Broken(watch.reason().await.unwrap_or_default())),
     }
@@ -753,6 +774,14 @@ fn printable(text: &str, max: usize) -> String {
     out
 }
 
+/// `text`'s first `max` characters, as they are (an ellipsis marks a cut).
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}
+
 /// The server's stdout on its way to the SDK, read line by line on the side:
 /// a line the SDK would drop (not JSON, nested deeper than it parses, or
 /// longer than it reads) breaks the connection at once, as the request it
@@ -825,6 +854,11 @@ impl Inspect {
         let quoted = printable(&String::from_utf8_lossy(line.trim_ascii()), QUOTE_CHARS);
         let reason = match serde_json::from_slice::<Value>(line) {
             Ok(value) if value.get("method").is_some_and(Value::is_string) => return,
+            Ok(Value::Array(_)) => {
+                format!(
+                    "sent a JSON-RPC batch on stdout, which the client does not read: `{quoted}`"
+                )
+            }
             Ok(_) => format!("sent JSON that is not a JSON-RPC message on stdout: `{quoted}`"),
             // serde_json says so only in its message: its error codes are private.
             Err(e) if e.to_string().starts_with("recursion limit exceeded") => format!(

@@ -32,7 +32,7 @@ use crate::shell::{
 /// each failure in a row, up to [`MAX_BACKOFF`].
 pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
-/// How long the command after a server's `list_changed` waits for its new listing, at most;
+/// How long the command after servers' `list_changed` waits for their new listings, at most;
 /// a slower one is registered by a later command, when it has come.
 const RELIST_WAIT: Duration = Duration::from_secs(1);
 /// How long session end waits for the servers to stop (each stops in
@@ -202,11 +202,6 @@ impl McpServers {
         Ok(servers)
     }
 
-    /// Runs `future` to its end, or until the interrupt is set: `None` then.
-    fn until_interrupted<F: Future>(&self, future: F) -> Option<F::Output> {
-        until_interrupted(&self.runtime, &self.interrupt, future)
-    }
-
     /// Waits `first` (doubling) before restarting a failed server.
     pub fn set_first_backoff(&mut self, first: Duration) {
         self.first_backoff = first;
@@ -271,12 +266,12 @@ impl McpServers {
             .map(|(i, _)| self.servers[*i].config.clone())
             .collect();
         // Interrupted, the starts are dropped, which stops what they spawned.
-        let results = self
-            .until_interrupted(join_all(
-                configs
-                    .iter()
-                    .map(|config| async move { Connection::start(config).await }),
-            ))
+        let starts = join_all(
+            configs
+                .iter()
+                .map(|config| async move { Connection::start(config).await }),
+        );
+        let results = until_interrupted(&self.runtime, &self.interrupt, starts)
             .unwrap_or_else(|| which.iter().map(|_| Err(Fault::Interrupted)).collect());
         for ((index, why), result) in which.iter().zip(results) {
             self.started(*index, *why, result);
@@ -457,10 +452,22 @@ impl McpServers {
     }
 
     /// Notices servers that died or changed their tools while idle. A change is listed on a
-    /// task of its own, and a command waits for that at most [`RELIST_WAIT`]: a server that
-    /// answers slowly, or says its tools changed without end, would otherwise hold up every
-    /// command, the built-ins' too.
+    /// task of its own, and a command waits at most [`RELIST_WAIT`] for the relists it began,
+    /// all together: a server that answers slowly, or says its tools changed without end,
+    /// would otherwise hold up every command, the built-ins' too.
     fn watch_running(&mut self) {
+        let mut began = false;
+        for index in 0..self.servers.len() {
+            let State::Running(connection) = &self.servers[index].state else {
+                continue;
+            };
+            if let Some(fault) = connection.fault() {
+                self.fail(index, fault);
+                continue;
+            }
+            began |= self.begin_relist(index);
+        }
+        let deadline = Instant::now() + if began { RELIST_WAIT } else { Duration::ZERO };
         for index in 0..self.servers.len() {
             let Self {
                 runtime,
@@ -468,28 +475,13 @@ impl McpServers {
                 servers,
                 ..
             } = &mut *self;
-            let server = &mut servers[index];
-            let State::Running(connection) = &mut server.state else {
+            let State::Running(connection) = &mut servers[index].state else {
                 continue;
             };
-            if let Some(fault) = connection.fault() {
-                self.fail(index, fault);
-                continue;
-            }
-            let mut wait = Duration::ZERO;
-            if !connection.relisting() && connection.take_tools_changed() {
-                let description = server
-                    .listing
-                    .as_ref()
-                    .map(|l| l.description.clone())
-                    .unwrap_or_else(|| server.config.name.clone());
-                let timeout = server.config.call_timeout;
-                connection.start_relist(runtime.handle(), description, timeout);
-                wait = RELIST_WAIT.min(timeout);
-            }
             if !connection.relisting() {
                 continue;
             }
+            let wait = deadline.saturating_duration_since(Instant::now());
             let Some(relisted) =
                 until_interrupted(runtime, interrupt, connection.relisted_within(wait))
             else {
@@ -504,10 +496,34 @@ impl McpServers {
                         tracing::warn!("MCP server `{}`: not cached: {e:#}", server.config.name);
                     }
                     self.register(index, listing);
+                    // A change said while that relist ran is listed now, for a later command.
+                    self.begin_relist(index);
                 }
                 Some(Err(fault)) => self.fail(index, fault),
             }
         }
+    }
+
+    /// Begins listing server `index`'s tools again if it said they changed and no relist is
+    /// under way; whether it began one.
+    fn begin_relist(&mut self, index: usize) -> bool {
+        let Self {
+            runtime, servers, ..
+        } = self;
+        let server = &mut servers[index];
+        let State::Running(connection) = &mut server.state else {
+            return false;
+        };
+        if connection.relisting() || !connection.take_tools_changed() {
+            return false;
+        }
+        let description = server
+            .listing
+            .as_ref()
+            .map(|l| l.description.clone())
+            .unwrap_or_else(|| server.config.name.clone());
+        connection.start_relist(runtime.handle(), description, server.config.call_timeout);
+        true
     }
 
     /// Starts idle servers one of whose tools some agent may call now.
@@ -578,8 +594,11 @@ impl ToolBackend for McpServers {
         let State::Running(connection) = &self.servers[index].state else {
             unreachable!("ensure_running succeeded");
         };
-        let Some(outcome) = self.until_interrupted(connection.call(&mcp_name, arguments, timeout))
-        else {
+        let Some(outcome) = until_interrupted(
+            &self.runtime,
+            &self.interrupt,
+            connection.call(&mcp_name, arguments, timeout),
+        ) else {
             // The server is not at fault: it stays running until the session stops it.
             return Some(self.error(index, &mcp_name, Fault::Interrupted.to_string()));
         };
