@@ -43,6 +43,7 @@ SETS = [
     ("zh-16", LIVEMCP, "bench/zh-16.jsonl"),
     ("zh-17", LIVEMCP, "bench/zh-17.jsonl"),
     ("zh-18", LIVEMCP, "bench/zh-18.jsonl"),
+    ("zh-19", LIVEMCP, "bench/zh-19.jsonl"),
     ("en-paraphrase", LIVEMCP, "bench/en-paraphrase.jsonl"),
     ("en-blind", LIVEMCP, "bench/en-blind.jsonl"),
     ("en-blind-2", LIVEMCP, "bench/en-blind-2.jsonl"),
@@ -56,6 +57,7 @@ SETS = [
     ("en-blind-10", LIVEMCP, "bench/en-blind-10.jsonl"),
     ("en-blind-11", LIVEMCP, "bench/en-blind-11.jsonl"),
     ("en-blind-12", LIVEMCP, "bench/en-blind-12.jsonl"),
+    ("en-blind-13", LIVEMCP, "bench/en-blind-13.jsonl"),
     ("npm-servers", "catalogs/npm-servers.json", "bench/npm-servers.jsonl"),
     ("openapi (held out)", "/tmp/openapi-catalog.json", "bench/openapi/queries.jsonl"),
     (
@@ -67,6 +69,11 @@ SETS = [
         "openapi, second half, second set (never tuned on)",
         "/tmp/openapi-second.json",
         "bench/openapi/queries-second-2.jsonl",
+    ),
+    (
+        "openapi, second half, third set (never tuned on)",
+        "/tmp/openapi-second.json",
+        "bench/openapi/queries-second-3.jsonl",
     ),
 ]
 PEERS = ("dsh-lazy-tools", "kocoro", "bm25")
