@@ -538,11 +538,42 @@ fn lazy_tools_keeps_its_config_when_a_new_one_is_oversized() {
     };
     assert!(output.is_error);
     assert!(
-        output.text.contains("has 1048576 characters; at most 256"),
+        output
+            .text
+            .contains("defer_execute_tool: 1048591 bytes of arguments; at most 262144"),
         "{}",
         output.text
     );
     assert!(started.elapsed() < Duration::from_secs(2));
+    assert_eq!(shell.quarantined().count(), 0);
+}
+
+/// A guard tool's arguments are sized before they are parsed: eight megabytes of empty queries
+/// (as many as the shell passes) grew the plugin's memory by a hundred and came close to its
+/// limit, which would trap it.
+#[test]
+fn a_guard_tools_arguments_are_sized_before_they_are_read() {
+    let mut shell = deferring_gh();
+    let before = shell.plugin_mut("lazy-tools").unwrap().memory_bytes();
+    let queries = vec![""; (MAX_ARGUMENT_BYTES - 64) / 3];
+    let outcome = shell
+        .call("main", "tool_search", &json!({"queries": queries}))
+        .unwrap();
+    let CallOutcome::Completed(output) = outcome else {
+        panic!("{outcome:?}");
+    };
+    assert!(output.is_error);
+    assert!(
+        output.text.starts_with("tool_search: ")
+            && output.text.ends_with(" bytes of arguments; at most 262144"),
+        "{}",
+        output.text
+    );
+    let after = shell.plugin_mut("lazy-tools").unwrap().memory_bytes();
+    assert!(
+        after - before < 16 << 20,
+        "the plugin's memory grew from {before} to {after} bytes"
+    );
     assert_eq!(shell.quarantined().count(), 0);
 }
 

@@ -18,6 +18,11 @@ pub const MAX_TOOL_NAME_CHARS: usize = 256;
 pub const MAX_TOOL_NAMES: usize = 50;
 /// The largest forwarded call (`deferred_tool_call`'s whole arguments).
 pub const MAX_FORWARD_BYTES: usize = 1 << 20;
+/// The largest arguments of `tool_search`, `defer_execute_tool` and `load_tools`: ten queries
+/// and fifty names within their limits, every character written as a `\u` escape, fit three
+/// times over. Checked before parsing, which would hold every entry of a longer list at once
+/// (eight megabytes of empty queries grew the plugin's memory by a hundred).
+pub const MAX_ARGUMENT_BYTES: usize = 256 << 10;
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +90,12 @@ pub fn parse_args<T: serde::de::DeserializeOwned>(
     tool: &str,
     arguments: &str,
 ) -> Result<T, ToolResult> {
+    if arguments.len() > MAX_ARGUMENT_BYTES {
+        return Err(ToolResult::error(format!(
+            "{tool}: {} bytes of arguments; at most {MAX_ARGUMENT_BYTES}",
+            arguments.len()
+        )));
+    }
     serde_json::from_str(arguments)
         .map_err(|e| ToolResult::error(format!("{tool}: invalid arguments: {e}")))
 }
