@@ -18,14 +18,22 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '../..
 const NAME = 'lazy_tools';
 
 /**
+ * Where host-harness's build script puts the component: a release or bench build of the
+ * harness builds the shipped one, a debug build (`cargo run`, `cargo test`) the quicker one.
+ */
+export const BUILT_COMPONENTS = ['release', 'wasm-quick'].map((profile) =>
+  join(REPO_ROOT, `target/wasm/wasm32-wasip2/${profile}/lazy_tools.wasm`),
+);
+
+/**
  * The component to run: `$LAZY_TOOLS_COMPONENT` (the Rust test that runs
- * this host passes the one cargo built), else where host-harness's build
- * script puts it.
+ * this host passes the one cargo built), else the first of {@link BUILT_COMPONENTS} that exists.
  */
 export function componentPath() {
   return (
     process.env.LAZY_TOOLS_COMPONENT ||
-    join(REPO_ROOT, 'target/plugin-wasm/wasm32-wasip2/release/lazy_tools.wasm')
+    BUILT_COMPONENTS.find((path) => existsSync(path)) ||
+    BUILT_COMPONENTS[0]
   );
 }
 
@@ -39,7 +47,8 @@ export async function transpiled(path = componentPath()) {
   if (!existsSync(path)) {
     throw new Error(
       `the component ${path} does not exist: build it with \`cargo build -p host-harness\` ` +
-        '(its build script builds the plugin for wasm32-wasip2) or set LAZY_TOOLS_COMPONENT',
+        '(its build script builds the plugin for wasm32-wasip2, into ' +
+        `${BUILT_COMPONENTS.join(' or ')}) or set LAZY_TOOLS_COMPONENT`,
     );
   }
   const bytes = readFileSync(path);

@@ -7,6 +7,7 @@
 // its deadline (plugin-thread.js) is a trap too.
 
 import { RELEASE } from './plugin-thread.js';
+import { escape } from './terminal.js';
 
 export class PluginTrap extends Error {
   constructor(plugin, call, cause) {
@@ -15,19 +16,19 @@ export class PluginTrap extends Error {
   }
 }
 
-/** A `plugin-error` for people. */
+/** A `plugin-error` for people: the plugin's words, shown as text, never obeyed by a terminal. */
 export function describePluginError(error) {
   switch (error?.tag) {
     case 'not-configured':
       return 'the plugin is not configured';
     case 'unknown-agent':
-      return `unknown agent \`${error.val}\``;
+      return `unknown agent \`${escape(error.val)}\``;
     case 'unknown-tool':
-      return `unknown tool \`${error.val}\``;
+      return `unknown tool \`${escape(error.val)}\``;
     case 'host':
-      return `the host refused: ${error.val}`;
+      return `the host refused: ${escape(error.val)}`;
     default:
-      return JSON.stringify(error);
+      return escape(JSON.stringify(error));
   }
 }
 

@@ -136,7 +136,7 @@ export class Shell {
       if (forked === TRAPPED) continue;
       if (!forked.ok) {
         throw new Error(
-          `plugin \`${plugin.id}\` refused fork \`${id}\`: ${describePluginError(forked.error)}`,
+          `plugin \`${plugin.id}\` refused fork \`${escape(id)}\`: ${describePluginError(forked.error)}`,
         );
       }
     }
@@ -441,7 +441,7 @@ export class Shell {
     if (result === TRAPPED) return this.#failedTool(tool, owner);
     if (!result.ok) {
       throw new Error(
-        `plugin \`${owner.id}\` refused to run \`${tool}\`: ${describePluginError(result.error)}`,
+        `plugin \`${owner.id}\` refused to run \`${escape(tool)}\`: ${describePluginError(result.error)}`,
       );
     }
     let json;

@@ -502,3 +502,34 @@ test('a catalog error or a rejected config shows control and bidi characters as 
     return true;
   });
 });
+
+test("a plugin's error value reaches the shell's exceptions escaped", async () => {
+  const { fakeComponent } = await import('./fake-plugin.js');
+  const refusing = fakeComponent(() => ({
+    visibleTools() {
+      throw { payload: { tag: 'host', val: '\u001b]0;owned\u0007\u001b[2J\u202eevil' } };
+    },
+  }));
+  const shell = new Shell();
+  shell.installPlugin('p', refusing, {});
+  shell.createAgent('main');
+  assert.throws(() => shell.nextRequest('main'), (e) => {
+    assert.equal(e.message, 'plugin `p`: the host refused: \\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{202e}evil');
+    return true;
+  });
+});
+
+test('without LAZY_TOOLS_COMPONENT the component is found where the harness build puts it', async () => {
+  const { BUILT_COMPONENTS, componentPath } = await import('../src/component.js');
+  const { existsSync } = await import('node:fs');
+  const given = process.env.LAZY_TOOLS_COMPONENT;
+  delete process.env.LAZY_TOOLS_COMPONENT;
+  try {
+    const path = componentPath();
+    assert.ok(BUILT_COMPONENTS.includes(path), path);
+    // `cargo test` built the harness, and so one of them, before this test runs.
+    assert.ok(existsSync(path), `${path} does not exist`);
+  } finally {
+    if (given !== undefined) process.env.LAZY_TOOLS_COMPONENT = given;
+  }
+});
