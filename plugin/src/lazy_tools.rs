@@ -32,6 +32,14 @@ const STATE_FORMAT: &str = "lazy-tools/load-state";
 const STATE_VERSION: u32 = 1;
 /// The largest state `restore-state` reads.
 pub const MAX_STATE_BYTES: usize = 16 << 20;
+/// The most agents, and loads of all agents together, a restored state may hold: a thousand
+/// agents of two hundred loads each, far more than sessions save, while what a restore keeps
+/// (and an export writes back) stays a few tens of megabytes of the plugin's memory (390,000
+/// agents in 16 MiB took an export past the plugin's 256 MiB).
+pub const MAX_STATE_AGENTS: usize = 10_000;
+pub const MAX_STATE_LOADS: usize = 200_000;
+/// The longest agent id and tool name a restored state may hold, in characters.
+const MAX_STATE_NAME_CHARS: usize = 1024;
 
 /// An exported load state: per agent, the tools loaded (with the
 /// fingerprint of the definition loaded, as hex) and how far each group is
@@ -42,7 +50,44 @@ struct SavedState {
     format: String,
     version: u32,
     strategy: String,
+    #[serde(deserialize_with = "agents_once")]
     agents: BTreeMap<String, SavedAgent>,
+}
+
+/// A state's agents, each named once: with two entries for one agent, which the state meant
+/// is anyone's guess (a JSON map keeps the last).
+fn agents_once<'de, D: serde::Deserializer<'de>>(
+    deserializer: D,
+) -> Result<BTreeMap<String, SavedAgent>, D::Error> {
+    struct Agents;
+    impl<'de> serde::de::Visitor<'de> for Agents {
+        type Value = BTreeMap<String, SavedAgent>;
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("a map of agent ids to their loads")
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(
+            self,
+            mut map: A,
+        ) -> Result<Self::Value, A::Error> {
+            let mut agents = BTreeMap::new();
+            while let Some((id, agent)) = map.next_entry::<String, SavedAgent>()? {
+                if agents.len() == MAX_STATE_AGENTS {
+                    return Err(serde::de::Error::custom(format!(
+                        "more than {MAX_STATE_AGENTS} agents"
+                    )));
+                }
+                if agents.contains_key(&id) {
+                    return Err(serde::de::Error::custom(format!(
+                        "agent `{}` is listed twice",
+                        escaped(&id)
+                    )));
+                }
+                agents.insert(id, agent);
+            }
+            Ok(agents)
+        }
+    }
+    deserializer.deserialize_map(Agents)
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -373,7 +418,7 @@ impl<H: Host> LazyTools<H> {
         }
         // An agent created since the restore holds its loads in its state.
         for (id, restored) in &self.restored {
-            let unused_runs = restored.unused_runs + 1;
+            let unused_runs = restored.unused_runs.saturating_add(1);
             if !restored.loads.is_empty()
                 && !self.agents.contains_key(id)
                 && unused_runs < MAX_UNUSED_RUNS
@@ -390,20 +435,20 @@ impl<H: Host> LazyTools<H> {
             strategy: self.strategy().name().into(),
             agents,
         };
-        let fault = |e: serde_json::Error| PluginError::Host(e.to_string());
-        let pretty = serde_json::to_string_pretty(&saved).map_err(fault)?;
-        if pretty.len() <= MAX_STATE_BYTES {
-            return Ok(pretty);
+        // Each written into at most the bytes a restore reads: a state too long for that is
+        // never held whole.
+        let mut text = Bounded::default();
+        if serde_json::to_writer_pretty(&mut text, &saved).is_ok() {
+            return Ok(text.into_string());
         }
-        let compact = serde_json::to_string(&saved).map_err(fault)?;
-        if compact.len() <= MAX_STATE_BYTES {
-            return Ok(compact);
+        let mut text = Bounded::default();
+        if serde_json::to_writer(&mut text, &saved).is_ok() {
+            return Ok(text.into_string());
         }
         Err(PluginError::Host(format!(
-            "the load state of {} agents is {} bytes, more than the {MAX_STATE_BYTES} a restore \
+            "the load state of {} agents is more than the {MAX_STATE_BYTES} bytes a restore \
              reads: not saved",
             saved.agents.len(),
-            compact.len()
         )))
     }
 
@@ -495,9 +540,35 @@ impl<H: Host> LazyTools<H> {
             ));
         }
         let mut parsed = BTreeMap::new();
+        let mut load_count = 0;
         for (agent, saved) in saved.agents {
+            load_count += saved.tools.len();
+            if load_count > MAX_STATE_LOADS {
+                return Err(format!(
+                    "more than {MAX_STATE_LOADS} loads, all agents together"
+                ));
+            }
+            if let Some(problem) = state_name_problem(&agent) {
+                return Err(format!("agent `{}`: {problem}", escaped(&agent)));
+            }
+            if saved.unused_runs >= MAX_UNUSED_RUNS {
+                return Err(format!(
+                    "agent `{}`: unused_runs {}; a state carries an agent through at most {} \
+                     runs that do not create it",
+                    escaped(&agent),
+                    saved.unused_runs,
+                    MAX_UNUSED_RUNS - 1
+                ));
+            }
             let mut loads = BTreeMap::new();
             for (tool, fingerprint) in saved.tools {
+                if let Some(problem) = state_name_problem(&tool) {
+                    return Err(format!(
+                        "agent `{}`, tool `{}`: {problem}",
+                        escaped(&agent),
+                        escaped(&tool)
+                    ));
+                }
                 let Some(value) = parse_fingerprint(&fingerprint) else {
                     return Err(format!(
                         "agent `{}`, tool `{}`: `{}` is not a fingerprint (16 hexadecimal digits)",
@@ -1438,6 +1509,46 @@ fn counted_cost(strategy: Strategy, name: &str, cost: u32) -> u64 {
         0
     } else {
         u64::from(cost)
+    }
+}
+
+/// What is wrong with an agent id or a tool name a saved state holds, if anything: no shell
+/// names one empty, with a control or bidirectional character, or thousands of characters
+/// long.
+fn state_name_problem(name: &str) -> Option<String> {
+    if name.is_empty() {
+        return Some("an empty name".into());
+    }
+    if name.contains(shown::is_unsafe) {
+        return Some("a name with a control or bidirectional character".into());
+    }
+    let chars = name.chars().count();
+    (chars > MAX_STATE_NAME_CHARS)
+        .then(|| format!("a name of {chars} characters; at most {MAX_STATE_NAME_CHARS}"))
+}
+
+/// A state's text as it is written, refusing to grow past [`MAX_STATE_BYTES`].
+#[derive(Default)]
+struct Bounded(Vec<u8>);
+
+impl std::io::Write for Bounded {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        if self.0.len() + bytes.len() > MAX_STATE_BYTES {
+            return Err(std::io::Error::other("longer than a restore reads"));
+        }
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Bounded {
+    fn into_string(self) -> String {
+        // serde_json writes UTF-8.
+        String::from_utf8(self.0).unwrap_or_default()
     }
 }
 

@@ -643,6 +643,56 @@ fn lazy_tools_restores_and_saves_a_large_state_under_the_long_limit() {
     assert_eq!(shell.quarantined().count(), 0);
 }
 
+/// What a restore keeps is bounded and named as a shell names things: a state of 390,000
+/// agents (16 MiB) restored, and its export then took the plugin past its memory; an agent
+/// named twice, an `unused_runs` that wraps, a tool name with a bell went through. Each is
+/// refused at the restore, saying which, and the plugin goes on.
+#[test]
+fn a_state_lazy_tools_could_not_hold_or_name_is_refused_at_the_restore() {
+    let mut shell = Shell::new();
+    let component = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &component, &json!({"defer": ["Defer(*)"]}))
+        .unwrap();
+    shell.create_agent("main", None).unwrap();
+    let state = |agents: &str| {
+        format!(
+            r#"{{"format": "lazy-tools/load-state", "version": 1, "strategy": "inject", "agents": {agents}}}"#
+        )
+    };
+    let load = r#"{"tools": {"t": "0123456789abcdef"}}"#;
+    let many: Vec<String> = (0..=10_000)
+        .map(|a| format!(r#""main/a{a}": {load}"#))
+        .collect();
+    for (agents, said) in [
+        (format!("{{{}}}", many.join(",")), "more than 10000 agents"),
+        (
+            format!(r#"{{"main": {load}, "main": {{"tools": {{}}}}}}"#),
+            "agent `main` is listed twice",
+        ),
+        (
+            r#"{"main/ghost": {"tools": {"t": "0123456789abcdef"}, "unused_runs": 4294967295}}"#
+                .to_string(),
+            "agent `main/ghost`: unused_runs 4294967295; a state carries an agent through at \
+             most 7 runs",
+        ),
+        (
+            r#"{"main": {"tools": {"\u0007bad": "0123456789abcdef"}}}"#.to_string(),
+            "agent `main`, tool `\\u{7}bad`: a name with a control or bidirectional character",
+        ),
+        (format!(r#"{{"": {load}}}"#), "agent ``: an empty name"),
+    ] {
+        let err = shell
+            .restore_state("lazy-tools", &state(&agents))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains(said), "{said}: {err}");
+    }
+    assert_eq!(shell.quarantined().count(), 0);
+    // The plugin still saves what it holds.
+    shell.export_state("lazy-tools").unwrap();
+}
+
 /// A plugin that answers a registry change with an error value (not a failure: it stays
 /// installed) does not keep the change from the plugins after it: lazy-tools, installed
 /// second, still finds the new tool. The caller hears that the change is in force.

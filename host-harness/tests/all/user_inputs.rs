@@ -222,7 +222,7 @@ fn a_restore_error_shows_the_states_text_escaped() {
     );
     let output = format!("{stdout}{stderr}");
     assert!(
-        output.contains("agent `main\\nforged: the plugin is fine`, tool `weather__get_weather`: `+1` is not a fingerprint"),
+        output.contains("agent `main\\nforged: the plugin is fine`: a name with a control or bidirectional character"),
         "{output}"
     );
     assert!(!output.lines().any(|l| l.starts_with("forged")), "{output}");
