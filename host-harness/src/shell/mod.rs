@@ -637,9 +637,20 @@ impl Shell {
         let index = self.live_index(id)?;
         let live = self.plugins[index].running()?;
         let component = live.component.clone();
-        let config = config.cloned().unwrap_or_else(|| live.config.clone());
+        let old = live.config.clone();
+        let config = config.cloned().unwrap_or_else(|| old.clone());
         self.dispose_plugin(id)?;
-        self.install_plugin(id, &component, &config)?;
+        if let Err(refused) = self.install_plugin(id, &component, &config) {
+            // The plugin as it was, with what it had loaded: a new config it refuses loses
+            // nothing (the session's save still finds the plugin and its loads).
+            self.install_plugin(id, &component, &old)
+                .map_err(anyhow::Error::from)
+                .and_then(|()| self.restore_state(id, &state))
+                .with_context(|| {
+                    format!("{refused}; and plugin `{id}` could not start again as it was")
+                })?;
+            return Err(refused.into());
+        }
         self.restore_state(id, &state)
     }
 

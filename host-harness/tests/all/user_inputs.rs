@@ -197,6 +197,42 @@ fn resuming_and_saving_to_the_same_file_keeps_the_loads_of_agents_not_started() 
     }
 }
 
+/// A session whose steps failed still says when its state could not be saved (it said only
+/// the step's failure, and `--save` wrote nothing, silently).
+#[test]
+fn a_failed_save_is_said_when_a_step_failed_too() {
+    let home = home("{deferToolLoading: true}");
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "tools: [bash]\nagents: [main]\nsteps:\n  - dispose_plugin\n  \
+         - visible: {agent: main, exactly: [nothing]}\n",
+    )
+    .unwrap();
+    let saved = home.path().join("saved.json");
+    let (ok, stdout, stderr) = harness(
+        home.path(),
+        &[
+            "session",
+            "--profile",
+            "p",
+            "--steps",
+            steps.to_str().unwrap(),
+            "--save",
+            saved.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert!(!ok);
+    let output = format!("{stdout}{stderr}");
+    assert!(output.contains("step 2 failed"), "{output}");
+    assert!(
+        stderr.contains("error: --save: no plugin `lazy-tools` is installed"),
+        "{output}"
+    );
+    assert!(!saved.exists());
+}
+
 /// A state whose agent id holds a line break is refused with the id escaped: it cannot
 /// forge a line of the harness's output.
 #[test]

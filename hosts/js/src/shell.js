@@ -261,13 +261,21 @@ export class Shell {
   /**
    * A new run of plugin `id` over the same shell: its state saved, the plugin
    * installed afresh (with `config`, or the one it had), the state restored.
+   * A config the new run refuses loses nothing: the plugin runs on as it was,
+   * with its state, and the refusal is thrown.
    */
   resumePlugin(id, config = undefined) {
     const state = this.exportState(id);
     const plugin = this.plugin(id);
     const next = config === undefined ? plugin.config : config;
     this.disposePlugin(id);
-    this.installPlugin(id, plugin.component, next);
+    try {
+      this.installPlugin(id, plugin.component, next);
+    } catch (refused) {
+      this.installPlugin(id, plugin.component, plugin.config);
+      this.restoreState(id, state);
+      throw refused;
+    }
     this.restoreState(id, state);
   }
 

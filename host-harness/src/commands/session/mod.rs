@@ -284,7 +284,7 @@ impl StateArgs {
             .into_iter()
             .next()
             .context("--save: the profile runs no plugin whose state to save")?;
-        let state = session.shell.export_state(&plugin)?;
+        let state = session.shell.export_state(&plugin).context("--save")?;
         // Again: the path may have changed while the session ran.
         self.check()?;
         crate::atomic_write::write_atomic(path, state.as_bytes())
@@ -317,7 +317,7 @@ pub fn run(
         // However the session ended (the end of the input, `quit`, Ctrl-C, an input or
         // output that failed), what was loaded is saved.
         let saved = state.save(&mut repl.into_session());
-        return ran.and(saved);
+        return ran_and_saved(ran, saved);
     };
     let script = Script::load(path)?;
     if script.steps.is_empty() {
@@ -363,7 +363,19 @@ pub fn run(
     );
     // A failed step ends the session too: what was loaded until then is saved.
     let saved = state.save(&mut session);
-    ran.and(saved)
+    ran_and_saved(ran, saved)
+}
+
+/// How a session ended and whether its state was saved: a failed save is said even when the
+/// session failed before it (it is the session's error that the harness exits with).
+fn ran_and_saved(ran: Result<()>, saved: Result<()>) -> Result<()> {
+    match (ran, saved) {
+        (Err(ran), Err(saved)) => {
+            eprintln!("error: {}", escape(&format!("{saved:#}")));
+            Err(ran)
+        }
+        (ran, saved) => ran.and(saved),
+    }
 }
 
 /// Runs a steps file on a started session: its tools, catalog and agents
