@@ -16,6 +16,11 @@ use serde_json::Value;
 use crate::terminal::escape;
 use crate::tool::{Origin, SearchText, Tool};
 
+/// The most tools a catalog holds: lazy-tools keeps about 2.5 KB of memory per tool (24.6 MB at
+/// 10,000), so 100,000 took it past its 256 MiB at configure, an error that named the profile
+/// rather than the catalog.
+pub const MAX_CATALOG_TOOLS: usize = 50_000;
+
 #[derive(Debug, Clone, Deserialize)]
 pub struct Catalog {
     #[serde(deserialize_with = "objects")]
@@ -192,6 +197,14 @@ impl Catalog {
     /// a query file's gold names one tool; and no server's tools begin as another's do (`a__`,
     /// `a__b__`), so that `Defer(a__*)` reaches one server.
     fn check(&self) -> Result<()> {
+        let tools: usize = self.servers.iter().map(|s| s.tools.len()).sum();
+        if tools > MAX_CATALOG_TOOLS {
+            bail!(
+                "/servers: {tools} tools; a catalog here holds at most {MAX_CATALOG_TOOLS} (a \
+                 plugin such as lazy-tools indexes every tool it may show, within its 256 MiB of \
+                 memory)"
+            );
+        }
         let mut first: HashMap<(&str, &str), String> = HashMap::new();
         let mut ids: HashMap<String, (&str, &str, String)> = HashMap::new();
         let mut prefixes: BTreeMap<String, usize> = BTreeMap::new();
@@ -650,6 +663,25 @@ mod tests {
         assert_eq!(
             empty.to_string(),
             "/servers/0/name: a server has an empty name"
+        );
+    }
+
+    #[test]
+    fn a_catalog_of_more_tools_than_a_plugin_holds_is_refused_saying_so() {
+        let tools = |n: usize| {
+            let tools: Vec<String> = (0..n).map(|t| format!(r#"{{"name": "t{t}"}}"#)).collect();
+            format!(
+                r#"{{"servers": [{{"name": "s", "tools": [{}]}}]}}"#,
+                tools.join(",")
+            )
+        };
+        assert!(Catalog::parse(&tools(MAX_CATALOG_TOOLS)).is_ok());
+        let err = Catalog::parse(&tools(MAX_CATALOG_TOOLS + 1))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.starts_with("/servers: 50001 tools; a catalog here holds at most 50000"),
+            "{err}"
         );
     }
 

@@ -2,6 +2,7 @@
 //! step with what it must produce. The fixture tests under `tests/cases/`
 //! and `host-harness session --steps` both run them.
 
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 
@@ -14,6 +15,7 @@ use serde_saphyr::Spanned;
 use crate::catalog::Catalog;
 use crate::plugin_api::ToolState;
 use crate::shell::{CallOutcome, GroupLoader, LazyGroupDecl, Origin, Shell, Tool};
+use crate::terminal::escape;
 
 /// A session script.
 #[derive(Debug, Deserialize)]
@@ -32,7 +34,7 @@ pub struct Script {
     /// Groups the shell loads on demand (a scripted loader): their tools
     /// are registered when a plugin loads the group.
     #[serde(default)]
-    pub lazy_groups: Vec<LazyGroupSpec>,
+    pub lazy_groups: Vec<Spanned<LazyGroupSpec>>,
     #[serde(default)]
     pub steps: Vec<Spanned<Step>>,
 }
@@ -429,9 +431,26 @@ impl Script {
             shell.register_catalog(&Catalog::load(&base.join(catalog))?)?;
         }
         // Agent-scoped tools need their agent first.
-        let (scoped, global): (Vec<_>, Vec<_>) = tools_of(&self.tools)?
-            .into_iter()
-            .partition(|t| t.origin.scope().is_some());
+        let tools = tools_of(&self.tools)?;
+        // Named twice, a tool is an error of the file, at its place (the registry would say
+        // only that the name is taken).
+        let mut first: HashMap<(&str, Option<&str>), &Spanned<ToolEntry>> = HashMap::new();
+        for (tool, entry) in tools.iter().zip(&self.tools) {
+            if let Some(before) = first.insert((&tool.name, tool.origin.scope()), entry) {
+                let (at, was) = (&entry.referenced, &before.referenced);
+                bail!(
+                    "the tool at line {}, column {}: `{}` is listed twice in its scope (first at \
+                     line {}, column {})",
+                    at.line(),
+                    at.column(),
+                    escape(&tool.name),
+                    was.line(),
+                    was.column()
+                );
+            }
+        }
+        let (scoped, global): (Vec<_>, Vec<_>) =
+            tools.into_iter().partition(|t| t.origin.scope().is_some());
         shell.register_tools(global)?;
         for agent in &self.agents {
             let at = &agent.referenced;
@@ -443,7 +462,21 @@ impl Script {
         if !self.lazy_groups.is_empty() {
             let mut decls = Vec::new();
             let mut groups = std::collections::BTreeMap::new();
-            for spec in &self.lazy_groups {
+            let mut first: HashMap<&str, &Spanned<LazyGroupSpec>> = HashMap::new();
+            for spanned in &self.lazy_groups {
+                let spec = &spanned.value;
+                if let Some(before) = first.insert(&spec.name, spanned) {
+                    let (at, was) = (&spanned.referenced, &before.referenced);
+                    bail!(
+                        "the lazy group at line {}, column {}: `{}` is declared twice (first at \
+                         line {}, column {})",
+                        at.line(),
+                        at.column(),
+                        escape(&spec.name),
+                        was.line(),
+                        was.column()
+                    );
+                }
                 let tools = tools_of(&spec.tools)?;
                 decls.push(LazyGroupDecl {
                     name: spec.name.clone(),
@@ -837,6 +870,33 @@ mod tests {
              to 256 characters without whitespace, control characters or bidirectional controls"
         );
         assert!(shell.core().tools().is_empty(), "nothing is registered");
+    }
+
+    #[test]
+    fn a_tool_or_lazy_group_named_twice_is_an_error_at_its_line() {
+        let set_up = |text: &str| {
+            let script = Script::parse(Path::new("s.yml"), text).unwrap();
+            let mut shell = Shell::new();
+            let err = script.set_up(&mut shell, Path::new(".")).unwrap_err();
+            (format!("{err:#}"), shell.core().tools().is_empty())
+        };
+        assert_eq!(
+            set_up("tools:\n  - bash\n  - read\n  - bash\n"),
+            (
+                "the tool at line 4, column 5: `bash` is listed twice in its scope (first at \
+                 line 2, column 5)"
+                    .to_string(),
+                true
+            )
+        );
+        let (err, _) = set_up(
+            "lazy_groups:\n  - {name: db, description: a}\n  - {name: db, description: b}\n",
+        );
+        assert_eq!(
+            err,
+            "the lazy group at line 3, column 5: `db` is declared twice (first at line 2, \
+             column 5)"
+        );
     }
 
     #[test]

@@ -234,6 +234,32 @@ fn a_query_too_long_for_tool_search_is_not_timed_and_said_at_its_line() {
     );
 }
 
+/// A query the shell refuses to pass (more than its 8 MiB of arguments) is said at its line,
+/// and the other queries are scored: it used to end the whole run, with no line.
+#[test]
+fn a_query_the_shell_will_not_pass_is_said_at_its_line_and_the_run_goes_on() {
+    let catalog = Catalog::parse(CATALOG).unwrap();
+    let huge = "weather ".repeat(1 << 20);
+    let text = format!(
+        "{}{{\"query\": \"{huge}\", \"gold\": [\"weather/get_forecast\"]}}\n",
+        QUERIES
+    );
+    let queries = queries::parse(&text).unwrap();
+    let mut warnings = Vec::new();
+    let report = evaluate(&catalog, &queries, 5, None, |w| warnings.push(w))
+        .unwrap()
+        .to_json();
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with(
+            "line 6: not searched: the shell did not run it: refused: the arguments of `tool_search` \
+             are "
+        ) && warnings[0].ends_with(" bytes of JSON; at most 8 MiB"),
+        "{warnings:?}"
+    );
+    assert_eq!(figures(&report, "lazy-tools", "all")[4], 6.0);
+}
+
 /// `bench search --format json` prints the query file's kinds, and `--rankings` writes its
 /// queries, with no control or bidirectional character raw (serde_json escapes only U+0000
 /// to U+001F): each is a `\uXXXX` escape, and the JSON reads back as the file's text.

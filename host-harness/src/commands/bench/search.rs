@@ -109,7 +109,7 @@ pub fn evaluate(
         ranked.push(match lazy_tools.search(&q.query, depth)? {
             Found::Ranking(ids) => ids,
             Found::Refused(text) => {
-                warn(format!("line {}: lazy-tools refused it: {text}", q.line));
+                warn(format!("line {}: not searched: {text}", q.line));
                 Vec::new()
             }
         });
