@@ -779,10 +779,20 @@ export function catalogTools(catalog) {
   }
 }
 
+/** The most tools a catalog holds, as in the Rust harness (`MAX_CATALOG_TOOLS`): what lazy-tools indexes in its 256 MiB. */
+export const MAX_CATALOG_TOOLS = 50_000;
+
 function readCatalog(catalog) {
   checkKeys(catalog, 'catalog', '');
   if (catalog.servers === undefined) throw new Error('/servers: missing; a catalog lists its servers there');
   mustBeList(catalog.servers, '/servers');
+  const count = catalog.servers.reduce((n, server) => n + (Array.isArray(server?.tools) ? server.tools.length : 0), 0);
+  if (count > MAX_CATALOG_TOOLS) {
+    throw new Error(
+      `/servers: ${count} tools; a catalog here holds at most ${MAX_CATALOG_TOOLS} (a plugin such as lazy-tools ` +
+        'indexes every tool it may show, within its 256 MiB of memory)',
+    );
+  }
   const first = new Map();
   const ids = new Map();
   const prefixes = new Map();

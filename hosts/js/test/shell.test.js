@@ -533,3 +533,12 @@ test('without LAZY_TOOLS_COMPONENT the component is found where the harness buil
     if (given !== undefined) process.env.LAZY_TOOLS_COMPONENT = given;
   }
 });
+
+test('a catalog of more tools than a plugin holds is refused, as the Rust harness refuses it', async () => {
+  const { MAX_CATALOG_TOOLS } = await import('../src/shell.js');
+  const tools = (n) => ({ servers: [{ name: 's', tools: Array.from({ length: n }, (_, t) => ({ name: `t${t}` })) }] });
+  assert.equal(catalogTools(tools(MAX_CATALOG_TOOLS)).length, MAX_CATALOG_TOOLS);
+  assert.throws(() => catalogTools(tools(MAX_CATALOG_TOOLS + 1)), {
+    message: /^\/servers: 50001 tools; a catalog here holds at most 50000/,
+  });
+});
