@@ -32,12 +32,12 @@ const STATE_FORMAT: &str = "lazy-tools/load-state";
 const STATE_VERSION: u32 = 1;
 /// The largest state `restore-state` reads.
 pub const MAX_STATE_BYTES: usize = 16 << 20;
-/// The most agents, and loads of all agents together, a restored state may hold: a thousand
-/// agents of two hundred loads each, far more than sessions save, while what a restore keeps
-/// (and an export writes back) stays a few tens of megabytes of the plugin's memory (390,000
-/// agents in 16 MiB took an export past the plugin's 256 MiB).
+/// The most agents, and loads of all agents together, a restored state may hold: far more than
+/// sessions save, while what a restore keeps (and an export writes back) stays about a hundred
+/// megabytes of the plugin's memory at most (390,000 agents in 16 MiB took an export past the
+/// plugin's 256 MiB).
 pub const MAX_STATE_AGENTS: usize = 10_000;
-pub const MAX_STATE_LOADS: usize = 200_000;
+pub const MAX_STATE_LOADS: usize = 300_000;
 /// The longest agent id and tool name a restored state may hold, in characters.
 const MAX_STATE_NAME_CHARS: usize = 1024;
 
@@ -2325,6 +2325,25 @@ mod tests {
         plugin.restore_state(&text).unwrap();
     }
 
+    /// A state of more loads than a restore keeps is refused, however they are spread.
+    #[test]
+    fn a_state_of_more_loads_than_a_restore_keeps_is_refused() {
+        let tools: serde_json::Map<String, Value> = (0..MAX_STATE_LOADS / 2 + 1)
+            .map(|i| (format!("t{i}"), json!("0123456789abcdef")))
+            .collect();
+        let state = json!({
+            "format": STATE_FORMAT,
+            "version": STATE_VERSION,
+            "strategy": "inject",
+            "agents": { "main/a": { "tools": tools }, "main/b": { "tools": tools } },
+        });
+        let mut plugin = plugin(weather(), &["main"]);
+        assert_eq!(
+            plugin.restore_state(&state.to_string()).unwrap_err(),
+            "more than 300000 loads, all agents together"
+        );
+    }
+
     /// A restore error quotes what the state holds with its control characters escaped (the
     /// shell prints it as it is: an agent id with a line break forged a line) and names the
     /// entry; a fingerprint is exactly 16 hexadecimal digits.
@@ -2345,8 +2364,14 @@ mod tests {
             .unwrap_err();
         assert_eq!(
             error,
-            "agent `main\\nforged: yes\\u{202e}`, tool `weather__get_weather`: `nope` is not \
-             a fingerprint (16 hexadecimal digits)"
+            "agent `main\\nforged: yes\\u{202e}`: a name with a control or bidirectional \
+             character"
+        );
+        let error = plugin.restore_state(&state("main", "no\npe")).unwrap_err();
+        assert_eq!(
+            error,
+            "agent `main`, tool `weather__get_weather`: `no\\npe` is not a fingerprint (16 \
+             hexadecimal digits)"
         );
         for fingerprint in [
             "+1",
