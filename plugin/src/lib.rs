@@ -25,6 +25,7 @@ mod outcome;
 mod pattern;
 mod policy;
 pub mod registry;
+mod saved_state;
 pub mod search;
 mod shown;
 mod state;
@@ -38,6 +39,7 @@ mod component;
 
 pub use config::ConfigError;
 pub use config::{DEFAULT_TOKEN_BUDGET, Strategy};
-pub use lazy_tools::{LazyTools, MAX_STATE_BYTES, PluginError, Resolution, ToolResult, Verdict};
+pub use lazy_tools::{LazyTools, PluginError, Resolution, ToolResult, Verdict};
 pub use policy::{Explanation, PRECEDENCE, Rule, ToolState};
+pub use saved_state::MAX_STATE_BYTES;
 pub use shown::is_bidi_control;

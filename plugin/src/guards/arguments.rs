@@ -84,15 +84,17 @@ impl ForwardArgs {
     }
 }
 
-/// A guard tool's arguments; a bad shape is an error result the model
+/// A guard tool's arguments, at most `limit` bytes ([`MAX_ARGUMENT_BYTES`], or
+/// [`MAX_FORWARD_BYTES`] for a forwarded call); a bad shape is an error result the model
 /// reads, not an error of the plugin.
 pub fn parse_args<T: serde::de::DeserializeOwned>(
     tool: &str,
     arguments: &str,
+    limit: usize,
 ) -> Result<T, ToolResult> {
-    if arguments.len() > MAX_ARGUMENT_BYTES {
+    if arguments.len() > limit {
         return Err(ToolResult::error(format!(
-            "{tool}: {} bytes of arguments; at most {MAX_ARGUMENT_BYTES}",
+            "{tool}: {} bytes of arguments; at most {limit}",
             arguments.len()
         )));
     }

@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 
 use super::arguments::{
-    ActivateArgs, ForwardArgs, LoadArgs, SearchArgs, names_problem, parse_args, query_problem,
+    ActivateArgs, ForwardArgs, LoadArgs, MAX_ARGUMENT_BYTES, SearchArgs, names_problem, parse_args,
+    query_problem,
 };
 use super::results::{
     ActivateOutput, LoadOutput, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, SearchOutput,
@@ -90,7 +91,7 @@ pub fn tool_search(
     agent: &str,
     arguments: &str,
 ) -> Result<ToolResult, PluginError> {
-    let args: SearchArgs = match parse_args(TOOL_SEARCH, arguments) {
+    let args: SearchArgs = match parse_args(TOOL_SEARCH, arguments, MAX_ARGUMENT_BYTES) {
         Ok(args) => args,
         Err(result) => return Ok(result),
     };
@@ -160,7 +161,7 @@ pub fn defer_execute_tool(
     agent: &str,
     arguments: &str,
 ) -> Result<ToolResult, PluginError> {
-    let args: ActivateArgs = match parse_args(DEFER_EXECUTE_TOOL, arguments) {
+    let args: ActivateArgs = match parse_args(DEFER_EXECUTE_TOOL, arguments, MAX_ARGUMENT_BYTES) {
         Ok(args) => args,
         Err(result) => return Ok(result),
     };
@@ -189,7 +190,7 @@ pub fn load_tools(
     agent: &str,
     arguments: &str,
 ) -> Result<ToolResult, PluginError> {
-    let args: LoadArgs = match parse_args(LOAD_TOOLS, arguments) {
+    let args: LoadArgs = match parse_args(LOAD_TOOLS, arguments, MAX_ARGUMENT_BYTES) {
         Ok(args) => args,
         Err(result) => return Ok(result),
     };
@@ -285,13 +286,7 @@ pub fn resolve_call(
         return Ok(Resolution::Direct);
     }
     let reject = |message: String| Ok(Resolution::Reject(ToolResult::error(message)));
-    if arguments.len() > MAX_FORWARD_BYTES {
-        return reject(format!(
-            "{DEFERRED_TOOL_CALL}: {} bytes of arguments; at most {MAX_FORWARD_BYTES}",
-            arguments.len()
-        ));
-    }
-    let args: ForwardArgs = match parse_args(DEFERRED_TOOL_CALL, arguments) {
+    let args: ForwardArgs = match parse_args(DEFERRED_TOOL_CALL, arguments, MAX_FORWARD_BYTES) {
         Ok(args) => args,
         Err(result) => return Ok(Resolution::Reject(result)),
     };
