@@ -61,9 +61,39 @@ fn is_zero(runs: &u32) -> bool {
 }
 
 impl SavedAgent {
-    /// An agent's `loads` (name -> fingerprint) and how far it loaded each group, `full` or
-    /// `partial`.
-    pub fn new(loads: &BTreeMap<String, u64>, groups: BTreeMap<String, String>) -> Self {
+    /// What a save writes of agent `id` of this run: its `loads` (name -> fingerprint) and
+    /// how far it loaded each group, `full` or `partial`, without the names a restore refuses
+    /// (a shell may register a tool whose name holds a line break; the plugin shows it
+    /// escaped, but a state holding it could not be resumed from). `None` for an id a restore
+    /// refuses. Each name left out is said in `left_out`.
+    pub fn of_run(
+        id: &str,
+        loads: &BTreeMap<String, u64>,
+        mut groups: BTreeMap<String, String>,
+        left_out: &mut Vec<String>,
+    ) -> Option<Self> {
+        if let Some(problem) = name_problem(id) {
+            left_out.push(format!("agent `{}`: {problem}", escaped(id)));
+            return None;
+        }
+        let mut refused = |kind: &str, name: &str| {
+            let problem = name_problem(name)?;
+            left_out.push(format!(
+                "agent `{id}`, {kind} `{}`: {problem}",
+                escaped(name)
+            ));
+            Some(())
+        };
+        let mut saved = Self::new(loads, BTreeMap::new());
+        saved
+            .tools
+            .retain(|tool, _| refused("tool", tool).is_none());
+        groups.retain(|group, _| refused("group", group).is_none());
+        saved.groups = groups;
+        Some(saved)
+    }
+
+    fn new(loads: &BTreeMap<String, u64>, groups: BTreeMap<String, String>) -> Self {
         let tools = loads
             .iter()
             .map(|(name, fingerprint)| (name.clone(), format!("{fingerprint:016x}")))
