@@ -100,12 +100,12 @@ fn own_name_of(tool: &ToolDef) -> &str {
     .unwrap_or_else(|| own_name(&tool.name))
 }
 
-/// What follows `segment` in `name` when a whole `__`-separated segment of it spells `segment`
-/// (the shell may have replaced characters that names may not hold: any character other than
-/// a letter or digit matches any such).
+/// What follows `segment` in `name` when one of its first [`MAX_PREFIX_SEGMENTS`] whole
+/// `__`-separated segments spells `segment` (the shell may have replaced characters that names
+/// may not hold: any character other than a letter or digit matches any such).
 fn after_segment<'a>(name: &'a str, segment: &str) -> Option<&'a str> {
     let mut start = 0;
-    loop {
+    for _ in 0..MAX_PREFIX_SEGMENTS {
         let rest = spelled(&name[start..], segment)
             .and_then(|rest| rest.strip_prefix("__"))
             .filter(|rest| !rest.is_empty());
@@ -114,7 +114,13 @@ fn after_segment<'a>(name: &'a str, segment: &str) -> Option<&'a str> {
         }
         start += name[start..].find("__")? + 2;
     }
+    None
 }
+
+/// How many segments a shell puts before a tool's server (`mcp__github__create_issue`, one)
+/// are looked at: each look compares the server's name, so a name of many `__` and a long
+/// server name cost their product (100 KB of `_` took seconds).
+const MAX_PREFIX_SEGMENTS: usize = 4;
 
 /// What follows `text`'s spelling of `word`, if it begins with one (see [`after_segment`]).
 fn spelled<'a>(text: &'a str, word: &str) -> Option<&'a str> {
