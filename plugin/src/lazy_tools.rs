@@ -582,6 +582,7 @@ impl<H: Host> LazyTools<H> {
         let renumbered = self.compact_names();
         let applied = changed.as_deref().filter(|_| delta_applied && !renumbered);
         self.order_catalog(applied);
+        let unread_before = self.index.unread();
         match &changed {
             Some(changed) => {
                 self.index.update(&self.registry, changed);
@@ -595,6 +596,14 @@ impl<H: Host> LazyTools<H> {
                 self.build_groups(None);
                 self.classify_all();
             }
+        }
+        if let Some(unread) = self
+            .index
+            .unread()
+            .filter(|u| Some(u) != unread_before.as_ref())
+        {
+            self.host
+                .log(LogLevel::Warn, &format!("lazy-tools: {unread}"));
         }
         self.count_costs(changed.as_deref());
         match &changed {

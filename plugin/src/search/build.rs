@@ -4,7 +4,9 @@
 //! `update` grows the index with the same.
 
 use super::bm25;
-use super::documents::{Builder, Docs, GroupTable, IN_NAME, TermCounts, marked, saturated};
+use super::documents::{
+    Builder, Docs, GroupTable, IN_NAME, TermCounts, doc_bytes_within, marked, saturated,
+};
 use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
 use super::growth::{Frozen, Growth, Origins};
 use super::holders::{self, Holders};
@@ -19,6 +21,30 @@ impl SearchIndex {
         Self::build_frozen(registry, None)
     }
 
+    /// What the index left unread of a registry larger than it reads, for the shell's log:
+    /// `None` when it read every tool as far as it reads one.
+    pub fn unread(&self) -> Option<String> {
+        let builder = &self.growth.builder;
+        let cut = builder.cut().map(|bytes| {
+            format!(
+                "the registry's tools send more than {} MiB of text: each is read up to {bytes} \
+                 bytes",
+                super::documents::MAX_REGISTRY_TEXT_BYTES >> 20
+            )
+        });
+        let full = builder.pieces_full.then(|| {
+            format!(
+                "the registry's text holds more than {} distinct words: the rest are not \
+                 searched",
+                super::documents::MAX_PIECES
+            )
+        });
+        match (cut, full) {
+            (Some(cut), Some(full)) => Some(format!("{cut}; {full}")),
+            (cut, full) => cut.or(full),
+        }
+    }
+
     /// A full build; `frozen` sets the tool count and average field lengths instead of this
     /// registry's own (the ones an updated index keeps from its last full build).
     pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
@@ -29,10 +55,11 @@ impl SearchIndex {
         let mut table = GroupTable::default();
         let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
-        let text_bytes = tools
-            .iter()
-            .map(|t| t.name.len() + t.description.len() + t.parameters.len())
-            .sum();
+        let sent = |t: &&ToolDef| t.name.len() + t.description.len() + t.parameters.len();
+        let doc_bytes = doc_bytes_within(tools.iter().map(sent));
+        builder.read_at_most(doc_bytes);
+        // Room for what is read, not for what was sent: a 100 KB description reads 32 KB.
+        let text_bytes = tools.iter().map(|t| sent(t).min(doc_bytes)).sum();
         let mut docs = Docs::with_capacity(tools.len(), text_bytes);
         let mut text = ToolText::default();
         let mut origins = Origins::default();

@@ -86,6 +86,41 @@ pub(super) const MAX_TEXT_BYTES: usize = 32 << 10;
 pub(super) const MAX_DOC_BYTES: usize = 64 << 10;
 const _: () = assert!(super::schema::MAX_PARAMS_BYTES >= MAX_DOC_BYTES);
 
+/// The text a full build reads of all tools together, each tool's name, description and
+/// schema counted as the shell sent them (more than is read of a schema). Past it, each tool
+/// reads the same share at most ([`doc_bytes_within`]): a registry of a thousand 32 KB
+/// descriptions took the component's memory to 261 MB, past the 256 MiB a shell gives it. Ten thousand
+/// tools of the bundled catalog's or the API catalog's sizes send 6.7 MB and 5.6 MB.
+pub(super) const MAX_REGISTRY_TEXT_BYTES: usize = 16 << 20;
+/// What a tool reads of its text however large the registry: its name and description's
+/// beginning.
+const MIN_DOC_BYTES: usize = 1 << 10;
+/// The distinct pieces of text (words, CJK grams) an index meets; a piece met after them
+/// counts nothing. Each costs some 200 bytes with its term: 250 tools of 32 KB of words
+/// of their own took the component's memory to 296 MB. The bundled catalog meets 5,800
+/// pieces, the API catalog's 2,825 tools 9,400.
+pub(super) const MAX_PIECES: usize = 1 << 18;
+
+/// The bytes each document reads at most so that documents of `lengths` bytes read at most
+/// [`MAX_REGISTRY_TEXT_BYTES`] in all: [`MAX_DOC_BYTES`] when they fit, else the largest share
+/// that fits, which a shorter document reads whole (never below [`MIN_DOC_BYTES`]).
+pub(super) fn doc_bytes_within(lengths: impl Iterator<Item = usize>) -> usize {
+    let mut lengths: Vec<usize> = lengths.map(|len| len.min(MAX_DOC_BYTES)).collect();
+    if lengths.iter().sum::<usize>() <= MAX_REGISTRY_TEXT_BYTES {
+        return MAX_DOC_BYTES;
+    }
+    lengths.sort_unstable();
+    let mut left = MAX_REGISTRY_TEXT_BYTES;
+    for (i, &len) in lengths.iter().enumerate() {
+        let share = left / (lengths.len() - i);
+        if len > share {
+            return share.max(MIN_DOC_BYTES);
+        }
+        left -= len;
+    }
+    MAX_DOC_BYTES
+}
+
 /// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
 pub(super) struct Docs {
@@ -127,7 +162,7 @@ pub(super) struct Doc {
     /// One entry per term, in order of first occurrence.
     pub counts: Vec<TermCounts>,
     pub name_words: Vec<u32>,
-    /// Bytes of text read into this document, up to [`MAX_DOC_BYTES`].
+    /// Bytes of text read into this document, up to [`Builder::doc_bytes`].
     read: usize,
 }
 
@@ -147,6 +182,11 @@ pub(super) struct Builder {
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
     pub doc: Doc,
+    /// The bytes a document reads at most: [`MAX_DOC_BYTES`], or its share of a registry past
+    /// [`MAX_REGISTRY_TEXT_BYTES`], which the tools an update adds read too.
+    doc_bytes: usize,
+    /// Whether a piece of text went uncounted because [`MAX_PIECES`] were met.
+    pub pieces_full: bool,
 }
 
 impl Builder {
@@ -156,8 +196,20 @@ impl Builder {
                 id: 1,
                 ..Doc::default()
             },
+            doc_bytes: MAX_DOC_BYTES,
             ..Self::default()
         }
+    }
+
+    /// Each document reads at most `bytes` of its text from now on.
+    pub fn read_at_most(&mut self, bytes: usize) {
+        self.doc_bytes = bytes.min(MAX_DOC_BYTES);
+    }
+
+    /// The bytes a document reads at most, when a registry's size cut it below
+    /// [`MAX_DOC_BYTES`].
+    pub fn cut(&self) -> Option<usize> {
+        (self.doc_bytes < MAX_DOC_BYTES).then_some(self.doc_bytes)
     }
 
     /// How many distinct pieces of text it has met (each kept with its term).
@@ -242,6 +294,10 @@ impl Builder {
 
     /// The term of a piece met for the first time in this build (`None`: a stop word).
     fn first_meeting(&mut self, analyzer: &Analyzer, piece: Piece<'_>) -> Option<u32> {
+        if self.words.len() >= MAX_PIECES {
+            self.pieces_full = true;
+            return None;
+        }
         let (text, term) = match piece {
             Piece::Word { lower, .. } => {
                 (lower, analyzer.word_term(lower).map(|t| self.intern(&t)))
@@ -310,7 +366,7 @@ impl Builder {
     /// [`Builder::add`] of the first `max` bytes of `text` at most, and no more than the
     /// document has room for (cut at a character boundary).
     fn add_within(&mut self, text: &str, max: usize, fields: &[Field]) {
-        let room = MAX_DOC_BYTES.saturating_sub(self.doc.read);
+        let room = self.doc_bytes.saturating_sub(self.doc.read);
         let text = &text[..text.floor_char_boundary(max.min(room))];
         self.doc.read += text.len();
         let Some((&first, more)) = fields.split_first() else {
@@ -412,6 +468,34 @@ mod tests {
             parameters,
             origin: Origin::Mcp("srv".into()),
         }
+    }
+
+    /// A registry within the budget reads each tool as far as a tool is read; past it, the
+    /// largest share that fits, which shorter tools read whole, and never less than a name and
+    /// a description's beginning.
+    #[test]
+    fn a_registrys_text_budget_is_shared_evenly() {
+        assert_eq!(
+            doc_bytes_within(std::iter::repeat_n(1_000, 100)),
+            MAX_DOC_BYTES
+        );
+        // Each counted as far as it is read: 256 tools of a megabyte fit.
+        assert_eq!(
+            doc_bytes_within(std::iter::repeat_n(1 << 20, 256)),
+            MAX_DOC_BYTES
+        );
+        let share = doc_bytes_within(std::iter::repeat_n(40_000, 600));
+        assert_eq!(share, MAX_REGISTRY_TEXT_BYTES / 600);
+        // Short tools read whole leave their share to the long ones.
+        let mixed = std::iter::repeat_n(100, 10_000).chain(std::iter::repeat_n(60_000, 400));
+        let share = doc_bytes_within(mixed.clone());
+        let read: usize = mixed.map(|len| len.min(share)).sum();
+        assert!(read <= MAX_REGISTRY_TEXT_BYTES, "{read}");
+        assert!(read > MAX_REGISTRY_TEXT_BYTES - 400, "{read}");
+        assert_eq!(
+            doc_bytes_within(std::iter::repeat_n(1 << 20, 100_000)),
+            MIN_DOC_BYTES
+        );
     }
 
     /// `n` distinct CJK characters, each a term and each pair a bigram.

@@ -862,3 +862,86 @@ fn equal_tools_of_different_servers_are_offered_before_more_of_one_server() {
         .collect();
     assert_eq!(servers.len(), 5, "{found:?}");
 }
+
+/// A word of its own for each `i` (`qx` and five consonants that no stemmer shortens), with a
+/// `kind` letter so that two kinds never share one.
+fn made_up_word(kind: char, i: usize) -> String {
+    const LETTERS: &[u8] = b"bcfhjkmnpqrtvwxz";
+    let mut word = format!("qx{kind}");
+    let mut n = i;
+    for _ in 0..5 {
+        word.push(LETTERS[n % 16] as char);
+        n /= 16;
+    }
+    word
+}
+
+/// A registry that sends more text than an index reads is read evenly: each tool as far as
+/// the same share of the budget, its beginning first, and the index says so for the log. A
+/// smaller registry is read as far as a tool is read.
+#[test]
+fn a_registry_past_the_text_budget_reads_each_tool_up_to_an_equal_share() {
+    let filler = |bytes: usize| "lorem ".repeat(bytes / 6);
+    let tools = |n: usize| -> Vec<ToolDef> {
+        (0..n)
+            .map(|i| {
+                let description = format!(
+                    "{} {} {} {}",
+                    made_up_word('b', i),
+                    filler(30_000),
+                    made_up_word('f', i),
+                    filler(10_000)
+                );
+                tool(&format!("s{i}__t"), &description, json!({}))
+            })
+            .collect()
+    };
+    let small = SearchIndex::build(&Registry::new(tools(10), Vec::new()));
+    assert_eq!(small.unread(), None);
+    assert_eq!(
+        first(&small, &made_up_word('f', 7)).as_deref(),
+        Some("s7__t")
+    );
+
+    let large = SearchIndex::build(&Registry::new(tools(600), Vec::new()));
+    let share = super::documents::MAX_REGISTRY_TEXT_BYTES / 600;
+    assert_eq!(
+        large.unread().unwrap(),
+        format!(
+            "the registry's tools send more than 16 MiB of text: each is read up to {share} bytes"
+        )
+    );
+    assert_eq!(
+        first(&large, &made_up_word('b', 7)).as_deref(),
+        Some("s7__t")
+    );
+    assert_eq!(first(&large, &made_up_word('f', 7)), None);
+}
+
+/// An index meets at most `MAX_PIECES` distinct words: the words met after them are not
+/// searched (each would cost the component memory), the ones before still are, and the index
+/// says so for the log.
+#[test]
+fn an_index_meets_a_bounded_number_of_distinct_words() {
+    let per_tool = 1_000;
+    let tools: Vec<ToolDef> = (0..super::documents::MAX_PIECES / per_tool + 10)
+        .map(|t| {
+            let words: Vec<String> = (0..per_tool)
+                .map(|w| made_up_word('b', t * per_tool + w))
+                .collect();
+            // Numbered so that the name order, which the build reads in, is this order.
+            tool(&format!("s{t:04}__t"), &words.join(" "), json!({}))
+        })
+        .collect();
+    let last = tools.len() - 1;
+    let index = SearchIndex::build(&Registry::new(tools, Vec::new()));
+    assert_eq!(
+        index.unread().unwrap(),
+        "the registry's text holds more than 262144 distinct words: the rest are not searched"
+    );
+    assert_eq!(
+        first(&index, &made_up_word('b', 5)).as_deref(),
+        Some("s0000__t")
+    );
+    assert_eq!(first(&index, &made_up_word('b', last * per_tool + 5)), None);
+}
