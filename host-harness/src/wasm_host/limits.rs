@@ -19,13 +19,14 @@ pub const WALL_FACTOR: u32 = 10;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Limits {
     /// Per call of the per-request exports (visible-tools, pre-execute,
-    /// execute, system-prompt, explain, agent-disposed, guard-tools, dispose).
+    /// system-prompt, explain, agent-disposed, guard-tools, dispose).
     pub call: Duration,
     /// Per call of the exports that may rebuild everything: configure,
     /// registry-changed (a new search index), agent-created and agent-forked
-    /// (a new agent's token costs); of resolve-call (it may load a lazy group:
-    /// a server starts); and of export-state and restore-state (every agent's
-    /// loads, in a state of up to 16 MiB).
+    /// (a new agent's token costs); of execute (a guard tool's call may refresh
+    /// the agent's view of a large registry) and resolve-call (it may load a lazy
+    /// group: a server starts); and of export-state and restore-state (every
+    /// agent's loads, in a state of up to 16 MiB).
     pub long_call: Duration,
     /// The linear memory (and table bytes) one instance may hold.
     pub memory_bytes: usize,
