@@ -2160,13 +2160,7 @@ mod tests {
                 (id, json!({ "tools": tools, "unused_runs": unused_runs }))
             })
             .collect();
-        json!({
-            "format": STATE_FORMAT,
-            "version": STATE_VERSION,
-            "strategy": "inject",
-            "agents": agents,
-        })
-        .to_string()
+        saved_state::tests::state(Value::Object(agents))
     }
 
     /// A state the plugin writes is one it reads back: with as many agents carried as a

@@ -478,14 +478,15 @@ fn escaped(text: &str) -> Cow<'_, str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use serde_json::{Value, json};
 
     use super::*;
 
     const FINGERPRINT: &str = "0123456789abcdef";
 
-    fn state(agents: Value) -> String {
+    /// A state of `agents` as JSON, in this format, saved under the `inject` strategy.
+    pub(crate) fn state(agents: Value) -> String {
         json!({
             "format": STATE_FORMAT,
             "version": STATE_VERSION,
