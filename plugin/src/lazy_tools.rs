@@ -901,8 +901,10 @@ impl<H: Host> LazyTools<H> {
             .collect();
         drop(changed);
         let mut view: Vec<(NameId, Option<bool>)> = Vec::with_capacity(allowed.len());
+        let chain = self.owned_chain(agent);
+        let chain: SmallVec<[&str; 4]> = chain.iter().map(String::as_str).collect();
         for (id, allowed) in allowed {
-            let hidden = allowed.then(|| self.facts_of(agent, id).hides(over));
+            let hidden = allowed.then(|| self.facts_of(agent, &chain, id).hides(over));
             view.push((id, hidden));
         }
         self.apply_view(agent, View::Patch(view), budget, over, delta.generation)?;
@@ -989,14 +991,18 @@ impl<H: Host> LazyTools<H> {
         // Read first: a change while we ask shows up as a newer value.
         let generation = self.host.agent_generation(agent);
         let allowed = self.host.allowed_tools(agent).map_err(PluginError::Host)?;
-        let facts: Vec<(NameId, NameFacts)> = allowed
-            .iter()
-            .map(|name| {
-                let id = self.names.intern(name);
-                (id, self.facts_of(agent, id))
-            })
-            .collect();
+        // A name the host lists twice (once per definition, say) is one name: counted once
+        // against the budget, and its facts worked out once.
+        let mut ids: Vec<NameId> = allowed.iter().map(|name| self.names.intern(name)).collect();
         drop(allowed);
+        ids.sort_unstable();
+        ids.dedup();
+        let chain = self.owned_chain(agent);
+        let chain: SmallVec<[&str; 4]> = chain.iter().map(String::as_str).collect();
+        let facts: Vec<(NameId, NameFacts)> = ids
+            .into_iter()
+            .map(|id| (id, self.facts_of(agent, &chain, id)))
+            .collect();
         // In auto mode, what the agent's tools would cost if nothing were deferred (the
         // guards aside), against the budget.
         let budget = self.auto_budget().map(|budget| {
@@ -1015,15 +1021,24 @@ impl<H: Host> LazyTools<H> {
         self.apply_view(agent, View::Whole(view), budget, over, generation)
     }
 
-    /// What the name numbered `id` is to `agent`: cached when every definition of it is
-    /// global, so the same to every agent; else worked out for this agent.
-    fn facts_of(&mut self, agent: &str, id: NameId) -> NameFacts {
+    /// `agent`'s chain (see [`chain_of`]) as owned names, worked out once for the many names
+    /// a view reads it for (a deep chain costs the square of its depth).
+    fn owned_chain(&self, agent: &str) -> SmallVec<[String; 4]> {
+        chain_of(&self.parents, agent)
+            .into_iter()
+            .map(str::to_owned)
+            .collect()
+    }
+
+    /// What the name numbered `id` is to `agent`, whose chain is `chain`: cached when every
+    /// definition of it is global, so the same to every agent; else worked out for this agent.
+    fn facts_of(&mut self, agent: &str, chain: &[&str], id: NameId) -> NameFacts {
         if let Some(facts) = self.facts.get(id) {
             return facts;
         }
         let name = self.names.name(id);
         let cost = match self.auto_budget() {
-            Some(_) => self.eager_cost(&chain_of(&self.parents, agent), name),
+            Some(_) => self.eager_cost(chain, name),
             None => 0,
         };
         let facts = NameFacts::new(self.decision(agent, name).as_deref(), cost);
@@ -1205,12 +1220,7 @@ impl<H: Host> Loads for LazyTools<H> {
         let tool = self
             .registry
             .lookup(name, &chain_of(&self.parents, agent))?;
-        Some(Schema {
-            name: tool.name.clone(),
-            description: tool.description.clone(),
-            parameters: serde_json::from_str(&tool.parameters)
-                .unwrap_or_else(|_| serde_json::Value::String(tool.parameters.clone())),
-        })
+        Some(Schema::of(&tool.name, &tool.description, &tool.parameters))
     }
 
     fn group(&mut self, agent: &str, id: &str) -> Result<GroupLookup, PluginError> {

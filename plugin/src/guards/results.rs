@@ -59,11 +59,63 @@ pub const MAX_SEARCH_SCHEMA_BYTES: usize = 64 << 10;
 /// more than any model's context and more than a shell takes back from one plugin call.
 pub const MAX_LOAD_SCHEMA_BYTES: usize = 256 << 10;
 
+/// The deepest parameters a result shows as JSON: with the result's own few levels around
+/// them, the result stays within the 128 levels a JSON reader takes by default (serde_json's).
+const MAX_SHOWN_DEPTH: usize = 100;
+
 impl Schema {
-    /// About as many bytes as its text takes in a result.
-    fn size(&self) -> usize {
-        self.name.len() + self.description.len() + self.parameters.to_string().len()
+    /// A tool's definition as a result shows it, its `parameters` (the JSON text the shell
+    /// sent) parsed: unless longer than any result carries, when it is never parsed (a
+    /// megabyte of schema is a hundred of parsed values) and its size leaves it out of every
+    /// result; or nested deeper than a result can hold, or no JSON, when it is shown as text.
+    pub fn of(name: &str, description: &str, parameters: &str) -> Self {
+        let parameters_value = if parameters.len() > MAX_LOAD_SCHEMA_BYTES {
+            Value::Null
+        } else if json_depth(parameters) > MAX_SHOWN_DEPTH {
+            Value::String(parameters.to_string())
+        } else {
+            serde_json::from_str(parameters)
+                .unwrap_or_else(|_| Value::String(parameters.to_string()))
+        };
+        Self {
+            name: name.to_string(),
+            description: description.to_string(),
+            parameters: parameters_value,
+            size: name.len() + description.len() + parameters.len(),
+        }
     }
+
+    /// About as many bytes as its text takes in a result: its texts as the shell sent them.
+    fn size(&self) -> usize {
+        self.size
+    }
+}
+
+/// How deeply `text`'s JSON nests its arrays and objects (brackets in strings aside).
+fn json_depth(text: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for byte in text.bytes() {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 /// The first `schemas` that fit in `budget` bytes in order, and the names of the others: a
@@ -167,6 +219,8 @@ pub struct Schema {
     pub description: String,
     /// The JSON Schema of its arguments.
     pub parameters: Value,
+    #[serde(skip)]
+    size: usize,
 }
 
 fn push_schemas(lines: &mut Vec<String>, schemas: &[Schema]) {
@@ -518,17 +572,17 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
     #[test]
     fn a_description_cannot_forge_a_schema_entry() {
         let schemas = vec![
-            Schema {
-                name: "gh__read".into(),
-                description: FORGED.into(),
-                // Keys in order: serde_json keeps them so or sorts them, as features decide.
-                parameters: serde_json::json!({"description": "p\u{2028}- x", "type": "object"}),
-            },
-            Schema {
-                name: "gh__delete_repo".into(),
-                description: "Deletes a repository.".into(),
-                parameters: serde_json::json!({"type": "object"}),
-            },
+            // Keys in order: serde_json keeps them so or sorts them, as features decide.
+            Schema::of(
+                "gh__read",
+                FORGED,
+                &serde_json::json!({"description": "p\u{2028}- x", "type": "object"}).to_string(),
+            ),
+            Schema::of(
+                "gh__delete_repo",
+                "Deletes a repository.",
+                r#"{"type":"object"}"#,
+            ),
         ];
         let load = LoadOutput {
             group_id: "gh".into(),
@@ -640,5 +694,42 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
         assert!(deferred_hint("t", Strategy::Inject).contains("defer_execute_tool"));
         let dispatch = deferred_hint("t", Strategy::Dispatch);
         assert!(dispatch.contains("deferred_tool_call") && !dispatch.contains("defer_execute"));
+    }
+}
+
+#[cfg(test)]
+mod schema_tests {
+    use super::*;
+
+    fn nested(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    /// Parameters nested deeper than a result can hold are shown as text, so that the shell
+    /// reads the result back (at 125 levels it refused a result as "not JSON"); shallower ones
+    /// are shown as JSON. Brackets inside strings do not count.
+    #[test]
+    fn parameters_too_deep_for_a_result_are_shown_as_text() {
+        let shallow = Schema::of("t", "", &nested(MAX_SHOWN_DEPTH));
+        assert!(shallow.parameters.is_array());
+        let deep = Schema::of("t", "", &nested(MAX_SHOWN_DEPTH + 1));
+        assert_eq!(deep.parameters, Value::String(nested(MAX_SHOWN_DEPTH + 1)));
+        let (kept, _) = within_budget(vec![deep; 2], MAX_LOAD_SCHEMA_BYTES);
+        let result = serde_json::json!({ "schemas": kept }).to_string();
+        assert!(serde_json::from_str::<Value>(&result).is_ok());
+        let quoted = format!(r#"{{"description": "{}\"]"}}"#, "[".repeat(200));
+        assert!(Schema::of("t", "", &quoted).parameters.is_object());
+    }
+
+    /// A schema longer than any result carries is never parsed and never shown.
+    #[test]
+    fn a_schema_longer_than_any_result_is_left_out_unread() {
+        let huge = format!("[{}0]", "0,".repeat(MAX_LOAD_SCHEMA_BYTES / 2));
+        let schema = Schema::of("big", "", &huge);
+        assert_eq!(schema.parameters, Value::Null);
+        let small = Schema::of("small", "", "{}");
+        let (kept, left_out) = within_budget(vec![schema, small], MAX_LOAD_SCHEMA_BYTES);
+        assert_eq!(left_out, ["big"]);
+        assert_eq!(kept.len(), 1);
     }
 }
