@@ -1612,6 +1612,32 @@ mod tests {
         }
     }
 
+    /// A name the host lists twice (once per definition: one scoped to this agent, one to
+    /// another) is one tool to the budget: counted once, as a list without the duplicate.
+    #[test]
+    fn a_name_listed_twice_counts_once_against_the_budget() {
+        let scoped = |agent: &str| ToolDef {
+            origin: Origin::Agent(agent.into()),
+            ..tool("x", "scoped")
+        };
+        let eager = |tools: Vec<ToolDef>| {
+            let mut plugin = LazyTools::new(host(tools));
+            plugin
+                .configure(r#"{"deferToolLoading": "auto", "tokenBudget": 100000}"#)
+                .unwrap();
+            plugin.agent_created("main", None).unwrap();
+            plugin.agents["main"].budget.eager_tokens
+        };
+        let once = eager(vec![tool("notes", "add_note"), scoped("main")]);
+        let twice = eager(vec![
+            tool("notes", "add_note"),
+            scoped("main"),
+            scoped("other"),
+        ]);
+        assert!(once > 0);
+        assert_eq!(twice, once);
+    }
+
     /// A forwarded call may carry up to a mebibyte of arguments (a file's text, say), while
     /// the other guard tools take a quarter of that: each limit is its own.
     #[test]
