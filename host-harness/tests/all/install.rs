@@ -669,23 +669,13 @@ fn a_broken_profile_is_never_rewritten() {
     // Nor is a profile whose cordis.patch.yml has problems: `add` cannot see which ids it
     // inserts.
     let patched = "broken-patch";
-    let dir = w.profile_dir(patched);
-    std::fs::create_dir_all(&dir).unwrap();
-    let patch = "- {id: lazy-tools, disable: true}\n";
-    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
-    let (ok, _, stderr) = try_add(patched, &format!("git:{}", w.url()));
-    assert!(!ok);
+    let (dir, stderr) = add_refused_over_patch(w, patched, "- {id: lazy-tools, disable: true}\n");
     assert!(
         stderr.contains(&format!(
             "profile `{patched}`'s cordis.patch.yml has problems; fix them first:\n{}:1:",
             dir.join("cordis.patch.yml").display()
         )),
         "{stderr}"
-    );
-    assert!(!dir.join("cordis.yml").exists());
-    assert_eq!(
-        std::fs::read_to_string(dir.join("cordis.patch.yml")).unwrap(),
-        patch
     );
 
     let (ok, _, stderr) = try_add(profile, "https://x.test/p");
@@ -785,14 +775,8 @@ fn a_plugin_that_does_not_start_leaves_no_component_behind() {
 
 #[test]
 fn an_id_the_user_inserts_is_not_installed_twice() {
-    let w = world();
-    let profile = "own-insert";
-    let dir = w.profile_dir(profile);
-    std::fs::create_dir_all(&dir).unwrap();
     let patch = "- insert:\n    - {id: lazy-tools, name: lazy-tools, component: mine.wasm}\n";
-    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
-    let (ok, _, stderr) = try_add(profile, &format!("git:{}", w.url()));
-    assert!(!ok);
+    let (dir, stderr) = add_refused_over_patch(world(), "own-insert", patch);
     assert!(
         stderr.contains(&format!(
             "your cordis.patch.yml already inserts a plugin `lazy-tools` at {}:2:7",
@@ -800,11 +784,22 @@ fn an_id_the_user_inserts_is_not_installed_twice() {
         )),
         "{stderr}"
     );
+}
+
+/// `plugin add` of the fixture's repository to `profile`, whose cordis.patch.yml is `patch`:
+/// refused, the patch as it was and no cordis.yml written. The profile's folder and stderr.
+fn add_refused_over_patch(w: &World, profile: &str, patch: &str) -> (PathBuf, String) {
+    let dir = w.profile_dir(profile);
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cordis.patch.yml"), patch).unwrap();
+    let (ok, _, stderr) = try_add(profile, &format!("git:{}", w.url()));
+    assert!(!ok, "{stderr}");
     assert!(!dir.join("cordis.yml").exists());
     assert_eq!(
         std::fs::read_to_string(dir.join("cordis.patch.yml")).unwrap(),
         patch
     );
+    (dir, stderr)
 }
 
 /// Files anywhere under `dir` named `name`.
@@ -1135,14 +1130,26 @@ fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
     let plain = work.path().join("plain");
     std::os::unix::fs::symlink(&folder, &plain).unwrap();
     let source = format!("link:{}", plain.display());
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
-    // Refused before anything is built or recorded: the recorded source
-    // could not hold the path, so adding again would not find the row.
-    assert!(!ok);
+    // Each `add` through the link is refused before anything is built or recorded: the
+    // recorded source could not hold the path, so adding again would not find the row.
+    let add_refused = || {
+        let (ok, _, stderr) = harness_in(
+            home.path(),
+            &["plugin", "--profile", "p", "add", &source],
+            "",
+        );
+        assert!(!ok, "{stderr}");
+        assert!(!home.path().join("build").exists());
+        assert!(!home.path().join("profiles/p/cordis.yml").exists());
+        stderr
+    };
+    // The folder moved from `from` to `to`, and the link pointing there.
+    let moved = |from: &Path, to: &Path| {
+        std::fs::rename(from, to).unwrap();
+        std::fs::remove_file(&plain).unwrap();
+        std::os::unix::fs::symlink(to, &plain).unwrap();
+    };
+    let stderr = add_refused();
     let real = std::fs::canonicalize(&folder).unwrap();
     let escaped = real
         .display()
@@ -1158,49 +1165,27 @@ fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
         "{stderr}"
     );
     assert!(!stderr.contains(['\u{1b}', '\u{7}']), "{stderr:?}");
-    assert!(!home.path().join("build").exists());
-    assert!(!home.path().join("profiles/p/cordis.yml").exists());
 
     // Nor a formatting character, which a source refuses as well: installed, the folder could
     // never be added again (its recorded source would not read back).
     let bidi = work.path().join("b\u{202e}lt");
-    std::fs::rename(&folder, &bidi).unwrap();
-    std::fs::remove_file(&plain).unwrap();
-    std::os::unix::fs::symlink(&bidi, &plain).unwrap();
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
-    assert!(!ok);
+    moved(&folder, &bidi);
+    let stderr = add_refused();
     assert!(
         stderr.contains("holds a control or formatting character (U+202E)"),
         "{stderr}"
     );
-    assert!(!home.path().join("build").exists());
-    assert!(!home.path().join("profiles/p/cordis.yml").exists());
-    std::fs::rename(&bidi, &folder).unwrap();
-    std::fs::remove_file(&plain).unwrap();
-    std::os::unix::fs::symlink(&folder, &plain).unwrap();
+    moved(&bidi, &folder);
 
     // Nor can a source record a path that is not UTF-8, which cargo cannot build in either.
     use std::os::unix::ffi::OsStrExt as _;
     let latin1 = work.path().join(std::ffi::OsStr::from_bytes(b"caf\xe9"));
-    std::fs::rename(&folder, &latin1).unwrap();
-    std::fs::remove_file(&plain).unwrap();
-    std::os::unix::fs::symlink(&latin1, &plain).unwrap();
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
-    assert!(!ok);
+    moved(&folder, &latin1);
+    let stderr = add_refused();
     assert!(
         stderr.contains("is not UTF-8, which cargo cannot build in"),
         "{stderr}"
     );
-    assert!(!home.path().join("build").exists());
-    assert!(!home.path().join("profiles/p/cordis.yml").exists());
 }
 
 #[test]
