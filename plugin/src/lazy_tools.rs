@@ -16,7 +16,7 @@ use crate::guards::handlers::{self, GroupLookup, Loads, Target};
 use crate::guards::{self, Match, Schema, Status};
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::name_facts::{FactsCache, NameFacts};
-use crate::names::{NameId, NameTable, NamesIn};
+use crate::names::{NameId, NameSet, NameTable, NamesIn};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, LoadRefusal, Origin, Registry, ToolDef};
@@ -993,10 +993,12 @@ impl<H: Host> LazyTools<H> {
         let allowed = self.host.allowed_tools(agent).map_err(PluginError::Host)?;
         // A name the host lists twice (once per definition, say) is one name: counted once
         // against the budget, and its facts worked out once.
-        let mut ids: Vec<NameId> = allowed.iter().map(|name| self.names.intern(name)).collect();
+        let mut listed = NameSet::default();
+        let ids: Vec<NameId> = (allowed.iter())
+            .map(|name| self.names.intern(name))
+            .filter(|&id| listed.insert(id))
+            .collect();
         drop(allowed);
-        ids.sort_unstable();
-        ids.dedup();
         let chain = self.owned_chain(agent);
         let chain: SmallVec<[&str; 4]> = chain.iter().map(String::as_str).collect();
         let facts: Vec<(NameId, NameFacts)> = ids
