@@ -162,7 +162,7 @@ pub(super) struct Doc {
     /// One entry per term, in order of first occurrence.
     pub counts: Vec<TermCounts>,
     pub name_words: Vec<u32>,
-    /// Bytes of text read into this document, up to [`Builder::doc_bytes`].
+    /// Bytes of text read into this document, up to [`MAX_DOC_BYTES`] or [`Builder::cut`].
     read: usize,
 }
 
@@ -182,9 +182,10 @@ pub(super) struct Builder {
     /// counts: an occurrence is counted in place, with no per-document map or sort.
     seen: Vec<(u32, u32)>,
     pub doc: Doc,
-    /// The bytes a document reads at most: [`MAX_DOC_BYTES`], or its share of a registry past
-    /// [`MAX_REGISTRY_TEXT_BYTES`], which the tools an update adds read too.
-    doc_bytes: usize,
+    /// The bytes a document reads at most when a registry past [`MAX_REGISTRY_TEXT_BYTES`]
+    /// cut them below [`MAX_DOC_BYTES`] (the tools an update adds read as much); `None`: not
+    /// cut (a default builder reads as a new one does).
+    cut: Option<usize>,
     /// Whether a piece of text went uncounted because [`MAX_PIECES`] were met.
     pub pieces_full: bool,
 }
@@ -196,20 +197,19 @@ impl Builder {
                 id: 1,
                 ..Doc::default()
             },
-            doc_bytes: MAX_DOC_BYTES,
             ..Self::default()
         }
     }
 
     /// Each document reads at most `bytes` of its text from now on.
     pub fn read_at_most(&mut self, bytes: usize) {
-        self.doc_bytes = bytes.min(MAX_DOC_BYTES);
+        self.cut = (bytes < MAX_DOC_BYTES).then_some(bytes);
     }
 
     /// The bytes a document reads at most, when a registry's size cut it below
     /// [`MAX_DOC_BYTES`].
     pub fn cut(&self) -> Option<usize> {
-        (self.doc_bytes < MAX_DOC_BYTES).then_some(self.doc_bytes)
+        self.cut
     }
 
     /// How many distinct pieces of text it has met (each kept with its term).
@@ -366,7 +366,7 @@ impl Builder {
     /// [`Builder::add`] of the first `max` bytes of `text` at most, and no more than the
     /// document has room for (cut at a character boundary).
     fn add_within(&mut self, text: &str, max: usize, fields: &[Field]) {
-        let room = self.doc_bytes.saturating_sub(self.doc.read);
+        let room = (self.cut.unwrap_or(MAX_DOC_BYTES)).saturating_sub(self.doc.read);
         let text = &text[..text.floor_char_boundary(max.min(room))];
         self.doc.read += text.len();
         let Some((&first, more)) = fields.split_first() else {

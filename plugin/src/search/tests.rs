@@ -896,6 +896,7 @@ fn a_registry_past_the_text_budget_reads_each_tool_up_to_an_equal_share() {
             })
             .collect()
     };
+    assert_eq!(SearchIndex::default().unread(), None);
     let small = SearchIndex::build(&Registry::new(tools(10), Vec::new()));
     assert_eq!(small.unread(), None);
     assert_eq!(
