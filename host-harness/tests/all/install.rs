@@ -191,6 +191,11 @@ fn harness_in(home: &Path, args: &[&str], stdin: &str) -> (bool, String, String)
     harness_env(home, args, &[], stdin)
 }
 
+/// `plugin add <source>` to profile `p` of the harness home `home`.
+fn add_in(home: &Path, source: &str) -> (bool, String, String) {
+    harness_in(home, &["plugin", "--profile", "p", "add", source], "")
+}
+
 /// [`harness_in`] with variables set in its environment.
 fn harness_env(
     home: &Path,
@@ -722,11 +727,7 @@ fn a_folder_under_plugins_that_no_id_names_is_passed_over() {
     // A copy the user made by hand: no plugin id has a space.
     std::fs::create_dir_all(home.path().join("plugins/old copy")).unwrap();
     let source = repo_of(&work.path().join("bundle"), &[SHADOW_MANIFEST]);
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
+    let (ok, _, stderr) = add_in(home.path(), &source);
     assert!(!ok);
     // Past the look for an existing checkout, as far as the real cargo.
     assert!(!stderr.contains("invalid plugin id"), "{stderr}");
@@ -753,11 +754,7 @@ fn a_plugin_that_does_not_start_leaves_no_component_behind() {
             ("src/lib.rs", "", false),
         ],
     );
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
+    let (ok, _, stderr) = add_in(home.path(), &source);
     assert!(!ok);
     assert!(
         stderr.contains("the built plugin does not start"),
@@ -846,11 +843,7 @@ fn a_revision_or_url_never_reaches_git_as_an_option() {
             "the URL starts with `-`",
         ),
     ] {
-        let (ok, _, stderr) = harness_in(
-            home.path(),
-            &["plugin", "--profile", "p", "add", source],
-            "",
-        );
+        let (ok, _, stderr) = add_in(home.path(), source);
         assert!(!ok, "{source} was accepted");
         assert!(stderr.contains(message), "{source}: {stderr}");
         assert!(
@@ -876,11 +869,7 @@ fn a_bundle_name_that_is_not_a_package_never_reaches_cargo() {
     );
     std::fs::write(bundle.path().join("cordis.patch.yml"), &manifest).unwrap();
     let source = format!("link:{}", bundle.path().display());
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
+    let (ok, _, stderr) = add_in(home.path(), &source);
     assert!(!ok);
     let shown = bundle
         .path()
@@ -1064,11 +1053,7 @@ fn a_manifest_that_is_a_symbolic_link_is_refused() {
     std::fs::create_dir_all(&repo).unwrap();
     std::os::unix::fs::symlink(&outside, repo.join("cordis.patch.yml")).unwrap();
     let source = repo_of(&repo, &[]);
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
+    let (ok, _, stderr) = add_in(home.path(), &source);
     assert!(!ok);
     assert!(
         stderr.contains(
@@ -1133,11 +1118,7 @@ fn a_linked_folder_whose_path_holds_a_control_character_is_refused() {
     // Each `add` through the link is refused before anything is built or recorded: the
     // recorded source could not hold the path, so adding again would not find the row.
     let add_refused = || {
-        let (ok, _, stderr) = harness_in(
-            home.path(),
-            &["plugin", "--profile", "p", "add", &source],
-            "",
-        );
+        let (ok, _, stderr) = add_in(home.path(), &source);
         assert!(!ok, "{stderr}");
         assert!(!home.path().join("build").exists());
         assert!(!home.path().join("profiles/p/cordis.yml").exists());
@@ -1497,11 +1478,7 @@ fn a_failed_or_interrupted_add_leaves_no_checkout_behind() {
     std::fs::write(stale.join("Cargo.toml"), "").unwrap();
     // A bundle with no Cargo.toml: fetched and checked out, then cargo fails.
     let source = repo_of(&work.path().join("bundle"), &[SHADOW_MANIFEST]);
-    let (ok, _, stderr) = harness_in(
-        home.path(),
-        &["plugin", "--profile", "p", "add", &source],
-        "",
-    );
+    let (ok, _, stderr) = add_in(home.path(), &source);
     assert!(!ok);
     assert_cargo_failed(&stderr);
     let left = |dir: &str| -> Vec<String> {
