@@ -358,6 +358,11 @@ impl Registry {
         self
     }
 
+    /// Whether the shell added text to any tool for search.
+    pub fn has_enrichment(&self) -> bool {
+        !self.enrichment.is_empty()
+    }
+
     /// What the shell adds to a tool's text for search.
     pub fn enrichment_of(&self, name: &str) -> Option<&Enrichment> {
         self.enrichment.get(name)

@@ -5,7 +5,7 @@
 
 use super::bm25;
 use super::documents::{
-    Builder, Docs, GroupTable, IN_NAME, TermCounts, doc_bytes_within, marked, saturated,
+    Builder, Docs, GroupTable, IN_NAME, TermCounts, marked, registry_doc_bytes, saturated,
 };
 use super::fields::{FIELD_COUNT, Field, ToolText, own_name};
 use super::growth::{Frozen, Growth, Origins};
@@ -27,8 +27,8 @@ impl SearchIndex {
         let builder = &self.growth.builder;
         let cut = builder.cut().map(|bytes| {
             format!(
-                "the registry's tools send more than {} MiB of text: each is read up to {bytes} \
-                 bytes",
+                "the registry's tools and servers send more than {} MiB of text: each is read \
+                 up to {bytes} bytes",
                 super::documents::MAX_REGISTRY_TEXT_BYTES >> 20
             )
         });
@@ -55,10 +55,10 @@ impl SearchIndex {
         let mut table = GroupTable::default();
         let mut group_docs = Docs::default();
         let mut groups: Vec<u32> = Vec::with_capacity(tools.len());
-        let sent = |t: &&ToolDef| t.name.len() + t.description.len() + t.parameters.len();
-        let doc_bytes = doc_bytes_within(tools.iter().map(sent));
+        let doc_bytes = registry_doc_bytes(registry, tools.iter().copied());
         builder.read_at_most(doc_bytes);
         // Room for what is read, not for what was sent: a 100 KB description reads 32 KB.
+        let sent = |t: &&ToolDef| t.name.len() + t.description.len() + t.parameters.len();
         let text_bytes = tools.iter().map(|t| sent(t).min(doc_bytes)).sum();
         let mut docs = Docs::with_capacity(tools.len(), text_bytes);
         let mut text = ToolText::default();

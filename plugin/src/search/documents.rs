@@ -86,11 +86,13 @@ pub(super) const MAX_TEXT_BYTES: usize = 32 << 10;
 pub(super) const MAX_DOC_BYTES: usize = 64 << 10;
 const _: () = assert!(super::schema::MAX_PARAMS_BYTES >= MAX_DOC_BYTES);
 
-/// The text a full build reads of all tools together, each tool's name, description and
-/// schema counted as the shell sent them (more than is read of a schema). Past it, each tool
-/// reads the same share at most ([`doc_bytes_within`]): a registry of a thousand 32 KB
-/// descriptions took the component's memory to 261 MB, past the 256 MiB a shell gives it. Ten thousand
-/// tools of the bundled catalog's or the API catalog's sizes send 6.7 MB and 5.6 MB.
+/// The text an index reads of all tools and groups together, each tool's name, description,
+/// schema and enrichment, and each group's name and description, counted as the shell sent
+/// them (more than is read of a schema). Past it, each document reads the same share at most
+/// ([`registry_doc_bytes`]): a registry of a thousand 32 KB descriptions took the component's
+/// memory to 261 MB, past the 256 MiB a shell gives it, and so did 3,000 tools of a word's
+/// description each with 64 KB of enrichment. Ten thousand tools of the bundled catalog's or
+/// the API catalog's sizes send 6.7 MB and 5.6 MB.
 pub(super) const MAX_REGISTRY_TEXT_BYTES: usize = 16 << 20;
 /// What a tool reads of its text however large the registry: its name and description's
 /// beginning.
@@ -100,6 +102,34 @@ const MIN_DOC_BYTES: usize = 1 << 10;
 /// of their own took the component's memory to 296 MB. The bundled catalog meets 5,800
 /// pieces, the API catalog's 2,825 tools 9,400.
 pub(super) const MAX_PIECES: usize = 1 << 18;
+
+/// What a tool's document is sent: its name, description and schema as the shell sent them,
+/// and its enrichment.
+fn tool_bytes(registry: &Registry, tool: &ToolDef) -> usize {
+    let enriched = registry
+        .has_enrichment()
+        .then(|| registry.enrichment_of(&tool.name));
+    let enrichment = enriched.flatten().map_or(0, |e| {
+        (e.keywords.iter().chain(&e.examples).chain(&e.descriptions))
+            .map(String::len)
+            .sum()
+    });
+    tool.name.len() + tool.description.len() + tool.parameters.len() + enrichment
+}
+
+/// The bytes each document of `registry` reads at most ([`doc_bytes_within`]): its tools
+/// (`tools`, each name's first definition) and its described groups, whose names and
+/// descriptions the index reads as documents of their own.
+pub(super) fn registry_doc_bytes<'a>(
+    registry: &'a Registry,
+    tools: impl Iterator<Item = &'a ToolDef>,
+) -> usize {
+    let tools = tools.map(|tool| tool_bytes(registry, tool));
+    let groups = registry
+        .groups()
+        .map(|g| g.name.len() + g.description.len());
+    doc_bytes_within(tools.chain(groups))
+}
 
 /// The bytes each document reads at most so that documents of `lengths` bytes read at most
 /// [`MAX_REGISTRY_TEXT_BYTES`] in all: [`MAX_DOC_BYTES`] when they fit, else the largest share

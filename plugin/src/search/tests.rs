@@ -909,7 +909,8 @@ fn a_registry_past_the_text_budget_reads_each_tool_up_to_an_equal_share() {
     assert_eq!(
         large.unread().unwrap(),
         format!(
-            "the registry's tools send more than 16 MiB of text: each is read up to {share} bytes"
+            "the registry's tools and servers send more than 16 MiB of text: each is read up \
+             to {share} bytes"
         )
     );
     assert_eq!(
@@ -917,6 +918,104 @@ fn a_registry_past_the_text_budget_reads_each_tool_up_to_an_equal_share() {
         Some("s7__t")
     );
     assert_eq!(first(&large, &made_up_word('f', 7)), None);
+}
+
+/// The text budget counts everything an index reads: a tool's enrichment, which the shell adds
+/// to a one-word description, and each server's description, read as a document of its own.
+/// Either, past the budget, is read up to the same share as a tool.
+#[test]
+fn enrichment_and_server_descriptions_count_toward_the_text_budget() {
+    let filler = |bytes: usize| "lorem ".repeat(bytes / 6);
+    let names: Vec<String> = (0..600).map(|i| format!("s{i}__t")).collect();
+    let tools = || -> Vec<ToolDef> { names.iter().map(|n| tool(n, "x", json!({}))).collect() };
+    let enrichment = names
+        .iter()
+        .enumerate()
+        .map(|(i, name)| {
+            // Read in this order: keywords, examples, descriptions.
+            let mut descriptions: Vec<String> = (0..31).map(|_| filler(480)).collect();
+            descriptions.push(made_up_word('f', i));
+            Enrichment {
+                tool: name.clone(),
+                keywords: vec![made_up_word('b', i)],
+                examples: (0..30).map(|_| filler(480)).collect(),
+                descriptions,
+            }
+        })
+        .collect();
+    let enriched =
+        SearchIndex::build(&Registry::new(tools(), Vec::new()).with_enrichment(enrichment));
+    assert!(
+        enriched.unread().is_some(),
+        "30 KB of enrichment x 600 tools was read whole"
+    );
+    assert_eq!(
+        first(&enriched, &made_up_word('b', 7)).as_deref(),
+        Some("s7__t")
+    );
+    assert_eq!(first(&enriched, &made_up_word('f', 7)), None);
+
+    let groups = (0..600)
+        .map(|i| ToolGroup {
+            name: format!("s{i}"),
+            description: format!(
+                "{} {} {}",
+                made_up_word('b', i),
+                filler(30_000),
+                made_up_word('f', i)
+            ),
+        })
+        .collect();
+    let described = SearchIndex::build(&Registry::new(tools(), groups));
+    assert!(
+        described.unread().is_some(),
+        "30 KB x 600 servers was read whole"
+    );
+    assert_eq!(
+        first(&described, &made_up_word('b', 7)).as_deref(),
+        Some("s7__t")
+    );
+    assert_eq!(first(&described, &made_up_word('f', 7)), None);
+}
+
+/// An update that takes a registry past the text budget, or back under it, reads every tool
+/// again: the index then reads what a full build of the same registry reads, and says so.
+#[test]
+fn an_update_across_the_text_budget_reads_as_a_full_build() {
+    let budget = super::documents::MAX_REGISTRY_TEXT_BYTES;
+    // Tools of 32 KB sent each, a made-up word at each end.
+    let sized = |i: usize| {
+        let (front, back) = (made_up_word('b', i), made_up_word('f', i));
+        let name = format!("s{i:04}__t");
+        let filler = "lorem ".repeat((32 << 10) / 6 - 10);
+        let description = format!("{front} {filler}");
+        let description = format!(
+            "{description}{} {back}",
+            " ".repeat((32 << 10) - name.len() - description.len() - back.len() - 3)
+        );
+        tool(&name, &description, json!({}))
+    };
+    let under = budget / (32 << 10) - 1;
+    let registry = |n: usize| Registry::new((0..n).map(sized).collect(), Vec::new());
+    let mut index = SearchIndex::build(&registry(under));
+    assert_eq!(index.unread(), None);
+
+    let over = registry(under + 2);
+    let joined: Vec<String> = (under..under + 2).map(|i| format!("s{i:04}__t")).collect();
+    assert_eq!(index.update(&over, &joined), super::Updated::Rebuilt);
+    assert!(index.unread().is_some());
+    assert_eq!(index.unread(), SearchIndex::build(&over).unread());
+    assert_eq!(first(&index, &made_up_word('f', 3)), None);
+
+    assert_eq!(
+        index.update(&registry(under), &joined),
+        super::Updated::Rebuilt
+    );
+    assert_eq!(index.unread(), None);
+    assert_eq!(
+        first(&index, &made_up_word('f', 3)).as_deref(),
+        Some("s0003__t")
+    );
 }
 
 /// An index meets at most `MAX_PIECES` distinct words: the words met after them are not

@@ -14,7 +14,9 @@ use rustc_hash::FxHashSet;
 
 use super::bm25;
 use super::build::{exact_keys, gather, members};
-use super::documents::{Docs, IN_NAME, TermCounts, marked, saturated};
+use super::documents::{
+    Docs, IN_NAME, MAX_DOC_BYTES, TermCounts, marked, registry_doc_bytes, saturated,
+};
 use super::fields::{FIELD_COUNT, Field, ToolText};
 use super::growth::Growth;
 use super::holders::{self, Holders};
@@ -60,6 +62,14 @@ impl SearchIndex {
         }
         if changed.is_empty() && groups.is_empty() {
             return Updated::Unchanged;
+        }
+        // The tools an update reads must read what a full build would: when the registry's
+        // text moves past the budget (or back), each document's share moves, so all are read
+        // again.
+        let doc_bytes = registry_doc_bytes(registry, registry.first_definitions());
+        if (doc_bytes < MAX_DOC_BYTES).then_some(doc_bytes) != self.growth.builder.cut() {
+            *self = Self::build(registry);
+            return Updated::Rebuilt;
         }
         let mut affected: Vec<u32> = Vec::new();
         let mut removed = 0;
