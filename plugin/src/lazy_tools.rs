@@ -13,7 +13,7 @@ use crate::config::{CatalogMode, Config, ConfigError, DeferSwitch, Strategy};
 use crate::copy_log::{CopyLog, Definitions};
 use crate::groups::{Groups, LazyLoads, OTHER};
 use crate::guards::handlers::{self, GroupLookup, Loads, Target};
-use crate::guards::{self, Match, Schema, Status};
+use crate::guards::{self, Match, Status, ToolTexts};
 use crate::host::{AllowedDelta, Host, LogLevel};
 use crate::name_facts::{FactsCache, NameFacts};
 use crate::names::{NameId, NameSet, NameTable, NamesIn};
@@ -1218,11 +1218,15 @@ impl<H: Host> Loads for LazyTools<H> {
         })
     }
 
-    fn schema(&self, agent: &str, name: &str) -> Option<Schema> {
+    fn tool_texts(&self, agent: &str, name: &str) -> Option<ToolTexts<'_>> {
         let tool = self
             .registry
             .lookup(name, &chain_of(&self.parents, agent))?;
-        Some(Schema::of(&tool.name, &tool.description, &tool.parameters))
+        Some(ToolTexts {
+            name: &tool.name,
+            description: &tool.description,
+            parameters: &tool.parameters,
+        })
     }
 
     fn group(&mut self, agent: &str, id: &str) -> Result<GroupLookup, PluginError> {
@@ -1957,7 +1961,7 @@ mod tests {
         let found = search(&mut plugin, "main/a/c", &["report"]);
         assert_eq!(found["matches"][0]["description"], "Report of main/a.");
         assert_eq!(
-            plugin.schema("main/a/c", "report").unwrap().description,
+            plugin.tool_texts("main/a/c", "report").unwrap().description,
             "Report of main/a."
         );
         // A host that does not say an agent's parent: the name the shell lets it call still

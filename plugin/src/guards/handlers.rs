@@ -15,7 +15,7 @@ use super::results::{
 };
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
-    MAX_TOOL_NAME_CHARS, MAX_TOP_K, Match, Schema, Status, TOOL_SEARCH, is_guard,
+    MAX_TOOL_NAME_CHARS, MAX_TOP_K, Match, Status, TOOL_SEARCH, ToolTexts, is_guard,
 };
 use crate::config::Strategy;
 use crate::outcome::{PluginError, Resolution, ToolResult};
@@ -75,8 +75,8 @@ pub trait Loads {
     fn pending_count(&self, agent: &str) -> usize;
     /// Whether the agent has `name` loaded (or visible without loading).
     fn is_loaded(&self, agent: &str, name: &str) -> bool;
-    /// The definition the agent sees under `name`.
-    fn schema(&self, agent: &str, name: &str) -> Option<Schema>;
+    /// The texts of the definition the agent sees under `name`.
+    fn tool_texts(&self, agent: &str, name: &str) -> Option<ToolTexts<'_>>;
     /// Group `id` for the agent, loading it from the host first when it is
     /// a lazy group not loaded this run.
     fn group(&mut self, agent: &str, id: &str) -> Result<GroupLookup, PluginError>;
@@ -137,11 +137,10 @@ pub fn tool_search(
     }
     loads.install(agent)?;
     let (schemas, schemas_left_out) = if loads.strategy() == Strategy::Dispatch {
-        let schemas = (matches.iter())
+        let tools = (matches.iter())
             .filter(|m| m.status != Status::Unavailable)
-            .filter_map(|m| loads.schema(agent, &m.name))
-            .collect();
-        let (kept, left_out) = within_budget(schemas, MAX_SEARCH_SCHEMA_BYTES);
+            .filter_map(|m| loads.tool_texts(agent, &m.name));
+        let (kept, left_out) = within_budget(tools, MAX_SEARCH_SCHEMA_BYTES);
         (Some(kept), left_out)
     } else {
         (None, Vec::new())
@@ -256,11 +255,10 @@ pub fn load_tools(
         .filter(|m| !loads.is_loaded(agent, m))
         .cloned()
         .collect();
-    let schemas = loaded
+    let tools = loaded
         .iter()
-        .filter_map(|name| loads.schema(agent, name))
-        .collect();
-    let (schemas, schemas_left_out) = within_budget(schemas, MAX_LOAD_SCHEMA_BYTES);
+        .filter_map(|name| loads.tool_texts(agent, name));
+    let (schemas, schemas_left_out) = within_budget(tools, MAX_LOAD_SCHEMA_BYTES);
     let output = LoadOutput {
         group_id,
         expanded: remaining.is_empty(),

@@ -1,8 +1,11 @@
 //! What the model reads back from the guard tools: matches, loads with
 //! their schemas, and the hints a refused call carries.
 
+use std::borrow::Cow;
+
 use serde::Serialize;
 use serde_json::Value;
+use serde_json::value::RawValue;
 
 use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH};
 use crate::config::Strategy;
@@ -63,31 +66,106 @@ pub const MAX_LOAD_SCHEMA_BYTES: usize = 256 << 10;
 /// them, the result stays within the 128 levels a JSON reader takes by default (serde_json's).
 const MAX_SHOWN_DEPTH: usize = 100;
 
+/// A tool's texts as the shell sent them, which a result may show as a [`Schema`].
+#[derive(Debug, Clone, Copy)]
+pub struct ToolTexts<'a> {
+    pub name: &'a str,
+    pub description: &'a str,
+    /// The JSON Schema of its arguments, as JSON text.
+    pub parameters: &'a str,
+}
+
+impl ToolTexts<'_> {
+    /// The fewest bytes its schema takes in a result: JSON is shown as it was sent, less the
+    /// whitespace around it; anything else as a JSON string, which is longer.
+    fn least_size(&self) -> usize {
+        let json = self.parameters.trim_matches([' ', '\t', '\n', '\r']);
+        self.name.len() + self.description.len() + json.len()
+    }
+}
+
 impl Schema {
-    /// A tool's definition as a result shows it, its `parameters` (the JSON text the shell
-    /// sent) parsed: unless longer than any result carries, when it is never parsed (a
-    /// megabyte of schema is a hundred of parsed values) and its size leaves it out of every
-    /// result; or nested deeper than a result can hold, or no JSON, when it is shown as text.
-    pub fn of(name: &str, description: &str, parameters: &str) -> Self {
-        let parameters_value = if parameters.len() > MAX_LOAD_SCHEMA_BYTES {
-            Value::Null
-        } else if json_depth(parameters) > MAX_SHOWN_DEPTH {
-            Value::String(parameters.to_string())
-        } else {
-            serde_json::from_str(parameters)
-                .unwrap_or_else(|_| Value::String(parameters.to_string()))
+    /// A tool's definition as a result shows it: its `parameters` as the shell sent them when
+    /// they are JSON a result can hold, else as a JSON string (not JSON, or nested deeper than
+    /// a result can hold). Not re-serialised: a number or an escape re-written by a JSON
+    /// writer can take several times the bytes it was sent in (`1e15`, `\u0001`).
+    pub fn of(texts: ToolTexts<'_>) -> Self {
+        let raw = texts.parameters;
+        let json = (json_depth(raw) <= MAX_SHOWN_DEPTH)
+            .then(|| serde_json::from_str::<Box<RawValue>>(raw).ok())
+            .flatten();
+        let parameters = match json {
+            Some(json) => Parameters::Json(json),
+            None => Parameters::Text(raw.to_string()),
         };
         Self {
-            name: name.to_string(),
-            description: description.to_string(),
-            parameters: parameters_value,
-            size: name.len() + description.len() + parameters.len(),
+            name: texts.name.to_string(),
+            description: texts.description.to_string(),
+            size: texts.name.len() + texts.description.len() + parameters.shown_len(),
+            parameters,
         }
     }
 
-    /// About as many bytes as its text takes in a result: its texts as the shell sent them.
+    /// The bytes its texts take in a result (each of the result's two copies: its JSON and
+    /// its text).
     fn size(&self) -> usize {
         self.size
+    }
+}
+
+/// A tool's parameters as a result shows them.
+#[derive(Debug, Clone, Serialize)]
+#[serde(untagged)]
+pub enum Parameters {
+    /// The JSON the shell sent, as it sent it.
+    Json(Box<RawValue>),
+    /// Text shown as a JSON string.
+    Text(String),
+}
+
+impl Parameters {
+    /// As a result's JSON writes it.
+    pub fn shown(&self) -> Cow<'_, str> {
+        match self {
+            Parameters::Json(json) => Cow::Borrowed(json.get()),
+            Parameters::Text(text) => Cow::Owned(Value::from(text.as_str()).to_string()),
+        }
+    }
+
+    fn shown_len(&self) -> usize {
+        match self {
+            Parameters::Json(json) => json.get().len(),
+            Parameters::Text(text) => {
+                let mut counted = ByteCount(0);
+                // Writing to a counter cannot fail.
+                let _ = serde_json::to_writer(&mut counted, text);
+                counted.0
+            }
+        }
+    }
+}
+
+impl PartialEq for Parameters {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Parameters::Json(a), Parameters::Json(b)) => a.get() == b.get(),
+            (Parameters::Text(a), Parameters::Text(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
+/// A writer that only counts the bytes written to it.
+struct ByteCount(usize);
+
+impl std::io::Write for ByteCount {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -118,13 +196,23 @@ fn json_depth(text: &str) -> usize {
     deepest
 }
 
-/// The first `schemas` that fit in `budget` bytes in order, and the names of the others: a
-/// schema that does not fit is left out, and a smaller one after it may still fit.
-pub fn within_budget(schemas: Vec<Schema>, budget: usize) -> (Vec<Schema>, Vec<String>) {
+/// The schemas of the first `tools` that fit in `budget` bytes in order, and the names of
+/// the others: a schema that does not fit is left out, and a smaller one after it may still
+/// fit. Only a schema that may fit is read: a group's thousand large schemas cost a result
+/// what the ones it shows do, not a parse each.
+pub fn within_budget<'a>(
+    tools: impl IntoIterator<Item = ToolTexts<'a>>,
+    budget: usize,
+) -> (Vec<Schema>, Vec<String>) {
     let mut left = budget;
     let mut kept = Vec::new();
     let mut left_out = Vec::new();
-    for schema in schemas {
+    for texts in tools {
+        if texts.least_size() > left {
+            left_out.push(texts.name.to_string());
+            continue;
+        }
+        let schema = Schema::of(texts);
         let size = schema.size();
         if size <= left {
             left -= size;
@@ -218,7 +306,7 @@ pub struct Schema {
     pub name: String,
     pub description: String,
     /// The JSON Schema of its arguments.
-    pub parameters: Value,
+    pub parameters: Parameters,
     #[serde(skip)]
     size: usize,
 }
@@ -236,7 +324,7 @@ fn push_schemas(lines: &mut Vec<String>, schemas: &[Schema]) {
             one_line(&schema.name),
             one_line(schema.description.trim()).trim()
         ));
-        let parameters = schema.parameters.to_string();
+        let parameters = schema.parameters.shown();
         lines.push(format!("  parameters: {}", shown::json_line(&parameters)));
     }
 }
@@ -573,16 +661,17 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
     fn a_description_cannot_forge_a_schema_entry() {
         let schemas = vec![
             // Keys in order: serde_json keeps them so or sorts them, as features decide.
-            Schema::of(
-                "gh__read",
-                FORGED,
-                &serde_json::json!({"description": "p\u{2028}- x", "type": "object"}).to_string(),
-            ),
-            Schema::of(
-                "gh__delete_repo",
-                "Deletes a repository.",
-                r#"{"type":"object"}"#,
-            ),
+            Schema::of(ToolTexts {
+                name: "gh__read",
+                description: FORGED,
+                parameters: &serde_json::json!({"description": "p\u{2028}- x", "type": "object"})
+                    .to_string(),
+            }),
+            Schema::of(ToolTexts {
+                name: "gh__delete_repo",
+                description: "Deletes a repository.",
+                parameters: r#"{"type":"object"}"#,
+            }),
         ];
         let load = LoadOutput {
             group_id: "gh".into(),
@@ -705,31 +794,83 @@ mod schema_tests {
         format!("{}{}", "[".repeat(depth), "]".repeat(depth))
     }
 
+    fn texts<'a>(name: &'a str, parameters: &'a str) -> ToolTexts<'a> {
+        ToolTexts {
+            name,
+            description: "",
+            parameters,
+        }
+    }
+
+    fn schema(parameters: &str) -> Schema {
+        Schema::of(texts("t", parameters))
+    }
+
     /// Parameters nested deeper than a result can hold are shown as text, so that the shell
     /// reads the result back (at 125 levels it refused a result as "not JSON"); shallower ones
     /// are shown as JSON. Brackets inside strings do not count.
     #[test]
     fn parameters_too_deep_for_a_result_are_shown_as_text() {
-        let shallow = Schema::of("t", "", &nested(MAX_SHOWN_DEPTH));
-        assert!(shallow.parameters.is_array());
-        let deep = Schema::of("t", "", &nested(MAX_SHOWN_DEPTH + 1));
-        assert_eq!(deep.parameters, Value::String(nested(MAX_SHOWN_DEPTH + 1)));
-        let (kept, _) = within_budget(vec![deep; 2], MAX_LOAD_SCHEMA_BYTES);
+        let shallow = schema(&nested(MAX_SHOWN_DEPTH));
+        assert!(matches!(shallow.parameters, Parameters::Json(_)));
+        let deep_text = nested(MAX_SHOWN_DEPTH + 1);
+        let deep = schema(&deep_text);
+        assert_eq!(deep.parameters, Parameters::Text(deep_text.clone()));
+        let (kept, _) = within_budget([texts("t", &deep_text); 2], MAX_LOAD_SCHEMA_BYTES);
         let result = serde_json::json!({ "schemas": kept }).to_string();
         assert!(serde_json::from_str::<Value>(&result).is_ok());
         let quoted = format!(r#"{{"description": "{}\"]"}}"#, "[".repeat(200));
-        assert!(Schema::of("t", "", &quoted).parameters.is_object());
+        assert!(matches!(schema(&quoted).parameters, Parameters::Json(_)));
     }
 
-    /// A schema longer than any result carries is never parsed and never shown.
+    /// A schema longer than any result carries is left out unread.
     #[test]
-    fn a_schema_longer_than_any_result_is_left_out_unread() {
+    fn a_schema_longer_than_any_result_is_left_out() {
         let huge = format!("[{}0]", "0,".repeat(MAX_LOAD_SCHEMA_BYTES / 2));
-        let schema = Schema::of("big", "", &huge);
-        assert_eq!(schema.parameters, Value::Null);
-        let small = Schema::of("small", "", "{}");
-        let (kept, left_out) = within_budget(vec![schema, small], MAX_LOAD_SCHEMA_BYTES);
+        let (kept, left_out) = within_budget(
+            [texts("big", &huge), texts("small", "{}")],
+            MAX_LOAD_SCHEMA_BYTES,
+        );
         assert_eq!(left_out, ["big"]);
         assert_eq!(kept.len(), 1);
+    }
+
+    /// What a result counts of a schema is what it shows, byte for byte: JSON as the shell sent
+    /// it (a JSON writer would show `1e15` as `1000000000000000.0`), other text as the JSON
+    /// string it becomes (a control character as `\u0001`, six bytes). Counted as sent, a
+    /// quarter of a megabyte of either showed as one to three megabytes.
+    #[test]
+    fn a_schema_counts_what_a_result_shows_of_it() {
+        let numbers = format!("[{}1e15]", "1e15,".repeat(50_000));
+        let controls = "\u{1}".repeat(40_000);
+        let spaced = "  {\"type\": \"object\"}\n";
+        for parameters in [numbers.as_str(), &controls, spaced, "{}", "not json"] {
+            let schema = schema(parameters);
+            let shown = serde_json::to_string(&schema.parameters).unwrap();
+            assert_eq!(schema.size() - "t".len(), shown.len(), "{parameters:.40}");
+            assert_eq!(schema.parameters.shown(), shown);
+        }
+        assert_eq!(schema(&numbers).parameters.shown(), numbers.as_str());
+        assert_eq!(schema(spaced).parameters.shown(), r#"{"type": "object"}"#);
+        // 40,000 control characters show as 240,002 bytes: a result that counted them as
+        // 40,000 took them five times over; it now leaves the second out.
+        let (kept, left_out) = within_budget(
+            [texts("a", &controls), texts("b", &controls)],
+            MAX_LOAD_SCHEMA_BYTES,
+        );
+        assert_eq!((kept.len(), left_out), (1, vec!["b".to_string()]));
+        let load = LoadOutput {
+            group_id: "g".into(),
+            expanded: true,
+            tool_names: vec!["a".into()],
+            remaining: vec![],
+            schemas: kept,
+            schemas_left_out: vec![],
+            unavailable: vec![],
+        };
+        let json = serde_json::to_string(&load).unwrap();
+        let text = load.text(Strategy::Inject);
+        assert!(json.len() < MAX_LOAD_SCHEMA_BYTES + 1_000, "{}", json.len());
+        assert!(text.len() < MAX_LOAD_SCHEMA_BYTES + 1_000, "{}", text.len());
     }
 }
