@@ -392,6 +392,20 @@ impl<H: Host> LazyTools<H> {
     pub fn restore_state(&mut self, text: &str) -> Result<(), String> {
         self.policy().map_err(|e| e.to_string())?;
         let parsed = saved_state::read(text, self.strategy().name())?;
+        let held = (self.restored.iter())
+            .filter(|(agent, _)| !parsed.contains_key(*agent))
+            .chain(
+                parsed
+                    .iter()
+                    .filter(|(agent, _)| !self.agents.contains_key(*agent)),
+            )
+            .map(|(_, restored)| restored);
+        saved_state::held_within_bounds(held).map_err(|bound| {
+            format!(
+                "with the agents earlier restores hold until they are created, this state's \
+                 would hold {bound}: not restored"
+            )
+        })?;
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
@@ -2188,6 +2202,29 @@ mod tests {
             ),
             "{error}"
         );
+    }
+
+    /// Agents restored for later are bounded across restores as one state is: a shell that
+    /// restores state after state for agents it never creates is refused once they would pass
+    /// a bound, and keeps what it held; restoring the same agents again replaces them.
+    #[test]
+    fn agents_held_for_later_are_bounded_across_restores() {
+        let agents = |from: usize| {
+            (from..from + 6_000).map(|i| (format!("later/{i}"), vec!["weather__get".into()], 0))
+        };
+        let mut plugin = plugin(weather(), &["main"]);
+        plugin.restore_state(&state_of(agents(0))).unwrap();
+        assert_eq!(plugin.restored.len(), 6_000);
+        let error = plugin.restore_state(&state_of(agents(6_000))).unwrap_err();
+        assert_eq!(
+            error,
+            "with the agents earlier restores hold until they are created, this state's would \
+             hold more than 10000 agents: not restored"
+        );
+        assert_eq!(plugin.restored.len(), 6_000);
+        assert!(plugin.restored.contains_key("later/0"));
+        plugin.restore_state(&state_of(agents(3_000))).unwrap();
+        assert_eq!(plugin.restored.len(), 9_000);
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.

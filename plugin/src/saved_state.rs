@@ -130,6 +130,17 @@ impl Restored {
     }
 }
 
+/// Whether agents held for later (`held`: restored, not created yet) stay within the bounds
+/// of one state: each restore is bounded, but a shell restoring state after state would
+/// otherwise grow them without end. The bound they pass, if any.
+pub fn held_within_bounds<'a>(held: impl Iterator<Item = &'a Restored>) -> Result<(), String> {
+    let mut counts = Counts::default();
+    for restored in held {
+        counts = counts.add(1, restored.loads.len(), restored.groups.len())?;
+    }
+    Ok(())
+}
+
 /// Agents, loads and groups counted against the bounds, as a state is read or written.
 #[derive(Clone, Copy, Default)]
 struct Counts {
@@ -141,10 +152,14 @@ struct Counts {
 impl Counts {
     /// These counts with `agent` added; the bound it passes, if any.
     fn with(self, agent: &SavedAgent) -> Result<Self, String> {
+        self.add(1, agent.tools.len(), agent.groups.len())
+    }
+
+    fn add(self, agents: usize, loads: usize, groups: usize) -> Result<Self, String> {
         let counts = Self {
-            agents: self.agents + 1,
-            loads: self.loads + agent.tools.len(),
-            groups: self.groups + agent.groups.len(),
+            agents: self.agents + agents,
+            loads: self.loads + loads,
+            groups: self.groups + groups,
         };
         if counts.agents > MAX_STATE_AGENTS {
             return Err(format!("more than {MAX_STATE_AGENTS} agents"));
