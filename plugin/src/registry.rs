@@ -158,10 +158,47 @@ pub struct Registry {
     /// without comparing a thousand descriptions (0: a registry made by `default`, with none).
     groups_revision: u64,
     enrichment: HashMap<String, Enrichment>,
+    /// The bytes of text the shell sent, kept as it changes (see [`Registry::sent_bytes`]).
+    sent: Sent,
     /// The names that do not show as themselves, by the form the model reads (see
     /// [`Registry::shown_as`]); made at the first lookup after a change, since most
     /// registries have none and most calls name a tool as it is.
     shown_as: OnceLock<HashMap<String, SmallVec<[String; 1]>>>,
+}
+
+/// Bytes of text a registry holds, by where they come from.
+#[derive(Debug, Default, Clone, Copy)]
+struct Sent {
+    tools: usize,
+    groups: usize,
+    enrichment: usize,
+}
+
+impl ToolDef {
+    /// The bytes of its texts: name, description and schema.
+    pub fn sent_bytes(&self) -> usize {
+        self.name.len() + self.description.len() + self.parameters.len()
+    }
+}
+
+impl ToolGroup {
+    /// The bytes of its texts: name and description.
+    pub fn sent_bytes(&self) -> usize {
+        self.name.len() + self.description.len()
+    }
+}
+
+impl Enrichment {
+    /// The bytes of its texts.
+    pub fn sent_bytes(&self) -> usize {
+        (self
+            .keywords
+            .iter()
+            .chain(&self.examples)
+            .chain(&self.descriptions))
+        .map(String::len)
+        .sum()
+    }
 }
 
 impl Registry {
@@ -176,6 +213,11 @@ impl Registry {
             .enumerate()
             .map(|(i, g)| (g.name.clone(), i))
             .collect();
+        let sent = Sent {
+            tools: tools.iter().map(ToolDef::sent_bytes).sum(),
+            groups: groups.iter().map(ToolGroup::sent_bytes).sum(),
+            enrichment: 0,
+        };
         Self {
             tools,
             by_name,
@@ -183,8 +225,17 @@ impl Registry {
             group_at,
             groups_revision: next_groups_revision(),
             enrichment: HashMap::default(),
+            sent,
             shown_as: OnceLock::new(),
         }
+    }
+
+    /// The bytes of text it holds: every definition's name, description and schema, every
+    /// described group's name and description, and the enrichment. An index reads no more
+    /// of it than this, so a registry under the index's budget by this count is read whole
+    /// without counting each tool.
+    pub fn sent_bytes(&self) -> usize {
+        self.sent.tools + self.sent.groups + self.sent.enrichment
     }
 
     /// Replaces the definitions of `names` with `tools` (the tools under other names are
@@ -197,7 +248,7 @@ impl Registry {
             };
             indices.sort_unstable();
             for &index in indices.iter().rev() {
-                self.tools.swap_remove(index);
+                self.sent.tools -= self.tools.swap_remove(index).sent_bytes();
                 // The last definition moved into the gap.
                 if let Some(moved) = self.tools.get(index)
                     && let Some(at) = self.by_name.get_mut(&moved.name)
@@ -208,7 +259,9 @@ impl Registry {
                     }
                 }
             }
-            self.enrichment.remove(name);
+            if let Some(removed) = self.enrichment.remove(name) {
+                self.sent.enrichment -= removed.sent_bytes();
+            }
         }
         let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
         for tool in tools {
@@ -217,6 +270,7 @@ impl Registry {
                     .entry(tool.name.clone())
                     .or_default()
                     .push(self.tools.len());
+                self.sent.tools += tool.sent_bytes();
                 self.tools.push(tool);
             }
         }
@@ -292,6 +346,7 @@ impl Registry {
             }
         }
         self.groups = groups;
+        self.sent.groups = self.groups.iter().map(ToolGroup::sent_bytes).sum();
         if !changed.is_empty() {
             self.groups_revision = next_groups_revision();
         }
@@ -355,12 +410,8 @@ impl Registry {
                 self.enrichment.insert(entry.tool.clone(), entry);
             }
         }
+        self.sent.enrichment = self.enrichment.values().map(Enrichment::sent_bytes).sum();
         self
-    }
-
-    /// Whether the shell added text to any tool for search.
-    pub fn has_enrichment(&self) -> bool {
-        !self.enrichment.is_empty()
     }
 
     /// What the shell adds to a tool's text for search.
@@ -585,6 +636,36 @@ mod tests {
         assert_eq!(key(mcp), key(tool("ab", "c", "{}")));
     }
 
+    /// What a registry says it holds in bytes follows its groups and enrichment as they
+    /// change, as a registry made afresh counts them (an index trusts it to skip counting).
+    #[test]
+    fn sent_bytes_follow_groups_and_enrichment() {
+        let group = |name: &str, description: &str| ToolGroup {
+            name: name.into(),
+            description: description.into(),
+        };
+        let tools = vec![def(1, 0, 0), def(2, 1, 0)];
+        let tools_bytes: usize = tools.iter().map(ToolDef::sent_bytes).sum();
+        let mut registry = Registry::new(tools, vec![group("s", "abc")]);
+        assert_eq!(registry.sent_bytes(), tools_bytes + 4);
+        registry.set_groups(vec![group("s", "abcdef"), group("t", "")]);
+        assert_eq!(registry.sent_bytes(), tools_bytes + 8);
+        let enrichment = |tool: &str, keyword: &str| Enrichment {
+            tool: tool.into(),
+            keywords: vec![keyword.into()],
+            examples: vec!["ab".into()],
+            descriptions: vec![],
+        };
+        registry.set_enrichment(vec![enrichment("t1", "xyz"), enrichment("nobody", "q")]);
+        assert_eq!(registry.sent_bytes(), tools_bytes + 8 + 5);
+        registry.set_enrichment(vec![enrichment("t2", "x")]);
+        assert_eq!(registry.sent_bytes(), tools_bytes + 8 + 3);
+        // A tool replaced loses its enrichment, as the registry does.
+        let t2 = registry.first("t2").unwrap().sent_bytes();
+        registry.apply(&["t2".to_string()], vec![]);
+        assert_eq!(registry.sent_bytes(), tools_bytes - t2 + 8);
+    }
+
     proptest! {
         /// A registry that applies a delta holds what a registry of the shell's new list
         /// holds: the same names, each with the same definitions in the same order.
@@ -611,6 +692,7 @@ mod tests {
             let fetched = Registry::new(whole, vec![]);
             prop_assert_eq!(defs_by_name(&applied), defs_by_name(&fetched));
             prop_assert!(applied.changed_names(&fetched).is_empty());
+            prop_assert_eq!(applied.sent_bytes(), fetched.sent_bytes());
         }
     }
 }

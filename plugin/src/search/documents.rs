@@ -12,7 +12,7 @@ use super::initials;
 use super::names::hash;
 use super::rows::Rows;
 use super::word_terms::WordTerms;
-use crate::registry::{Enrichment, Registry, ToolDef};
+use crate::registry::{Enrichment, Registry, ToolDef, ToolGroup};
 
 /// Marks a term of a tool's own name (or of a group's name) in a document's term list.
 pub(super) const IN_NAME: u32 = 1 << 31;
@@ -103,31 +103,21 @@ const MIN_DOC_BYTES: usize = 1 << 10;
 /// pieces, the API catalog's 2,825 tools 9,400.
 pub(super) const MAX_PIECES: usize = 1 << 18;
 
-/// What a tool's document is sent: its name, description and schema as the shell sent them,
-/// and its enrichment.
-fn tool_bytes(registry: &Registry, tool: &ToolDef) -> usize {
-    let enriched = registry
-        .has_enrichment()
-        .then(|| registry.enrichment_of(&tool.name));
-    let enrichment = enriched.flatten().map_or(0, |e| {
-        (e.keywords.iter().chain(&e.examples).chain(&e.descriptions))
-            .map(String::len)
-            .sum()
-    });
-    tool.name.len() + tool.description.len() + tool.parameters.len() + enrichment
-}
-
 /// The bytes each document of `registry` reads at most ([`doc_bytes_within`]): its tools
-/// (`tools`, each name's first definition) and its described groups, whose names and
-/// descriptions the index reads as documents of their own.
+/// (`tools`, each name's first definition) with their enrichment, and its described groups,
+/// whose names and descriptions the index reads as documents of their own.
 pub(super) fn registry_doc_bytes<'a>(
     registry: &'a Registry,
     tools: impl Iterator<Item = &'a ToolDef>,
 ) -> usize {
-    let tools = tools.map(|tool| tool_bytes(registry, tool));
-    let groups = registry
-        .groups()
-        .map(|g| g.name.len() + g.description.len());
+    if registry.sent_bytes() <= MAX_REGISTRY_TEXT_BYTES {
+        // All of it fits, first definitions or not: no need to count tool by tool.
+        return MAX_DOC_BYTES;
+    }
+    let enrichment =
+        |tool: &ToolDef| (registry.enrichment_of(&tool.name)).map_or(0, Enrichment::sent_bytes);
+    let tools = tools.map(|tool| tool.sent_bytes() + enrichment(tool));
+    let groups = registry.groups().map(ToolGroup::sent_bytes);
     doc_bytes_within(tools.chain(groups))
 }
 
