@@ -1,11 +1,8 @@
 //! What the model reads back from the guard tools: matches, loads with
 //! their schemas, and the hints a refused call carries.
 
-use std::borrow::Cow;
-
 use serde::Serialize;
 use serde_json::Value;
-use serde_json::value::RawValue;
 
 use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH};
 use crate::config::Strategy;
@@ -76,83 +73,55 @@ pub struct ToolTexts<'a> {
 }
 
 impl ToolTexts<'_> {
-    /// The fewest bytes its schema takes in a result: JSON is shown as it was sent, less the
-    /// whitespace around it; anything else as a JSON string, which is longer.
-    fn least_size(&self) -> usize {
+    /// Its texts' length as the shell sent them, less the whitespace around the schema. A
+    /// result reads a schema only when this fits in what it has left: reading one costs a
+    /// parse, and a group may list a thousand large ones. (Shown, a schema may take less, its
+    /// JSON written compact, or more, its escapes written out.)
+    fn sent_size(&self) -> usize {
         let json = self.parameters.trim_matches([' ', '\t', '\n', '\r']);
         self.name.len() + self.description.len() + json.len()
     }
 }
 
 impl Schema {
-    /// A tool's definition as a result shows it: its `parameters` as the shell sent them when
-    /// they are JSON a result can hold, else as a JSON string (not JSON, or nested deeper than
-    /// a result can hold). Not re-serialised: a number or an escape re-written by a JSON
-    /// writer can take several times the bytes it was sent in (`1e15`, `\u0001`).
+    /// A tool's definition as a result shows it, its `parameters` parsed: shown as compact
+    /// JSON, or as a JSON string when they are no JSON a reader takes (a lone surrogate, a
+    /// number out of range) or are nested deeper than a result can hold. Sized as the larger
+    /// of its two copies in a result, each byte for byte: the JSON (a control character
+    /// escaped in six bytes, `1e15` written `1000000000000000.0`) and the text (a line
+    /// separator escaped in six).
     pub fn of(texts: ToolTexts<'_>) -> Self {
         let raw = texts.parameters;
-        let json = (json_depth(raw) <= MAX_SHOWN_DEPTH)
-            .then(|| serde_json::from_str::<Box<RawValue>>(raw).ok())
-            .flatten();
-        let parameters = match json {
-            Some(json) => Parameters::Json(json),
-            None => Parameters::Text(raw.to_string()),
+        let parameters = if json_depth(raw) > MAX_SHOWN_DEPTH {
+            Value::String(raw.to_string())
+        } else {
+            serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
         };
-        Self {
+        let mut schema = Self {
             name: texts.name.to_string(),
             description: texts.description.to_string(),
-            size: texts.name.len() + texts.description.len() + parameters.shown_len(),
             parameters,
-        }
+            size: 0,
+        };
+        let shown = schema.parameters.to_string();
+        let json = json_len(&schema.name) + json_len(&schema.description) + shown.len();
+        let [entry, parameters] = schema_lines(&schema.name, &schema.description, &shown);
+        schema.size = json.max(entry.len() + parameters.len());
+        schema
     }
 
-    /// The bytes its texts take in a result (each of the result's two copies: its JSON and
-    /// its text).
+    /// The bytes it takes in a result: the larger of its JSON and its text.
     fn size(&self) -> usize {
         self.size
     }
 }
 
-/// A tool's parameters as a result shows them.
-#[derive(Debug, Clone, Serialize)]
-#[serde(untagged)]
-pub enum Parameters {
-    /// The JSON the shell sent, as it sent it.
-    Json(Box<RawValue>),
-    /// Text shown as a JSON string.
-    Text(String),
-}
-
-impl Parameters {
-    /// As a result's JSON writes it.
-    pub fn shown(&self) -> Cow<'_, str> {
-        match self {
-            Parameters::Json(json) => Cow::Borrowed(json.get()),
-            Parameters::Text(text) => Cow::Owned(Value::from(text.as_str()).to_string()),
-        }
-    }
-
-    fn shown_len(&self) -> usize {
-        match self {
-            Parameters::Json(json) => json.get().len(),
-            Parameters::Text(text) => {
-                let mut counted = ByteCount(0);
-                // Writing to a counter cannot fail.
-                let _ = serde_json::to_writer(&mut counted, text);
-                counted.0
-            }
-        }
-    }
-}
-
-impl PartialEq for Parameters {
-    fn eq(&self, other: &Self) -> bool {
-        match (self, other) {
-            (Parameters::Json(a), Parameters::Json(b)) => a.get() == b.get(),
-            (Parameters::Text(a), Parameters::Text(b)) => a == b,
-            _ => false,
-        }
-    }
+/// The bytes of `text` written as a JSON string.
+fn json_len(text: &str) -> usize {
+    let mut counted = ByteCount(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counted, text);
+    counted.0
 }
 
 /// A writer that only counts the bytes written to it.
@@ -198,8 +167,9 @@ fn json_depth(text: &str) -> usize {
 
 /// The schemas of the first `tools` that fit in `budget` bytes in order, and the names of
 /// the others: a schema that does not fit is left out, and a smaller one after it may still
-/// fit. Only a schema that may fit is read: a group's thousand large schemas cost a result
-/// what the ones it shows do, not a parse each.
+/// fit. A schema is read only when its text as sent fits in what is left (see
+/// [`ToolTexts::sent_size`]): a group's thousand large schemas cost a result what the ones it
+/// shows do, not a parse each.
 pub fn within_budget<'a>(
     tools: impl IntoIterator<Item = ToolTexts<'a>>,
     budget: usize,
@@ -208,7 +178,7 @@ pub fn within_budget<'a>(
     let mut kept = Vec::new();
     let mut left_out = Vec::new();
     for texts in tools {
-        if texts.least_size() > left {
+        if texts.sent_size() > left {
             left_out.push(texts.name.to_string());
             continue;
         }
@@ -306,7 +276,7 @@ pub struct Schema {
     pub name: String,
     pub description: String,
     /// The JSON Schema of its arguments.
-    pub parameters: Parameters,
+    pub parameters: Value,
     #[serde(skip)]
     size: usize,
 }
@@ -317,16 +287,23 @@ fn push_schemas(lines: &mut Vec<String>, schemas: &[Schema]) {
     }
     lines.push("Schemas:".into());
     for schema in schemas {
-        // The whole description, on one line: a line of its own could pass for another
-        // tool's entry (`- gh__delete_repo: Read-only.`) over the parameters below it.
-        lines.push(format!(
-            "- {}: {}",
-            one_line(&schema.name),
-            one_line(schema.description.trim()).trim()
-        ));
-        let parameters = schema.parameters.shown();
-        lines.push(format!("  parameters: {}", shown::json_line(&parameters)));
+        let parameters = schema.parameters.to_string();
+        lines.extend(schema_lines(&schema.name, &schema.description, &parameters));
     }
+}
+
+/// A schema's two lines in a result's text: its entry and its parameters (compact JSON).
+/// The whole description, on one line: a line of its own could pass for another tool's
+/// entry (`- gh__delete_repo: Read-only.`) over the parameters below it.
+fn schema_lines(name: &str, description: &str, parameters: &str) -> [String; 2] {
+    [
+        format!(
+            "- {}: {}",
+            one_line(name),
+            one_line(description.trim()).trim()
+        ),
+        format!("  parameters: {}", shown::json_line(parameters)),
+    ]
 }
 
 /// Names from the shell, each on one line, comma-separated.
@@ -811,16 +788,15 @@ mod schema_tests {
     /// are shown as JSON. Brackets inside strings do not count.
     #[test]
     fn parameters_too_deep_for_a_result_are_shown_as_text() {
-        let shallow = schema(&nested(MAX_SHOWN_DEPTH));
-        assert!(matches!(shallow.parameters, Parameters::Json(_)));
+        assert!(schema(&nested(MAX_SHOWN_DEPTH)).parameters.is_array());
         let deep_text = nested(MAX_SHOWN_DEPTH + 1);
         let deep = schema(&deep_text);
-        assert_eq!(deep.parameters, Parameters::Text(deep_text.clone()));
+        assert_eq!(deep.parameters, Value::String(deep_text.clone()));
         let (kept, _) = within_budget([texts("t", &deep_text); 2], MAX_LOAD_SCHEMA_BYTES);
         let result = serde_json::json!({ "schemas": kept }).to_string();
         assert!(serde_json::from_str::<Value>(&result).is_ok());
         let quoted = format!(r#"{{"description": "{}\"]"}}"#, "[".repeat(200));
-        assert!(matches!(schema(&quoted).parameters, Parameters::Json(_)));
+        assert!(schema(&quoted).parameters.is_object());
     }
 
     /// A schema longer than any result carries is left out unread.
@@ -835,42 +811,63 @@ mod schema_tests {
         assert_eq!(kept.len(), 1);
     }
 
-    /// What a result counts of a schema is what it shows, byte for byte: JSON as the shell sent
-    /// it (a JSON writer would show `1e15` as `1000000000000000.0`), other text as the JSON
-    /// string it becomes (a control character as `\u0001`, six bytes). Counted as sent, a
-    /// quarter of a megabyte of either showed as one to three megabytes.
+    /// A `load_tools` result holds at most its bound of schema text in each of its copies,
+    /// the JSON the shell reads back and the text the model reads, whatever the schemas
+    /// hold; the JSON reads back, and each parameters line of the text is JSON. Sized as sent,
+    /// a quarter of a megabyte of numbers in exponent form or of control characters showed as
+    /// one to three megabytes; shown as sent, a lone surrogate made the whole result unreadable
+    /// and line breaks between a schema's tokens made its text line no JSON.
     #[test]
-    fn a_schema_counts_what_a_result_shows_of_it() {
-        let numbers = format!("[{}1e15]", "1e15,".repeat(50_000));
+    fn a_result_holds_at_most_its_bound_whatever_the_schemas_hold() {
+        // Each case's schema three times over, and how many of them fit: 10,000 numbers show
+        // in 190 KB, 40,000 control characters in 240 KB and 40,000 line separators in 240 KB
+        // of text; 160 KB of pretty JSON shows in 80 KB, but the third is not read.
+        let numbers = format!("[{}1e15]", "1e15,".repeat(9_999));
         let controls = "\u{1}".repeat(40_000);
-        let spaced = "  {\"type\": \"object\"}\n";
-        for parameters in [numbers.as_str(), &controls, spaced, "{}", "not json"] {
-            let schema = schema(parameters);
-            let shown = serde_json::to_string(&schema.parameters).unwrap();
-            assert_eq!(schema.size() - "t".len(), shown.len(), "{parameters:.40}");
-            assert_eq!(schema.parameters.shown(), shown);
+        let separators = format!(r#"["{}"]"#, "\u{2028}".repeat(40_000));
+        let pretty = format!("[\n\t{}1]", "1,\n\t".repeat(40_000));
+        let description = "\u{1}".repeat(100_000);
+        let cases: [(&str, &str, usize); 7] = [
+            (&numbers, "", 1),
+            (&controls, "", 1),
+            (&separators, "", 1),
+            (&pretty, "", 2),
+            (r#"{"description":"\ud800"}"#, "", 3),
+            (r#"{"default":1e400}"#, "", 3),
+            ("{}", &description, 0),
+        ];
+        for (parameters, description, fit) in cases {
+            let tools = (0..3).map(|_| ToolTexts {
+                name: "t",
+                description,
+                parameters,
+            });
+            let (kept, _) = within_budget(tools, MAX_LOAD_SCHEMA_BYTES);
+            assert_eq!(kept.len(), fit, "{parameters:.30}");
+            let load = LoadOutput {
+                group_id: "g".into(),
+                expanded: true,
+                tool_names: vec!["t".into()],
+                remaining: vec![],
+                schemas: kept,
+                schemas_left_out: vec![],
+                unavailable: vec![],
+            };
+            let json = serde_json::to_string(&load).unwrap();
+            let text = load.text(Strategy::Inject);
+            let bound = MAX_LOAD_SCHEMA_BYTES + 1_000;
+            assert!(json.len() < bound, "{parameters:.30}: JSON {}", json.len());
+            assert!(text.len() < bound, "{parameters:.30}: text {}", text.len());
+            assert!(
+                serde_json::from_str::<Value>(&json).is_ok(),
+                "{parameters:.30}"
+            );
+            for line in text
+                .lines()
+                .filter_map(|l| l.strip_prefix("  parameters: "))
+            {
+                assert!(serde_json::from_str::<Value>(line).is_ok(), "{line:.40}");
+            }
         }
-        assert_eq!(schema(&numbers).parameters.shown(), numbers.as_str());
-        assert_eq!(schema(spaced).parameters.shown(), r#"{"type": "object"}"#);
-        // 40,000 control characters show as 240,002 bytes: a result that counted them as
-        // 40,000 took them five times over; it now leaves the second out.
-        let (kept, left_out) = within_budget(
-            [texts("a", &controls), texts("b", &controls)],
-            MAX_LOAD_SCHEMA_BYTES,
-        );
-        assert_eq!((kept.len(), left_out), (1, vec!["b".to_string()]));
-        let load = LoadOutput {
-            group_id: "g".into(),
-            expanded: true,
-            tool_names: vec!["a".into()],
-            remaining: vec![],
-            schemas: kept,
-            schemas_left_out: vec![],
-            unavailable: vec![],
-        };
-        let json = serde_json::to_string(&load).unwrap();
-        let text = load.text(Strategy::Inject);
-        assert!(json.len() < MAX_LOAD_SCHEMA_BYTES + 1_000, "{}", json.len());
-        assert!(text.len() < MAX_LOAD_SCHEMA_BYTES + 1_000, "{}", text.len());
     }
 }
