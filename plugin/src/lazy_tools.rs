@@ -398,8 +398,7 @@ impl<H: Host> LazyTools<H> {
                 parsed
                     .iter()
                     .filter(|(agent, _)| !self.agents.contains_key(*agent)),
-            )
-            .map(|(_, restored)| restored);
+            );
         saved_state::held_within_bounds(held).map_err(|bound| {
             format!(
                 "with the agents earlier restores hold until they are created, this state's \
@@ -2225,6 +2224,25 @@ mod tests {
         assert!(plugin.restored.contains_key("later/0"));
         plugin.restore_state(&state_of(agents(3_000))).unwrap();
         assert_eq!(plugin.restored.len(), 9_000);
+
+        // Few agents, but long names: each state of about 10 MiB is read, the second would
+        // hold past what one state may.
+        let long = |from: usize| {
+            (from..from + 10).map(|i| {
+                let tools = (0..1_000)
+                    .map(|t| format!("{t}{}", "x".repeat(1_000)))
+                    .collect();
+                (format!("long/{i}"), tools, 0)
+            })
+        };
+        let mut plugin = self::plugin(weather(), &["main"]);
+        plugin.restore_state(&state_of(long(0))).unwrap();
+        let error = plugin.restore_state(&state_of(long(10))).unwrap_err();
+        assert!(
+            error.ends_with("would hold more than 16777216 bytes of names: not restored"),
+            "{error}"
+        );
+        assert_eq!(plugin.restored.len(), 10);
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.

@@ -130,13 +130,25 @@ impl Restored {
     }
 }
 
-/// Whether agents held for later (`held`: restored, not created yet) stay within the bounds
-/// of one state: each restore is bounded, but a shell restoring state after state would
-/// otherwise grow them without end. The bound they pass, if any.
-pub fn held_within_bounds<'a>(held: impl Iterator<Item = &'a Restored>) -> Result<(), String> {
+/// Whether agents held for later (`held`: restored, not created yet, by id) stay within the
+/// bounds of one state, its length too (their ids and names, [`MAX_STATE_BYTES`]): each
+/// restore is bounded, but a shell restoring state after state would otherwise grow them
+/// without end. The bound they pass, if any.
+pub fn held_within_bounds<'a>(
+    held: impl Iterator<Item = (&'a String, &'a Restored)>,
+) -> Result<(), String> {
     let mut counts = Counts::default();
-    for restored in held {
+    let mut bytes = 0;
+    for (agent, restored) in held {
         counts = counts.add(1, restored.loads.len(), restored.groups.len())?;
+        let names = restored.loads.keys().map(String::len).sum::<usize>();
+        let groups = (restored.groups.iter())
+            .map(|(name, how)| name.len() + how.len())
+            .sum::<usize>();
+        bytes += agent.len() + names + groups;
+        if bytes > MAX_STATE_BYTES {
+            return Err(format!("more than {MAX_STATE_BYTES} bytes of names"));
+        }
     }
     Ok(())
 }
