@@ -259,9 +259,6 @@ impl Registry {
                     }
                 }
             }
-            if let Some(removed) = self.enrichment.remove(name) {
-                self.sent.enrichment -= removed.sent_bytes();
-            }
         }
         let wanted: HashSet<&str> = names.iter().map(String::as_str).collect();
         for tool in tools {
@@ -272,6 +269,16 @@ impl Registry {
                     .push(self.tools.len());
                 self.sent.tools += tool.sent_bytes();
                 self.tools.push(tool);
+            }
+        }
+        // A name still registered keeps its enrichment: the shell says when that changes
+        // (`metadata-revision`), and a tool redefined may keep what it had.
+        for name in names
+            .iter()
+            .filter(|name| !self.by_name.contains_key(*name))
+        {
+            if let Some(removed) = self.enrichment.remove(name) {
+                self.sent.enrichment -= removed.sent_bytes();
             }
         }
     }
@@ -660,10 +667,20 @@ mod tests {
         assert_eq!(registry.sent_bytes(), tools_bytes + 8 + 5);
         registry.set_enrichment(vec![enrichment("t2", "x")]);
         assert_eq!(registry.sent_bytes(), tools_bytes + 8 + 3);
-        // A tool replaced loses its enrichment, as the registry does.
+        // A tool redefined keeps its enrichment; a tool removed loses it.
+        let t2 = registry.first("t2").unwrap().sent_bytes();
+        let redefined = ToolDef {
+            description: "redefined".into(),
+            ..registry.first("t2").unwrap().clone()
+        };
+        let longer = redefined.sent_bytes() - t2;
+        registry.apply(&["t2".to_string()], vec![redefined]);
+        assert!(registry.enrichment_of("t2").is_some());
+        assert_eq!(registry.sent_bytes(), tools_bytes + longer + 8 + 3);
         let t2 = registry.first("t2").unwrap().sent_bytes();
         registry.apply(&["t2".to_string()], vec![]);
-        assert_eq!(registry.sent_bytes(), tools_bytes - t2 + 8);
+        assert!(registry.enrichment_of("t2").is_none());
+        assert_eq!(registry.sent_bytes(), tools_bytes + longer - t2 + 8);
     }
 
     proptest! {
