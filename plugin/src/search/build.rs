@@ -58,8 +58,7 @@ impl SearchIndex {
         let doc_bytes = registry_doc_bytes(registry, tools.iter().copied());
         builder.read_at_most(doc_bytes);
         // Room for what is read, not for what was sent: a 100 KB description reads 32 KB.
-        let sent = |t: &&ToolDef| t.name.len() + t.description.len() + t.parameters.len();
-        let text_bytes = tools.iter().map(|t| sent(t).min(doc_bytes)).sum();
+        let text_bytes = tools.iter().map(|t| t.sent_bytes().min(doc_bytes)).sum();
         let mut docs = Docs::with_capacity(tools.len(), text_bytes);
         let mut text = ToolText::default();
         let mut origins = Origins::default();

@@ -141,6 +141,11 @@ pub(super) fn doc_bytes_within(lengths: impl Iterator<Item = usize>) -> usize {
     MAX_DOC_BYTES
 }
 
+/// A document's read of at most `bytes`, as a cut: none when that is all a document reads.
+fn cut_at(bytes: usize) -> Option<usize> {
+    (bytes < MAX_DOC_BYTES).then_some(bytes)
+}
+
 /// Documents' terms while the index is built: tools, or groups.
 #[derive(Debug, Default)]
 pub(super) struct Docs {
@@ -223,7 +228,13 @@ impl Builder {
 
     /// Each document reads at most `bytes` of its text from now on.
     pub fn read_at_most(&mut self, bytes: usize) {
-        self.cut = (bytes < MAX_DOC_BYTES).then_some(bytes);
+        self.cut = cut_at(bytes);
+    }
+
+    /// Whether each document reads at most `bytes` of its text, as [`Builder::read_at_most`]
+    /// set it.
+    pub fn reads_at_most(&self, bytes: usize) -> bool {
+        self.cut == cut_at(bytes)
     }
 
     /// The bytes a document reads at most, when a registry's size cut it below

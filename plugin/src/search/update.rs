@@ -14,9 +14,7 @@ use rustc_hash::FxHashSet;
 
 use super::bm25;
 use super::build::{exact_keys, gather, members};
-use super::documents::{
-    Docs, IN_NAME, MAX_DOC_BYTES, TermCounts, marked, registry_doc_bytes, saturated,
-};
+use super::documents::{Docs, IN_NAME, TermCounts, marked, registry_doc_bytes, saturated};
 use super::fields::{FIELD_COUNT, Field, ToolText};
 use super::growth::Growth;
 use super::holders::{self, Holders};
@@ -67,7 +65,7 @@ impl SearchIndex {
         // text moves past the budget (or back), each document's share moves, so all are read
         // again.
         let doc_bytes = registry_doc_bytes(registry, registry.first_definitions());
-        if (doc_bytes < MAX_DOC_BYTES).then_some(doc_bytes) != self.growth.builder.cut() {
+        if !self.growth.builder.reads_at_most(doc_bytes) {
             *self = Self::build(registry);
             return Updated::Rebuilt;
         }
