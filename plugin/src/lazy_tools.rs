@@ -20,7 +20,7 @@ use crate::names::{NameId, NameSet, NameTable, NamesIn};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, LoadRefusal, Origin, Registry, ToolDef};
-use crate::saved_state::{self, Restored, SavedAgent};
+use crate::saved_state::{self, Holding, Restored, SavedAgent};
 use crate::search::SearchIndex;
 use crate::shown;
 use crate::state::{AgentState, CatalogCache};
@@ -392,19 +392,39 @@ impl<H: Host> LazyTools<H> {
     pub fn restore_state(&mut self, text: &str) -> Result<(), String> {
         self.policy().map_err(|e| e.to_string())?;
         let parsed = saved_state::read(text, self.strategy().name())?;
+        // What this run's agents would hold with the state's loads merged in, which a save
+        // must write whole; and what is held for agents not created yet, which a save trims
+        // but the plugin holds meanwhile. Each keeps to the bounds of one state.
+        let live = (self.agents.iter()).map(|(agent, state)| {
+            let loads = state.loads();
+            let added = (parsed.get(agent).into_iter())
+                .flat_map(|restored| restored.loads.keys())
+                .filter(|name| !loads.contains_key(*name));
+            let (count, bytes) = (loads.keys().chain(added))
+                .fold((0, agent.len()), |(n, b), name| (n + 1, b + name.len()));
+            Holding {
+                loads: count,
+                groups: 0,
+                bytes,
+            }
+        });
         let held = (self.restored.iter())
             .filter(|(agent, _)| !parsed.contains_key(*agent))
             .chain(
                 parsed
                     .iter()
                     .filter(|(agent, _)| !self.agents.contains_key(*agent)),
-            );
-        saved_state::held_within_bounds(held).map_err(|bound| {
-            format!(
-                "with the agents earlier restores hold until they are created, this state's \
-                 would hold {bound}: not restored"
             )
-        })?;
+            .map(|(agent, restored)| Holding::of_restored(agent, restored));
+        let refused = |whose: &'static str| {
+            move |bound| {
+                format!("with this state's loads, {whose} would hold {bound}: not restored")
+            }
+        };
+        saved_state::within_state_bounds(live.filter(|h| h.loads > 0))
+            .map_err(refused("this run's agents"))?;
+        saved_state::within_state_bounds(held)
+            .map_err(refused("the agents restores hold until they are created"))?;
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
@@ -2217,8 +2237,8 @@ mod tests {
         let error = plugin.restore_state(&state_of(agents(6_000))).unwrap_err();
         assert_eq!(
             error,
-            "with the agents earlier restores hold until they are created, this state's would \
-             hold more than 10000 agents: not restored"
+            "with this state's loads, the agents restores hold until they are created would hold \
+             more than 10000 agents: not restored"
         );
         assert_eq!(plugin.restored.len(), 6_000);
         assert!(plugin.restored.contains_key("later/0"));
@@ -2243,6 +2263,29 @@ mod tests {
             "{error}"
         );
         assert_eq!(plugin.restored.len(), 10);
+    }
+
+    /// A restore into an agent of this run adds to its loads, which a save then writes: a
+    /// shell restoring state after state into it is refused once the agent would hold more
+    /// than a save may write (it was accepted, and every save after it failed), and restoring
+    /// the same loads again adds nothing.
+    #[test]
+    fn a_restore_into_a_live_agent_keeps_it_within_what_a_save_writes() {
+        let loads = |from: usize| {
+            let tools = (from..from + 160_000).map(|t| format!("t{t}")).collect();
+            [("main".to_string(), tools, 0)]
+        };
+        let mut plugin = plugin(weather(), &["main"]);
+        plugin.restore_state(&state_of(loads(0))).unwrap();
+        plugin.restore_state(&state_of(loads(0))).unwrap();
+        let error = plugin.restore_state(&state_of(loads(160_000))).unwrap_err();
+        assert_eq!(
+            error,
+            "with this state's loads, this run's agents would hold more than 300000 loads, all \
+             agents together: not restored"
+        );
+        assert_eq!(plugin.agents["main"].loads().len(), 160_000);
+        assert!(plugin.export_state().is_ok());
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.

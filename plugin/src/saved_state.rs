@@ -130,22 +130,40 @@ impl Restored {
     }
 }
 
-/// Whether agents held for later (`held`: restored, not created yet, by id) stay within the
-/// bounds of one state, its length too (their ids and names, [`MAX_STATE_BYTES`]): each
-/// restore is bounded, but a shell restoring state after state would otherwise grow them
-/// without end. The bound they pass, if any.
-pub fn held_within_bounds<'a>(
-    held: impl Iterator<Item = (&'a String, &'a Restored)>,
-) -> Result<(), String> {
-    let mut counts = Counts::default();
-    let mut bytes = 0;
-    for (agent, restored) in held {
-        counts = counts.add(1, restored.loads.len(), restored.groups.len())?;
+/// What an agent holds, counted against the bounds of one state: its loads, its loaded
+/// groups, and the bytes of its id and names.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Holding {
+    pub loads: usize,
+    pub groups: usize,
+    pub bytes: usize,
+}
+
+impl Holding {
+    /// What an agent restored for later holds.
+    pub fn of_restored(agent: &str, restored: &Restored) -> Self {
         let names = restored.loads.keys().map(String::len).sum::<usize>();
         let groups = (restored.groups.iter())
             .map(|(name, how)| name.len() + how.len())
             .sum::<usize>();
-        bytes += agent.len() + names + groups;
+        Self {
+            loads: restored.loads.len(),
+            groups: restored.groups.len(),
+            bytes: agent.len() + names + groups,
+        }
+    }
+}
+
+/// Whether agents' holdings stay within the bounds of one state, its length too (their ids
+/// and names, [`MAX_STATE_BYTES`]): each restore is bounded, but a shell restoring state after
+/// state would otherwise grow what the plugin holds without end, and a save could never
+/// write it. The bound they pass, if any.
+pub fn within_state_bounds(agents: impl Iterator<Item = Holding>) -> Result<(), String> {
+    let mut counts = Counts::default();
+    let mut bytes = 0;
+    for agent in agents {
+        counts = counts.add(1, agent.loads, agent.groups)?;
+        bytes += agent.bytes;
         if bytes > MAX_STATE_BYTES {
             return Err(format!("more than {MAX_STATE_BYTES} bytes of names"));
         }
