@@ -1800,6 +1800,58 @@ mod tests {
         assert_eq!(again["schemas"][0]["name"], left_out[0], "{again}");
     }
 
+    /// A `load_tools` result lists at most [`guards::MAX_LISTED_NAME_BYTES`] of names and
+    /// counts the rest: a server of ten thousand tools listed every name in the result and in
+    /// its text, 1.3 MB of each. All are loaded all the same.
+    #[test]
+    fn a_group_load_lists_a_bounded_amount_of_names() {
+        let tools: Vec<ToolDef> = (0..10_000)
+            .map(|i| tool("bulk", &format!("operation_{i:05}_{}", "x".repeat(40))))
+            .collect();
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut plugin = dispatch(tools);
+        let arguments = json!({ "group_id": "bulk" }).to_string();
+        let result = plugin
+            .execute("main", guards::LOAD_TOOLS, &arguments)
+            .unwrap();
+        let bound = guards::MAX_LOAD_SCHEMA_BYTES + guards::MAX_LISTED_NAME_BYTES + 4_000;
+        assert!(result.json.len() < bound, "{} bytes", result.json.len());
+        assert!(result.text.len() < bound, "{} bytes", result.text.len());
+        let loaded: Value = serde_json::from_str(&result.json).unwrap();
+        let count = |list: &str| loaded[list].as_array().map_or(0, Vec::len);
+        let unlisted = |list: &str| loaded[format!("{list}_unlisted")].as_u64().unwrap_or(0);
+        assert_eq!(count("tool_names") as u64 + unlisted("tool_names"), 10_000);
+        assert!(unlisted("tool_names") > 0);
+        assert_eq!(
+            count("schemas") as u64
+                + count("schemas_left_out") as u64
+                + unlisted("schemas_left_out"),
+            10_000
+        );
+        assert!(result.text.contains(" more."), "{:.300}", result.text);
+        assert!(names.iter().all(|name| plugin.is_loaded("main", name)));
+    }
+
+    /// A name longer than any guard tool takes back is shown cut in a search result: a
+    /// hostile server's 300 KB name made a result of 600 KB.
+    #[test]
+    fn a_search_result_shows_an_overlong_name_cut() {
+        let long = format!("weather_{}", "x".repeat(300_000));
+        let mut plugin = plugin(vec![tool("forecast", &long)], &["main"]);
+        let arguments = json!({ "queries": ["weather"] }).to_string();
+        let result = plugin
+            .execute("main", guards::TOOL_SEARCH, &arguments)
+            .unwrap();
+        assert!(result.text.len() < 4_000);
+        let found: Value = serde_json::from_str(&result.json).unwrap();
+        let name = found["matches"][0]["name"].as_str().unwrap();
+        assert!(name.starts_with("forecast__weather_xx"), "{name:.40}");
+        assert_eq!(name.chars().count(), guards::MAX_TOOL_NAME_CHARS);
+        assert!(name.ends_with('…'));
+        assert!(found.to_string().len() < 4_000);
+        assert!(plugin.is_loaded("main", &format!("forecast__{long}")));
+    }
+
     /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of
     /// schemas: fifty names of large tools loaded at once would fill the model's context.
     /// The rest are loaded all the same and named; asking for one gives its schema.

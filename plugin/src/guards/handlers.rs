@@ -10,8 +10,9 @@ use super::arguments::{
     query_problem,
 };
 use super::results::{
-    ActivateOutput, LoadOutput, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, SearchOutput,
-    Unavailable, changed_hint, group_unavailable, within_budget,
+    ActivateOutput, LoadOutput, MAX_LISTED_NAME_BYTES, MAX_LOAD_SCHEMA_BYTES,
+    MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint, group_unavailable, listed,
+    within_budget,
 };
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
@@ -19,6 +20,7 @@ use super::{
 };
 use crate::config::Strategy;
 use crate::outcome::{PluginError, Resolution, ToolResult};
+use crate::shown::label;
 use crate::suggest::Hints;
 
 /// A group as `load_tools` finds it for one agent.
@@ -145,11 +147,23 @@ pub fn tool_search(
     } else {
         (None, Vec::new())
     };
+    // A name longer than any guard tool takes back is shown cut: it was a paragraph a
+    // hostile server could make as long as it liked.
+    for m in &mut matches {
+        for name in std::iter::once(&mut m.name).chain(m.via.as_mut()) {
+            if name.chars().count() > MAX_TOOL_NAME_CHARS {
+                *name = label(name, MAX_TOOL_NAME_CHARS).into_owned();
+            }
+        }
+    }
+    let mut room = MAX_LISTED_NAME_BYTES;
+    let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
     let output = SearchOutput {
         matches,
         remaining_deferred: loads.pending_count(agent),
         schemas,
         schemas_left_out,
+        schemas_left_out_unlisted,
     };
     let text = output.text();
     Ok(ToolResult::ok(&output, text))
@@ -259,13 +273,21 @@ pub fn load_tools(
         .iter()
         .filter_map(|name| loads.tool_texts(agent, name));
     let (schemas, schemas_left_out) = within_budget(tools, MAX_LOAD_SCHEMA_BYTES);
+    let expanded = remaining.is_empty();
+    let mut room = MAX_LISTED_NAME_BYTES;
+    let (tool_names, tool_names_unlisted) = listed(loaded, &mut room);
+    let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
+    let (remaining, remaining_unlisted) = listed(remaining, &mut room);
     let output = LoadOutput {
         group_id,
-        expanded: remaining.is_empty(),
-        tool_names: loaded,
+        expanded,
+        tool_names,
+        tool_names_unlisted,
         remaining,
+        remaining_unlisted,
         schemas,
         schemas_left_out,
+        schemas_left_out_unlisted,
         unavailable,
     };
     let text = output.text(loads.strategy());
