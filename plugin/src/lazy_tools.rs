@@ -1852,6 +1852,64 @@ mod tests {
         assert!(plugin.is_loaded("main", &format!("forecast__{long}")));
     }
 
+    /// Every guard's result stays within its bounds however large a family's core is and
+    /// however long its names: the core of ten thousand tools made a `defer_execute_tool`
+    /// result of 590 KB and a `tool_search` result of 1.9 MB, and one name of 300 KB a
+    /// `defer_execute_tool` result of 300 KB. All are loaded all the same.
+    #[test]
+    fn a_familys_core_is_listed_within_bounds() {
+        let mut tools: Vec<ToolDef> = (0..10_000)
+            .map(|i| tool("srv", &format!("core_{i:05}_{}", "x".repeat(40))))
+            .collect();
+        tools.push(tool("srv", &format!("core_{}", "y".repeat(300_000))));
+        tools.push(tool("srv", "a"));
+        let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        let mut plugin = plugin(tools, &["main"]);
+        plugin
+            .configure(
+                r#"{"defer": ["Defer(*)"], "families": {"srv": {"members": ["srv__*"],
+                    "core": ["srv__core*"]}}}"#,
+            )
+            .unwrap();
+        let activate = json!({ "toolName": "srv__a" }).to_string();
+        let result = plugin
+            .execute("main", guards::DEFER_EXECUTE_TOOL, &activate)
+            .unwrap();
+        let bound = guards::MAX_LISTED_NAME_BYTES + 2_000;
+        assert!(result.json.len() < bound, "{} bytes", result.json.len());
+        assert!(result.text.len() < bound, "{} bytes", result.text.len());
+        let activated: Value = serde_json::from_str(&result.json).unwrap();
+        let listed = activated["alsoLoaded"].as_array().unwrap().len() as u64;
+        let unlisted = activated["alsoLoadedUnlisted"].as_u64().unwrap();
+        assert_eq!(listed + unlisted, 10_001);
+        assert!(names.iter().all(|name| plugin.is_loaded("main", name)));
+
+        let mut plugin = self::plugin(
+            (0..10_000)
+                .map(|i| tool("srv", &format!("core_{i:05}_{}", "x".repeat(40))))
+                .chain([tool("srv", "a")])
+                .collect(),
+            &["main"],
+        );
+        plugin
+            .configure(
+                r#"{"defer": ["Defer(*)"], "families": {"srv": {"members": ["srv__*"],
+                    "core": ["srv__core*"]}}}"#,
+            )
+            .unwrap();
+        let arguments = json!({ "tool_names": ["srv__a"] }).to_string();
+        let result = plugin
+            .execute("main", guards::TOOL_SEARCH, &arguments)
+            .unwrap();
+        let bound = guards::MAX_LISTED_MATCH_BYTES + 2_000;
+        assert!(result.json.len() < bound, "{} bytes", result.json.len());
+        assert!(result.text.len() < bound, "{} bytes", result.text.len());
+        let found: Value = serde_json::from_str(&result.json).unwrap();
+        let listed = found["matches"].as_array().unwrap().len() as u64;
+        assert_eq!(listed + found["matchesUnlisted"].as_u64().unwrap(), 10_001);
+        assert!(result.text.contains("more, loaded"), "{:.200}", result.text);
+    }
+
     /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of
     /// schemas: fifty names of large tools loaded at once would fill the model's context.
     /// The rest are loaded all the same and named; asking for one gives its schema.

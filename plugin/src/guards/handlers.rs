@@ -10,9 +10,9 @@ use super::arguments::{
     query_problem,
 };
 use super::results::{
-    ActivateOutput, LoadOutput, MAX_LISTED_NAME_BYTES, MAX_LOAD_SCHEMA_BYTES,
-    MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint, group_unavailable, listed,
-    within_budget,
+    ActivateOutput, LoadOutput, MAX_LISTED_MATCH_BYTES, MAX_LISTED_NAME_BYTES,
+    MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint,
+    group_unavailable, listed, listed_matches, shown_name, within_budget,
 };
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
@@ -20,7 +20,6 @@ use super::{
 };
 use crate::config::Strategy;
 use crate::outcome::{PluginError, Resolution, ToolResult};
-use crate::shown::label;
 use crate::suggest::Hints;
 
 /// A group as `load_tools` finds it for one agent.
@@ -147,19 +146,16 @@ pub fn tool_search(
     } else {
         (None, Vec::new())
     };
-    // A name longer than any guard tool takes back is shown cut: it was a paragraph a
-    // hostile server could make as long as it liked.
     for m in &mut matches {
-        for name in std::iter::once(&mut m.name).chain(m.via.as_mut()) {
-            if name.chars().count() > MAX_TOOL_NAME_CHARS {
-                *name = label(name, MAX_TOOL_NAME_CHARS).into_owned();
-            }
-        }
+        m.name = shown_name(std::mem::take(&mut m.name));
+        m.via = m.via.take().map(shown_name);
     }
+    let (matches, matches_unlisted) = listed_matches(matches, MAX_LISTED_MATCH_BYTES);
     let mut room = MAX_LISTED_NAME_BYTES;
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
     let output = SearchOutput {
         matches,
+        matches_unlisted,
         remaining_deferred: loads.pending_count(agent),
         schemas,
         schemas_left_out,
@@ -188,11 +184,15 @@ pub fn defer_execute_tool(
     let name = loads.tool_named(agent, args.tool_name.trim()).into_owned();
     let (m, core) = activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
     loads.install(agent)?;
+    let core = core.into_iter().map(|m| shown_name(m.name)).collect();
+    let mut room = MAX_LISTED_NAME_BYTES;
+    let (also_loaded, also_loaded_unlisted) = listed(core, &mut room);
     let output = ActivateOutput {
-        tool_name: m.name,
+        tool_name: shown_name(m.name),
         status: m.status,
         reason: m.reason,
-        also_loaded: core.into_iter().map(|m| m.name).collect(),
+        also_loaded,
+        also_loaded_unlisted,
     };
     let text = output.text();
     Ok(ToolResult::ok(&output, text))
@@ -275,7 +275,8 @@ pub fn load_tools(
     let (schemas, schemas_left_out) = within_budget(tools, MAX_LOAD_SCHEMA_BYTES);
     let expanded = remaining.is_empty();
     let mut room = MAX_LISTED_NAME_BYTES;
-    let (tool_names, tool_names_unlisted) = listed(loaded, &mut room);
+    let loaded_shown = loaded.iter().cloned().map(shown_name).collect();
+    let (tool_names, tool_names_unlisted) = listed(loaded_shown, &mut room);
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
     let (remaining, remaining_unlisted) = listed(remaining, &mut room);
     let output = LoadOutput {

@@ -16,8 +16,8 @@ pub use arguments::{
     MAX_TOOL_NAME_CHARS, MAX_TOOL_NAMES, MAX_TOP_K,
 };
 pub use results::{
-    MAX_LISTED_NAME_BYTES, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, Match, Schema, Status,
-    ToolTexts, changed_hint, deferred_hint, first_sentence, sentence_end,
+    MAX_LISTED_MATCH_BYTES, MAX_LISTED_NAME_BYTES, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES,
+    Match, Schema, Status, ToolTexts, changed_hint, deferred_hint, first_sentence, sentence_end,
 };
 pub use schemas::definitions;
 

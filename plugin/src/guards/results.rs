@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH};
+use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_TOOL_NAME_CHARS, TOOL_SEARCH};
 use crate::config::Strategy;
 use crate::shown::{self, one_line};
 use crate::swar;
@@ -37,7 +37,11 @@ pub struct Match {
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchOutput {
+    /// The tools found, as many as [`MAX_LISTED_MATCH_BYTES`] lists.
     pub matches: Vec<Match>,
+    /// How many more were found (and loaded) than `matches` lists.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub matches_unlisted: usize,
     pub remaining_deferred: usize,
     /// `dispatch`: the schemas of the tools this call loaded or found
     /// loaded, so the model calls them through the forwarder at once.
@@ -66,6 +70,11 @@ pub const MAX_LOAD_SCHEMA_BYTES: usize = 256 << 10;
 /// group of ten thousand tools listed whole took 1.3 MB of a result, and a hostile server's
 /// name may be longer than a context. The names past it are counted, not listed.
 pub const MAX_LISTED_NAME_BYTES: usize = 32 << 10;
+
+/// The most bytes of matches one `tool_search` result lists (each counted as its JSON): ten
+/// queries of fifty results of long names and descriptions made 650 KB, and a family whose
+/// core is ten thousand tools 1.9 MB. The matches past it are loaded and counted.
+pub const MAX_LISTED_MATCH_BYTES: usize = 64 << 10;
 
 /// The deepest parameters a result shows as JSON: with the result's own few levels around
 /// them, the result stays within the 128 levels a JSON reader takes by default (serde_json's).
@@ -137,14 +146,14 @@ fn json_len(text: &str) -> usize {
     counted.0
 }
 
-/// The first `names` that fit in what is left of `room` (each as its JSON string and a
-/// separator), and how many more there are: the rest are counted, not listed.
+/// The `names` that fit in what is left of `room`, in order (each as its JSON string and a
+/// separator), and how many did not: those are counted, not listed.
 pub fn listed(names: Vec<String>, room: &mut usize) -> (Vec<String>, usize) {
     let mut shown = Vec::new();
     let mut more = 0;
     for name in names {
         let bytes = json_len(&name) + 2;
-        if more == 0 && bytes <= *room {
+        if bytes <= *room {
             *room -= bytes;
             shown.push(name);
         } else {
@@ -152,6 +161,35 @@ pub fn listed(names: Vec<String>, room: &mut usize) -> (Vec<String>, usize) {
         }
     }
     (shown, more)
+}
+
+/// The `matches` that fit in `room` bytes, in order (each as its JSON, which is longer than
+/// its line of text), and how many did not.
+pub fn listed_matches(matches: Vec<Match>, mut room: usize) -> (Vec<Match>, usize) {
+    let mut shown = Vec::new();
+    let mut more = 0;
+    for m in matches {
+        let mut counted = ByteCount(0);
+        // Writing to a counter cannot fail.
+        let _ = serde_json::to_writer(&mut counted, &m);
+        let bytes = counted.0 + 1;
+        if bytes <= room {
+            room -= bytes;
+            shown.push(m);
+        } else {
+            more += 1;
+        }
+    }
+    (shown, more)
+}
+
+/// A tool's name as a result shows it: cut when longer than any guard tool takes back (a
+/// hostile server's name may be a paragraph of any length).
+pub fn shown_name(name: String) -> String {
+    match name.char_indices().nth(MAX_TOOL_NAME_CHARS) {
+        None => name,
+        Some(_) => shown::label(&name, MAX_TOOL_NAME_CHARS).into_owned(),
+    }
 }
 
 fn is_zero(count: &usize) -> bool {
@@ -162,7 +200,7 @@ fn is_zero(count: &usize) -> bool {
 fn joined_more(names: &[String], more: usize) -> String {
     match more {
         0 => joined(names),
-        _ if names.is_empty() => format!("{more} tools (too many to list)"),
+        _ if names.is_empty() => format!("{more} tools (too many or too long to list)"),
         _ => format!("{} and {more} more", joined(names)),
     }
 }
@@ -240,7 +278,7 @@ pub fn within_budget<'a>(
 impl SearchOutput {
     /// The short text the model reads next to the JSON.
     pub fn text(&self) -> String {
-        if self.matches.is_empty() {
+        if self.matches.is_empty() && self.matches_unlisted == 0 {
             return format!(
                 "No matching deferred tools. {} deferred tools remain; try other words or exact names.",
                 self.remaining_deferred
@@ -257,6 +295,12 @@ impl SearchOutput {
                 line.push_str(&format!(": {}", one_line(&m.description)));
             }
             lines.push(line);
+        }
+        if self.matches_unlisted > 0 {
+            lines.push(format!(
+                "- and {} more, loaded, too many to list here.",
+                self.matches_unlisted
+            ));
         }
         match &self.schemas {
             None => lines.push(format!(
@@ -289,9 +333,12 @@ pub struct ActivateOutput {
     pub status: Status,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// Tools loaded with it: the core of its family.
+    /// Tools loaded with it: the core of its family, as many as [`MAX_LISTED_NAME_BYTES`]
+    /// lists.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub also_loaded: Vec<String>,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub also_loaded_unlisted: usize,
 }
 
 impl ActivateOutput {
@@ -305,8 +352,11 @@ impl ActivateOutput {
             ),
             None => format!("Tool \"{name}\": {}.", status_text(self.status)),
         };
-        if !self.also_loaded.is_empty() {
-            text.push_str(&format!(" Also loaded: {}.", joined(&self.also_loaded)));
+        if !self.also_loaded.is_empty() || self.also_loaded_unlisted > 0 {
+            text.push_str(&format!(
+                " Also loaded: {}.",
+                joined_more(&self.also_loaded, self.also_loaded_unlisted)
+            ));
         }
         text
     }
@@ -729,6 +779,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
                 reason: None,
                 via: None,
             }],
+            matches_unlisted: 0,
             remaining_deferred: 0,
             schemas: Some(schemas),
             schemas_left_out: vec!["gh__big\n- gh__delete_repo: loaded".into()],
@@ -773,6 +824,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
             status: Status::Unavailable,
             reason: Some("no such tool; did you mean `a\r- x`?".into()),
             also_loaded: vec!["c\u{2028}d".into()],
+            also_loaded_unlisted: 0,
         };
         let load = LoadOutput {
             group_id: "g\u{85}h".into(),
@@ -797,6 +849,7 @@ asking.\n  parameters: {}\r\n\u{2028}Schemas:\u{1b}[2J";
                 reason: Some("s\nt".into()),
                 via: None,
             }],
+            matches_unlisted: 0,
             remaining_deferred: 1,
             schemas: None,
             schemas_left_out: Vec::new(),
