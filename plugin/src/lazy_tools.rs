@@ -392,21 +392,15 @@ impl<H: Host> LazyTools<H> {
     pub fn restore_state(&mut self, text: &str) -> Result<(), String> {
         self.policy().map_err(|e| e.to_string())?;
         let parsed = saved_state::read(text, self.strategy().name())?;
-        // What this run's agents would hold with the state's loads merged in, which a save
-        // must write whole; and what is held for agents not created yet, which a save trims
-        // but the plugin holds meanwhile. Each keeps to the bounds of one state.
+        // What this run's agents would hold with the state's loads merged in, and what is
+        // held for agents not created yet, which become this run's when they are: a save
+        // must be able to write all of it, so together they keep to the bounds of one state.
         let live = (self.agents.iter()).map(|(agent, state)| {
             let loads = state.loads();
             let added = (parsed.get(agent).into_iter())
                 .flat_map(|restored| restored.loads.keys())
                 .filter(|name| !loads.contains_key(*name));
-            let (count, bytes) = (loads.keys().chain(added))
-                .fold((0, agent.len()), |(n, b), name| (n + 1, b + name.len()));
-            Holding {
-                loads: count,
-                groups: 0,
-                bytes,
-            }
+            Holding::of(agent, loads.keys().chain(added), &BTreeMap::new())
         });
         let held = (self.restored.iter())
             .filter(|(agent, _)| !parsed.contains_key(*agent))
@@ -416,15 +410,14 @@ impl<H: Host> LazyTools<H> {
                     .filter(|(agent, _)| !self.agents.contains_key(*agent)),
             )
             .map(|(agent, restored)| Holding::of_restored(agent, restored));
-        let refused = |whose: &'static str| {
-            move |bound| {
-                format!("with this state's loads, {whose} would hold {bound}: not restored")
-            }
-        };
-        saved_state::within_state_bounds(live.filter(|h| h.loads > 0))
-            .map_err(refused("this run's agents"))?;
-        saved_state::within_state_bounds(held)
-            .map_err(refused("the agents restores hold until they are created"))?;
+        saved_state::within_state_bounds(live.filter(|h| h.loads > 0).chain(held)).map_err(
+            |bound| {
+                format!(
+                    "with this state's loads, this run's agents and those restores hold until \
+                     they are created would hold {bound}: not restored"
+                )
+            },
+        )?;
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
@@ -2347,8 +2340,8 @@ mod tests {
         let error = plugin.restore_state(&state_of(agents(6_000))).unwrap_err();
         assert_eq!(
             error,
-            "with this state's loads, the agents restores hold until they are created would hold \
-             more than 10000 agents: not restored"
+            "with this state's loads, this run's agents and those restores hold until they are \
+             created would hold more than 10000 agents: not restored"
         );
         assert_eq!(plugin.restored.len(), 6_000);
         assert!(plugin.restored.contains_key("later/0"));
@@ -2369,7 +2362,9 @@ mod tests {
         plugin.restore_state(&state_of(long(0))).unwrap();
         let error = plugin.restore_state(&state_of(long(10))).unwrap_err();
         assert!(
-            error.ends_with("would hold more than 16777216 bytes of names: not restored"),
+            error.ends_with(
+                "would hold more than the 16777216 bytes a state may take: not restored"
+            ),
             "{error}"
         );
         assert_eq!(plugin.restored.len(), 10);
@@ -2391,11 +2386,40 @@ mod tests {
         let error = plugin.restore_state(&state_of(loads(160_000))).unwrap_err();
         assert_eq!(
             error,
-            "with this state's loads, this run's agents would hold more than 300000 loads, all \
-             agents together: not restored"
+            "with this state's loads, this run's agents and those restores hold until they are \
+             created would hold more than 300000 loads, all agents together: not restored"
         );
         assert_eq!(plugin.agents["main"].loads().len(), 160_000);
         assert!(plugin.export_state().is_ok());
+
+        // Within every count, but past the bytes a save may write: 2 x 150,000 long names.
+        let long = |from: usize| {
+            let tools = (from..from + 150_000)
+                .map(|t| format!("t{t:06}{}", "x".repeat(40)))
+                .collect();
+            [("main".to_string(), tools, 0)]
+        };
+        let mut plugin = self::plugin(weather(), &["main"]);
+        plugin.restore_state(&state_of(long(0))).unwrap();
+        let error = plugin.restore_state(&state_of(long(150_000))).unwrap_err();
+        assert!(
+            error.ends_with("bytes a state may take: not restored"),
+            "{error}"
+        );
+        assert!(plugin.export_state().is_ok());
+        // A held agent becomes this run's when it is created, where a save cannot leave it
+        // out: held and this run's agents are counted together.
+        let later = |id: &str| {
+            let tools = (0..160_000).map(|t| format!("t{t}")).collect();
+            [(id.to_string(), tools, 0)]
+        };
+        let mut plugin = self::plugin(weather(), &["main"]);
+        plugin.restore_state(&state_of(later("main"))).unwrap();
+        assert!(
+            plugin
+                .restore_state(&state_of(later("main/later")))
+                .is_err()
+        );
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.
@@ -2456,7 +2480,10 @@ mod tests {
         let state: Value = serde_json::from_str(&text).unwrap();
         let saved: Vec<&String> = state["agents"].as_object().unwrap().keys().collect();
         assert_eq!(saved, ["main", "main/a"]);
-        resumed.restore_state(&text).unwrap();
+        plugin(weather(), &["main"]).restore_state(&text).unwrap();
+        // Not on top of the state resumed above: the two would hold more agents than a save
+        // could write.
+        assert!(resumed.restore_state(&text).is_err());
     }
 
     /// A tool whose name a restore refuses (a line break: the plugin shows it escaped and

@@ -140,32 +140,80 @@ pub struct Holding {
 }
 
 impl Holding {
-    /// What an agent restored for later holds.
-    pub fn of_restored(agent: &str, restored: &Restored) -> Self {
-        let names = restored.loads.keys().map(String::len).sum::<usize>();
-        let groups = (restored.groups.iter())
-            .map(|(name, how)| name.len() + how.len())
-            .sum::<usize>();
-        Self {
-            loads: restored.loads.len(),
-            groups: restored.groups.len(),
-            bytes: agent.len() + names + groups,
+    /// What agent `id` holds with `loads` and `groups` (name -> how far), its bytes as a
+    /// compact save writes them.
+    pub fn of<'a>(
+        id: &str,
+        loads: impl Iterator<Item = &'a String>,
+        groups: &BTreeMap<String, String>,
+    ) -> Self {
+        let (mut count, mut bytes) = (0, json_len(id) + AGENT_AROUND);
+        for name in loads {
+            count += 1;
+            bytes += json_len(name) + LOAD_AROUND;
         }
+        for (name, how) in groups {
+            bytes += json_len(name) + json_len(how) + 2;
+        }
+        Self {
+            loads: count,
+            groups: groups.len(),
+            bytes,
+        }
+    }
+
+    /// What an agent restored for later holds.
+    pub fn of_restored(id: &str, restored: &Restored) -> Self {
+        Self::of(id, restored.loads.keys(), &restored.groups)
+    }
+
+    fn of_saved(id: &str, saved: &SavedAgent) -> Self {
+        Self::of(id, saved.tools.keys(), &saved.groups)
     }
 }
 
-/// Whether agents' holdings stay within the bounds of one state, its length too (their ids
-/// and names, [`MAX_STATE_BYTES`]): each restore is bounded, but a shell restoring state after
-/// state would otherwise grow what the plugin holds without end, and a save could never
-/// write it. The bound they pass, if any.
+/// What a compact save writes around a load's name (`:"<16 hex digits>",`) and an agent's
+/// id (`:{"tools":{},"groups":{},"unused_runs":7},`), and around all agents.
+const LOAD_AROUND: usize = 20;
+const AGENT_AROUND: usize = 44;
+const STATE_AROUND: usize = 128;
+
+/// The bytes of `text` written as a JSON string.
+fn json_len(text: &str) -> usize {
+    let mut counted = Counted(0);
+    // Writing to a counter cannot fail.
+    let _ = serde_json::to_writer(&mut counted, text);
+    counted.0
+}
+
+/// A writer that only counts the bytes written to it.
+struct Counted(usize);
+
+impl std::io::Write for Counted {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0 += bytes.len();
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Whether agents' holdings stay within the bounds of one state, its length too (as a
+/// compact save writes them, [`MAX_STATE_BYTES`]): each restore is bounded, but a shell
+/// restoring state after state would otherwise grow what the plugin holds without end, past
+/// what a save can write. The bound they pass, if any.
 pub fn within_state_bounds(agents: impl Iterator<Item = Holding>) -> Result<(), String> {
     let mut counts = Counts::default();
-    let mut bytes = 0;
+    let mut bytes = STATE_AROUND;
     for agent in agents {
         counts = counts.add(1, agent.loads, agent.groups)?;
         bytes += agent.bytes;
         if bytes > MAX_STATE_BYTES {
-            return Err(format!("more than {MAX_STATE_BYTES} bytes of names"));
+            return Err(format!(
+                "more than the {MAX_STATE_BYTES} bytes a state may take"
+            ));
         }
     }
     Ok(())
@@ -223,7 +271,9 @@ pub fn write(
     mut carried: Vec<(String, SavedAgent)>,
 ) -> Result<String, String> {
     let mut counts = Counts::default();
-    for agent in live.values() {
+    let mut bytes = STATE_AROUND;
+    for (id, agent) in &live {
+        bytes += Holding::of_saved(id, agent).bytes;
         counts = counts.with(agent).map_err(|bound| {
             format!(
                 "the load state of this run's {} agents holds {bound}, more than a restore \
@@ -235,11 +285,15 @@ pub fn write(
     let mut agents = live;
     carried.sort_by(|(a, x), (b, y)| x.unused_runs.cmp(&y.unused_runs).then(a.cmp(b)));
     for (id, agent) in carried {
+        let more_bytes = bytes + Holding::of_saved(&id, &agent).bytes;
         let Ok(more) = counts.with(&agent) else {
             // The rest were carried as long or longer: the oldest are dropped first.
             break;
         };
-        counts = more;
+        if more_bytes > MAX_STATE_BYTES {
+            break;
+        }
+        (counts, bytes) = (more, more_bytes);
         agents.insert(id, agent);
     }
     let saved = SavedState {
@@ -661,5 +715,26 @@ pub(crate) mod tests {
             "the load state of 2 agents is more than the 16777216 bytes a restore reads: not \
              saved"
         );
+    }
+    /// A save leaves out carried agents that would take it past the bytes a restore reads,
+    /// as it does past the counts: two agents of 100,000 long names each fit every count but
+    /// not the bytes, and the save failed whole.
+    #[test]
+    fn a_save_drops_carried_agents_past_the_bytes_a_restore_reads() {
+        let loads = |prefix: &str| -> BTreeMap<String, u64> {
+            (0..100_000)
+                .map(|i| (format!("{prefix}{i:06}{}", "x".repeat(80)), 7))
+                .collect()
+        };
+        let mut left_out = Vec::new();
+        let main = SavedAgent::of_run("main", &loads("m"), BTreeMap::new(), &mut left_out).unwrap();
+        let mut later =
+            SavedAgent::of_run("later", &loads("l"), BTreeMap::new(), &mut left_out).unwrap();
+        later.unused_runs = 1;
+        let live = BTreeMap::from([("main".to_string(), main)]);
+        let text = write("inject", live, vec![("later".to_string(), later)]).unwrap();
+        assert!(text.len() <= MAX_STATE_BYTES);
+        let restored = read(&text, "inject").unwrap();
+        assert_eq!(restored.keys().collect::<Vec<_>>(), ["main"]);
     }
 }
