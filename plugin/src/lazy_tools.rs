@@ -1890,7 +1890,8 @@ mod tests {
                     "core": ["srv__core*"]}}}"#,
             )
             .unwrap();
-        let arguments = json!({ "tool_names": ["srv__a"] }).to_string();
+        // What the model asked for is listed first, whatever the cores it brought along.
+        let arguments = json!({ "tool_names": ["srv__a", "no_such_tool"] }).to_string();
         let result = plugin
             .execute("main", guards::TOOL_SEARCH, &arguments)
             .unwrap();
@@ -1898,9 +1899,13 @@ mod tests {
         assert!(result.json.len() < bound, "{} bytes", result.json.len());
         assert!(result.text.len() < bound, "{} bytes", result.text.len());
         let found: Value = serde_json::from_str(&result.json).unwrap();
-        let listed = found["matches"].as_array().unwrap().len() as u64;
-        assert_eq!(listed + found["matchesUnlisted"].as_u64().unwrap(), 10_001);
-        assert!(result.text.contains("more, loaded"), "{:.200}", result.text);
+        let matches = found["matches"].as_array().unwrap();
+        assert_eq!(matches[0]["name"], "srv__a");
+        assert_eq!(matches[1]["name"], "no_such_tool");
+        assert_eq!(matches[1]["status"], "unavailable");
+        let listed = matches.len() as u64;
+        assert_eq!(listed + found["matchesUnlisted"].as_u64().unwrap(), 10_002);
+        assert!(result.text.contains("more (loaded"), "{:.200}", result.text);
     }
 
     /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of
@@ -2144,12 +2149,14 @@ mod tests {
         assert!(expanded.contains("weather"));
         let again = plugin.family_core("main", "weather__get_weather", &mut expanded);
         assert!(again.is_empty(), "{again:?}");
-        // Through the guard: the first member brings the core along.
+        // Through the guard: the first member brings the core along, listed after what was
+        // asked for.
         let found = search(&mut plugin, "main", &["weather__get_weather", "weather__x"]);
         assert_eq!(
-            found["matches"][1]["name"], "weather__get_forecast",
+            found["matches"][2]["name"], "weather__get_forecast",
             "{found}"
         );
+        assert_eq!(found["matches"][2]["via"], "the core of family `weather`");
     }
 
     /// A server's tool named like a guard the strategy does not register is deferred like

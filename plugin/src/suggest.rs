@@ -61,9 +61,14 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
     hint(closest(word, candidates))
 }
 
+/// The hint naming `known`, cut as a result shows a name (a server's name may be a
+/// paragraph of any length).
 fn hint(known: Option<&str>) -> String {
     known
-        .map(|known| format!("; did you mean `{known}`?"))
+        .map(|known| {
+            let known = crate::guards::shown_name(known.to_string());
+            format!("; did you mean `{known}`?")
+        })
         .unwrap_or_default()
 }
 

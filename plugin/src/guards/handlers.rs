@@ -114,7 +114,10 @@ pub fn tool_search(
         return Ok(ToolResult::error(format!("tool_search: {problem}")));
     }
     loads.refresh(agent)?;
+    // What was asked for (by name or by query) comes first, then the families' cores it
+    // brought along: a result that cannot list them all lists what the model asked for.
     let mut matches: Vec<Match> = Vec::new();
+    let mut cores: Vec<Match> = Vec::new();
     let mut seen = HashSet::new();
     let mut families = HashSet::new();
     for name in &args.tool_names {
@@ -123,7 +126,7 @@ pub fn tool_search(
             let (first, core) =
                 activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
             matches.push(first);
-            matches.extend(core);
+            cores.extend(core);
         }
     }
     for query in &args.queries {
@@ -132,10 +135,11 @@ pub fn tool_search(
                 let (first, core) =
                     activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
                 matches.push(first);
-                matches.extend(core);
+                cores.extend(core);
             }
         }
     }
+    matches.extend(cores);
     loads.install(agent)?;
     let (schemas, schemas_left_out) = if loads.strategy() == Strategy::Dispatch {
         let tools = (matches.iter())
@@ -244,7 +248,10 @@ pub fn load_tools(
                             .hints()
                             .did_you_mean(&name, members.iter().map(String::as_str))
                     );
-                    unavailable.push(Unavailable { name, reason });
+                    unavailable.push(Unavailable {
+                        name: shown_name(name),
+                        reason,
+                    });
                 }
             }
             wanted.sort();
@@ -258,7 +265,7 @@ pub fn load_tools(
         match m.status {
             Status::Loaded | Status::AlreadyLoaded => loaded.push(name.clone()),
             Status::Unavailable => unavailable.push(Unavailable {
-                name: name.clone(),
+                name: shown_name(name.clone()),
                 reason: m.reason.unwrap_or_default(),
             }),
         }
@@ -328,17 +335,19 @@ pub fn resolve_call(
     }
     loads.refresh(agent)?;
     let name = &*loads.tool_named(agent, name);
+    let shown = || shown_name(name.to_string());
     let implicitly_loaded = match loads.target(agent, name)? {
         Err(reason) => {
             return reject(format!(
-                "{DEFERRED_TOOL_CALL}: `{name}` could not be loaded: {reason}"
+                "{DEFERRED_TOOL_CALL}: `{}` could not be loaded: {reason}",
+                shown()
             ));
         }
         Ok(Target::Unknown(reason)) => {
             return reject(format!("{DEFERRED_TOOL_CALL}: {reason}"));
         }
         Ok(Target::Changed) => {
-            return reject(changed_hint(name, Strategy::Dispatch));
+            return reject(changed_hint(&shown(), Strategy::Dispatch));
         }
         Ok(Target::Ready) => false,
         Ok(Target::Pending) => {

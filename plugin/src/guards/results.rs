@@ -298,7 +298,7 @@ impl SearchOutput {
         }
         if self.matches_unlisted > 0 {
             lines.push(format!(
-                "- and {} more, loaded, too many to list here.",
+                "- and {} more (loaded, or unavailable), too many to list here.",
                 self.matches_unlisted
             ));
         }
