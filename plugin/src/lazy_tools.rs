@@ -20,7 +20,9 @@ use crate::names::{NameId, NameSet, NameTable, NamesIn};
 pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, LoadRefusal, Origin, Registry, ToolDef};
-use crate::saved_state::{self, Holding, Restored, SavedAgent};
+use crate::saved_state::{
+    self, Holding, MAX_STATE_AGENTS, MAX_STATE_BYTES, MAX_STATE_LOADS, Restored, SavedAgent,
+};
 use crate::search::SearchIndex;
 use crate::shown;
 use crate::state::{AgentState, CatalogCache};
@@ -325,7 +327,20 @@ impl<H: Host> LazyTools<H> {
             .filter(|(id, _)| !self.agents.contains_key(*id))
             .filter_map(|(id, restored)| Some((id.clone(), restored.carried()?)))
             .collect();
-        saved_state::write(self.strategy().name(), live, carried).map_err(PluginError::Host)
+        let (text, left_out) =
+            saved_state::write(self.strategy().name(), live, carried).map_err(PluginError::Host)?;
+        if left_out.agents > 0 {
+            self.host.log(
+                LogLevel::Warn,
+                &format!(
+                    "lazy-tools: {} of this run's agents ({} loads) not saved: a state holds at \
+                     most {MAX_STATE_AGENTS} agents, {MAX_STATE_LOADS} loads and \
+                     {MAX_STATE_BYTES} bytes",
+                    left_out.agents, left_out.loads
+                ),
+            );
+        }
+        Ok(text)
     }
 
     /// The groups of each name some agent loaded, from one pass over the groups' members
@@ -2523,10 +2538,11 @@ mod tests {
         assert!(second.restored.is_empty(), "{:?}", second.restored);
     }
 
-    /// This run's own agents are never dropped to fit: past a bound, the export is an error
-    /// that says which, and nothing is written.
+    /// This run's agents past a bound are left out of a save whole, with a warning that
+    /// counts them, and the rest is saved: a save failed whole past a bound, and every save
+    /// after it, whatever made the run's agents pass it (a fork of an agent of many loads).
     #[test]
-    fn an_export_of_more_agents_than_a_restore_reads_is_an_error() {
+    fn a_save_past_a_bound_leaves_out_this_runs_agents_that_do_not_fit_and_says_so() {
         let ids: Vec<String> = (0..=MAX_STATE_AGENTS)
             .map(|i| format!("main/w{i}"))
             .collect();
@@ -2538,14 +2554,35 @@ mod tests {
         let state = state_of(ids[1..].iter().map(|id| (id.clone(), tool(), 0)));
         plugin.restore_state(&state).unwrap();
         search(&mut plugin, &ids[0], &["weather__get_weather"]);
-        let error = plugin.export_state().unwrap_err().to_string();
+        let text = plugin.export_state().unwrap();
+        let saved: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(saved["agents"].as_object().unwrap().len(), MAX_STATE_AGENTS);
+        let warnings = plugin.host.warnings.borrow();
         assert!(
-            error.ends_with(
-                "the load state of this run's 10001 agents holds more than 10000 agents, more \
-                 than a restore reads: not saved"
-            ),
-            "{error}"
+            warnings.iter().any(|w| w.starts_with(
+                "lazy-tools: 1 of this run's agents (1 loads) not saved: a state holds at most \
+                 10000 agents"
+            )),
+            "{warnings:?}"
         );
+        drop(warnings);
+
+        // A fork copies its source's loads: both pass the bound together.
+        let tools = (0..160_000).map(|t| format!("t{t}")).collect();
+        let mut plugin = self::plugin(weather(), &["main"]);
+        plugin
+            .restore_state(&state_of([("main".to_string(), tools, 0)]))
+            .unwrap();
+        plugin
+            .agent_forked("main/fork", Some("main"), "main")
+            .unwrap();
+        let text = plugin.export_state().unwrap();
+        let saved: Value = serde_json::from_str(&text).unwrap();
+        let agents: Vec<&String> = saved["agents"].as_object().unwrap().keys().collect();
+        assert_eq!(agents, ["main"]);
+        self::plugin(weather(), &["main"])
+            .restore_state(&text)
+            .unwrap();
     }
 
     /// A restore error quotes what the state holds with its control characters escaped (the

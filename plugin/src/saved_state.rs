@@ -260,29 +260,42 @@ fn too_many_groups() -> String {
     format!("more than {MAX_STATE_GROUPS} loaded groups, all agents together")
 }
 
-/// Writes a state: every agent of `live` (those of this run), then as many of `carried`
-/// (restored for agents this run has not created) as the bounds leave room for, the ones
-/// carried through the fewest runs first. Written for people, or compact when that is longer
-/// than a restore reads; an error when even that is, or when this run's agents alone pass a
-/// bound.
+/// What a save left out of this run's agents to keep to the bounds a restore reads.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct LeftOut {
+    pub agents: usize,
+    pub loads: usize,
+}
+
+/// Writes a state: the agents of `live` (those of this run) that fit in the bounds a restore
+/// reads, in order (past them, an agent is left out whole and counted in [`LeftOut`]: a run
+/// that forks an agent of many loads, or loads past what a restore gave it, is still saved),
+/// then as many of `carried` (restored for agents this run has not created) as the bounds
+/// leave room for, the ones carried through the fewest runs first. Written for people, or
+/// compact when that is longer than a restore reads (the bounds count bytes as a compact
+/// save writes them, so it always fits).
 pub fn write(
     strategy: &str,
     live: BTreeMap<String, SavedAgent>,
     mut carried: Vec<(String, SavedAgent)>,
-) -> Result<String, String> {
+) -> Result<(String, LeftOut), String> {
     let mut counts = Counts::default();
     let mut bytes = STATE_AROUND;
-    for (id, agent) in &live {
-        bytes += Holding::of_saved(id, agent).bytes;
-        counts = counts.with(agent).map_err(|bound| {
-            format!(
-                "the load state of this run's {} agents holds {bound}, more than a restore \
-                 reads: not saved",
-                live.len()
-            )
-        })?;
+    let mut agents = BTreeMap::new();
+    let mut left_out = LeftOut::default();
+    for (id, agent) in live {
+        let more_bytes = bytes + Holding::of_saved(&id, &agent).bytes;
+        match counts.with(&agent) {
+            Ok(more) if more_bytes <= MAX_STATE_BYTES => {
+                (counts, bytes) = (more, more_bytes);
+                agents.insert(id, agent);
+            }
+            _ => {
+                left_out.agents += 1;
+                left_out.loads += agent.tools.len();
+            }
+        }
     }
-    let mut agents = live;
     carried.sort_by(|(a, x), (b, y)| x.unused_runs.cmp(&y.unused_runs).then(a.cmp(b)));
     for (id, agent) in carried {
         let more_bytes = bytes + Holding::of_saved(&id, &agent).bytes;
@@ -306,12 +319,12 @@ pub fn write(
     // never held whole.
     let mut text = Bounded::default();
     if serde_json::to_writer_pretty(&mut text, &saved).is_ok() {
-        return Ok(text.into_string());
+        return Ok((text.into_string(), left_out));
     }
     drop(text);
     let mut text = Bounded::default();
     if serde_json::to_writer(&mut text, &saved).is_ok() {
-        return Ok(text.into_string());
+        return Ok((text.into_string(), left_out));
     }
     Err(format!(
         "the load state of {} agents is more than the {MAX_STATE_BYTES} bytes a restore \
@@ -701,21 +714,31 @@ pub(crate) mod tests {
         );
     }
 
-    /// What a write holds past the byte bound is an error, not a state cut short.
+    /// This run's agents past the bytes a restore reads are left out whole and counted: the
+    /// save failed whole, and every save after it.
     #[test]
-    fn a_state_too_long_even_compact_is_not_written() {
+    fn a_save_leaves_out_this_runs_agents_past_the_bytes_and_counts_them() {
         let tools: BTreeMap<String, u64> = (0..MAX_STATE_LOADS / 2)
             .map(|i| (format!("{i:0>60}"), 0))
             .collect();
         let live = (0..2)
             .map(|a| (format!("a{a}"), SavedAgent::new(&tools, BTreeMap::new())))
             .collect();
+        let (text, left_out) = write("inject", live, Vec::new()).unwrap();
         assert_eq!(
-            write("inject", live, Vec::new()).unwrap_err(),
-            "the load state of 2 agents is more than the 16777216 bytes a restore reads: not \
-             saved"
+            left_out,
+            LeftOut {
+                agents: 1,
+                loads: MAX_STATE_LOADS / 2
+            }
+        );
+        assert!(text.len() <= MAX_STATE_BYTES);
+        assert_eq!(
+            read(&text, "inject").unwrap().keys().collect::<Vec<_>>(),
+            ["a0"]
         );
     }
+
     /// A save leaves out carried agents that would take it past the bytes a restore reads,
     /// as it does past the counts: two agents of 100,000 long names each fit every count but
     /// not the bytes, and the save failed whole.
@@ -732,7 +755,8 @@ pub(crate) mod tests {
             SavedAgent::of_run("later", &loads("l"), BTreeMap::new(), &mut left_out).unwrap();
         later.unused_runs = 1;
         let live = BTreeMap::from([("main".to_string(), main)]);
-        let text = write("inject", live, vec![("later".to_string(), later)]).unwrap();
+        let (text, left_out) = write("inject", live, vec![("later".to_string(), later)]).unwrap();
+        assert_eq!(left_out, LeftOut::default());
         assert!(text.len() <= MAX_STATE_BYTES);
         let restored = read(&text, "inject").unwrap();
         assert_eq!(restored.keys().collect::<Vec<_>>(), ["main"]);
