@@ -21,7 +21,7 @@ pub use crate::outcome::{PluginError, Resolution, ToolResult, Verdict};
 use crate::policy::{BudgetStanding, Decision, Explanation, Policy, Rule};
 use crate::registry::{LazyGroup, LoadRefusal, Origin, Registry, ToolDef};
 use crate::saved_state::{
-    self, Holding, MAX_STATE_AGENTS, MAX_STATE_BYTES, MAX_STATE_LOADS, Restored, SavedAgent,
+    self, Holding, MAX_STATE_AGENTS, MAX_STATE_BYTES, MAX_STATE_LOADS, Restored, SavedAgent, Total,
 };
 use crate::search::SearchIndex;
 use crate::shown;
@@ -408,8 +408,17 @@ impl<H: Host> LazyTools<H> {
         self.policy().map_err(|e| e.to_string())?;
         let parsed = saved_state::read(text, self.strategy().name())?;
         // What this run's agents would hold with the state's loads merged in, and what is
-        // held for agents not created yet, which become this run's when they are: a save
-        // must be able to write all of it, so together they keep to the bounds of one state.
+        // held for agents not created yet, which become this run's when they are: each
+        // restore is bounded, but restores one after another could grow them without end.
+        // A restore that would take them past the bounds of one state is refused, unless it
+        // adds nothing (a save leaves out this run's agents past a bound, so a run may be
+        // past one already: a fork copies its source's loads).
+        let live_now = (self.agents.iter())
+            .filter(|(_, state)| !state.loads().is_empty())
+            .map(|(agent, state)| Holding::of(agent, state.loads().keys(), &BTreeMap::new()));
+        let held_now =
+            (self.restored.iter()).map(|(agent, held)| Holding::of_restored(agent, held));
+        let before = Total::of(live_now.chain(held_now));
         let live = (self.agents.iter()).map(|(agent, state)| {
             let loads = state.loads();
             let added = (parsed.get(agent).into_iter())
@@ -425,14 +434,15 @@ impl<H: Host> LazyTools<H> {
                     .filter(|(agent, _)| !self.agents.contains_key(*agent)),
             )
             .map(|(agent, restored)| Holding::of_restored(agent, restored));
-        saved_state::within_state_bounds(live.filter(|h| h.loads > 0).chain(held)).map_err(
-            |bound| {
-                format!(
-                    "with this state's loads, this run's agents and those restores hold until \
-                     they are created would hold {bound}: not restored"
-                )
-            },
-        )?;
+        let after = Total::of(live.filter(|h| h.loads > 0).chain(held));
+        if let Err(bound) = after.within_bounds()
+            && after.grows(&before)
+        {
+            return Err(format!(
+                "with this state's loads, this run's agents and those restores hold until they \
+                 are created would hold {bound}: not restored"
+            ));
+        }
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
@@ -1905,8 +1915,10 @@ mod tests {
                     "core": ["srv__core*"]}}}"#,
             )
             .unwrap();
-        // What the model asked for is listed first, whatever the cores it brought along.
-        let arguments = json!({ "tool_names": ["srv__a", "no_such_tool"] }).to_string();
+        // What the model asked for is listed first, whatever the cores it brought along, a
+        // core asked for by name too.
+        let last_core = format!("srv__core_09999_{}", "x".repeat(40));
+        let arguments = json!({ "tool_names": ["srv__a", "no_such_tool", last_core] }).to_string();
         let result = plugin
             .execute("main", guards::TOOL_SEARCH, &arguments)
             .unwrap();
@@ -1918,6 +1930,8 @@ mod tests {
         assert_eq!(matches[0]["name"], "srv__a");
         assert_eq!(matches[1]["name"], "no_such_tool");
         assert_eq!(matches[1]["status"], "unavailable");
+        assert_eq!(matches[2]["name"], last_core.as_str());
+        assert_eq!(matches[2]["via"], Value::Null);
         let listed = matches.len() as u64;
         assert_eq!(listed + found["matchesUnlisted"].as_u64().unwrap(), 10_002);
         assert!(result.text.contains("more (loaded"), "{:.200}", result.text);
@@ -2583,6 +2597,12 @@ mod tests {
         self::plugin(weather(), &["main"])
             .restore_state(&text)
             .unwrap();
+        // Past a bound already, the run still takes a state that adds nothing (its own save,
+        // an empty one), not one that adds loads.
+        plugin.restore_state(&text).unwrap();
+        plugin.restore_state(&state_of([])).unwrap();
+        let more = [("main/other".to_string(), vec!["t1".to_string()], 0)];
+        assert!(plugin.restore_state(&state_of(more)).is_err());
     }
 
     /// A restore error quotes what the state holds with its control characters escaped (the

@@ -200,23 +200,52 @@ impl std::io::Write for Counted {
     }
 }
 
-/// Whether agents' holdings stay within the bounds of one state, its length too (as a
-/// compact save writes them, [`MAX_STATE_BYTES`]): each restore is bounded, but a shell
-/// restoring state after state would otherwise grow what the plugin holds without end, past
-/// what a save can write. The bound they pass, if any.
-pub fn within_state_bounds(agents: impl Iterator<Item = Holding>) -> Result<(), String> {
-    let mut counts = Counts::default();
-    let mut bytes = STATE_AROUND;
-    for agent in agents {
-        counts = counts.add(1, agent.loads, agent.groups)?;
-        bytes += agent.bytes;
-        if bytes > MAX_STATE_BYTES {
+/// What agents hold together: how many, their loads and groups, and their bytes as a
+/// compact save writes them (with what a state writes around them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Total {
+    agents: usize,
+    loads: usize,
+    groups: usize,
+    bytes: usize,
+}
+
+impl Total {
+    pub fn of(agents: impl Iterator<Item = Holding>) -> Self {
+        agents.fold(
+            Self {
+                agents: 0,
+                loads: 0,
+                groups: 0,
+                bytes: STATE_AROUND,
+            },
+            |total, agent| Self {
+                agents: total.agents + 1,
+                loads: total.loads + agent.loads,
+                groups: total.groups + agent.groups,
+                bytes: total.bytes + agent.bytes,
+            },
+        )
+    }
+
+    /// The bound of one state it passes, if any.
+    pub fn within_bounds(&self) -> Result<(), String> {
+        Counts::default().add(self.agents, self.loads, self.groups)?;
+        if self.bytes > MAX_STATE_BYTES {
             return Err(format!(
                 "more than the {MAX_STATE_BYTES} bytes a state may take"
             ));
         }
+        Ok(())
     }
-    Ok(())
+
+    /// Whether it holds more than `before` in any measure.
+    pub fn grows(&self, before: &Total) -> bool {
+        self.agents > before.agents
+            || self.loads > before.loads
+            || self.groups > before.groups
+            || self.bytes > before.bytes
+    }
 }
 
 /// Agents, loads and groups counted against the bounds, as a state is read or written.

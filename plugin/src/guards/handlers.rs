@@ -120,20 +120,26 @@ pub fn tool_search(
     let mut cores: Vec<Match> = Vec::new();
     let mut seen = HashSet::new();
     let mut families = HashSet::new();
-    for name in &args.tool_names {
-        let name = loads.tool_named(agent, name.trim()).into_owned();
-        if seen.insert(name.clone()) {
-            let (first, core) =
-                activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
+    let asked: Vec<String> = (args.tool_names.iter())
+        .map(|name| loads.tool_named(agent, name.trim()).into_owned())
+        .collect();
+    // A core tool asked for by name is listed as asked for, not as another's core.
+    let mut family = Family {
+        seen: &mut seen,
+        expanded: &mut families,
+        asked: &asked.iter().map(String::as_str).collect(),
+    };
+    for name in &asked {
+        if family.seen.insert(name.clone()) {
+            let (first, core) = activate_with_family(loads, agent, name, &mut family)?;
             matches.push(first);
             cores.extend(core);
         }
     }
     for query in &args.queries {
-        for name in loads.search(agent, query, top_k as usize, &seen) {
-            if seen.insert(name.clone()) {
-                let (first, core) =
-                    activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
+        for name in loads.search(agent, query, top_k as usize, family.seen) {
+            if family.seen.insert(name.clone()) {
+                let (first, core) = activate_with_family(loads, agent, &name, &mut family)?;
                 matches.push(first);
                 cores.extend(core);
             }
@@ -156,6 +162,7 @@ pub fn tool_search(
     }
     let (matches, matches_unlisted) = listed_matches(matches, MAX_LISTED_MATCH_BYTES);
     let mut room = MAX_LISTED_NAME_BYTES;
+    let schemas_left_out = schemas_left_out.into_iter().map(shown_name).collect();
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
     let output = SearchOutput {
         matches,
@@ -184,9 +191,14 @@ pub fn defer_execute_tool(
         )));
     }
     loads.refresh(agent)?;
-    let (mut seen, mut families) = (HashSet::new(), HashSet::new());
+    let (mut seen, mut expanded) = (HashSet::new(), HashSet::new());
     let name = loads.tool_named(agent, args.tool_name.trim()).into_owned();
-    let (m, core) = activate_with_family(loads, agent, &name, &mut seen, &mut families)?;
+    let mut family = Family {
+        seen: &mut seen,
+        expanded: &mut expanded,
+        asked: &HashSet::new(),
+    };
+    let (m, core) = activate_with_family(loads, agent, &name, &mut family)?;
     loads.install(agent)?;
     let core = core.into_iter().map(|m| shown_name(m.name)).collect();
     let mut room = MAX_LISTED_NAME_BYTES;
@@ -284,7 +296,9 @@ pub fn load_tools(
     let mut room = MAX_LISTED_NAME_BYTES;
     let loaded_shown = loaded.iter().cloned().map(shown_name).collect();
     let (tool_names, tool_names_unlisted) = listed(loaded_shown, &mut room);
+    let schemas_left_out = schemas_left_out.into_iter().map(shown_name).collect();
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
+    let remaining = remaining.into_iter().map(shown_name).collect();
     let (remaining, remaining_unlisted) = listed(remaining, &mut room);
     let output = LoadOutput {
         group_id,
@@ -363,24 +377,32 @@ pub fn resolve_call(
     })
 }
 
+/// What one call's activations share: the names it has matched, the families whose core it
+/// has loaded, and the names the model asked for (which a core leaves to be matched as
+/// asked).
+struct Family<'a> {
+    seen: &'a mut HashSet<String>,
+    expanded: &'a mut HashSet<String>,
+    asked: &'a HashSet<&'a str>,
+}
+
 /// Activates `name` and, when it loads, the core tools of every family it
 /// belongs to: the match for `name`, and those of the core tools.
 fn activate_with_family(
     loads: &mut impl Loads,
     agent: &str,
     name: &str,
-    seen: &mut HashSet<String>,
-    families: &mut HashSet<String>,
+    family: &mut Family<'_>,
 ) -> Result<(Match, Vec<Match>), PluginError> {
     let first = loads.activate(agent, name)?;
     let mut matches = Vec::new();
     if first.status != Status::Loaded {
         return Ok((first, matches));
     }
-    for (tool, family) in loads.family_core(agent, name, families) {
-        if seen.insert(tool.clone()) {
+    for (tool, family_name) in loads.family_core(agent, name, family.expanded) {
+        if !family.asked.contains(tool.as_str()) && family.seen.insert(tool.clone()) {
             let mut m = loads.activate(agent, &tool)?;
-            m.via = Some(format!("the core of family `{family}`"));
+            m.via = Some(format!("the core of family `{family_name}`"));
             matches.push(m);
         }
     }

@@ -39,7 +39,7 @@ pub struct Match {
 pub struct SearchOutput {
     /// The tools found, as many as [`MAX_LISTED_MATCH_BYTES`] lists.
     pub matches: Vec<Match>,
-    /// How many more were found (and loaded) than `matches` lists.
+    /// How many more were found (loaded, or unavailable) than `matches` lists.
     #[serde(skip_serializing_if = "is_zero")]
     pub matches_unlisted: usize,
     pub remaining_deferred: usize,
