@@ -1348,13 +1348,18 @@ fn wait_for(file: &Path) {
     panic!("{} never appeared", file.display());
 }
 
-/// The pid a server's wrapper wrote to `file` for the helper it started in its group.
+/// The pid a server's wrapper wrote to `file` for the helper it started in its group, once
+/// the line is whole: the shell's `>` creates the file before `echo` writes to it, and a read
+/// between the two found it empty (a failed run of the whole suite).
 fn helper_pid(file: &Path) -> u32 {
-    std::fs::read_to_string(file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    for _ in 0..6000 {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.ends_with('\n') {
+            return text.trim().parse().unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    panic!("{} never held a whole line", file.display());
 }
 
 /// True when `pid` has exited: no longer exists, or is a zombie. A process whose parent (a
