@@ -1788,6 +1788,14 @@ mod tests {
             .collect()
     }
 
+    /// `main`'s `load_tools` of group `id`.
+    fn load_group(plugin: &mut LazyTools<TestHost>, id: &str) -> ToolResult {
+        let arguments = json!({ "group_id": id }).to_string();
+        plugin
+            .execute("main", guards::LOAD_TOOLS, &arguments)
+            .unwrap()
+    }
+
     /// A `load_tools` result carries at most [`guards::MAX_LOAD_SCHEMA_BYTES`] of schemas: a
     /// server of thousands of large tools would return more than a shell takes back from one
     /// call (16 MiB), and the shell would disable the plugin. The rest are loaded and named;
@@ -1797,10 +1805,7 @@ mod tests {
         let tools = large_tools(1_000, 8_000);
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut plugin = dispatch(tools);
-        let arguments = json!({ "group_id": "bulk" }).to_string();
-        let result = plugin
-            .execute("main", guards::LOAD_TOOLS, &arguments)
-            .unwrap();
+        let result = load_group(&mut plugin, "bulk");
         assert!(
             result.json.len() + result.text.len() < 2 * guards::MAX_LOAD_SCHEMA_BYTES + 100_000,
             "{} + {} bytes",
@@ -1828,10 +1833,7 @@ mod tests {
             .collect();
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
         let mut plugin = dispatch(tools);
-        let arguments = json!({ "group_id": "bulk" }).to_string();
-        let result = plugin
-            .execute("main", guards::LOAD_TOOLS, &arguments)
-            .unwrap();
+        let result = load_group(&mut plugin, "bulk");
         let bound = guards::MAX_LOAD_SCHEMA_BYTES + guards::MAX_LISTED_NAME_BYTES + 4_000;
         assert!(result.json.len() < bound, "{} bytes", result.json.len());
         assert!(result.text.len() < bound, "{} bytes", result.text.len());
@@ -1882,50 +1884,48 @@ mod tests {
         tools.push(tool("srv", &format!("core_{}", "y".repeat(300_000))));
         tools.push(tool("srv", "a"));
         let names: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
-        let mut plugin = plugin(tools, &["main"]);
-        plugin
-            .configure(
-                r#"{"defer": ["Defer(*)"], "families": {"srv": {"members": ["srv__*"],
-                    "core": ["srv__core*"]}}}"#,
-            )
-            .unwrap();
-        let activate = json!({ "toolName": "srv__a" }).to_string();
-        let result = plugin
-            .execute("main", guards::DEFER_EXECUTE_TOOL, &activate)
-            .unwrap();
+        // Every `srv__core*` tool is the core of the family of every `srv` tool.
+        let family = |tools: Vec<ToolDef>| {
+            let mut plugin = plugin(tools, &["main"]);
+            plugin
+                .configure(
+                    r#"{"defer": ["Defer(*)"], "families": {"srv": {"members": ["srv__*"],
+                        "core": ["srv__core*"]}}}"#,
+                )
+                .unwrap();
+            plugin
+        };
+        // A guard's result, each of its copies held to `bound`: its JSON, and its text.
+        let call = |plugin: &mut LazyTools<TestHost>, guard: &str, arguments: Value, bound| {
+            let result = plugin
+                .execute("main", guard, &arguments.to_string())
+                .unwrap();
+            assert!(result.json.len() < bound, "{} bytes", result.json.len());
+            assert!(result.text.len() < bound, "{} bytes", result.text.len());
+            let json: Value = serde_json::from_str(&result.json).unwrap();
+            (json, result.text)
+        };
+        let mut plugin = family(tools);
+        let activate = json!({ "toolName": "srv__a" });
         let bound = guards::MAX_LISTED_NAME_BYTES + 2_000;
-        assert!(result.json.len() < bound, "{} bytes", result.json.len());
-        assert!(result.text.len() < bound, "{} bytes", result.text.len());
-        let activated: Value = serde_json::from_str(&result.json).unwrap();
+        let (activated, _) = call(&mut plugin, guards::DEFER_EXECUTE_TOOL, activate, bound);
         let listed = activated["alsoLoaded"].as_array().unwrap().len() as u64;
         let unlisted = activated["alsoLoadedUnlisted"].as_u64().unwrap();
         assert_eq!(listed + unlisted, 10_001);
         assert!(names.iter().all(|name| plugin.is_loaded("main", name)));
 
-        let mut plugin = self::plugin(
+        let mut plugin = family(
             (0..10_000)
                 .map(|i| tool("srv", &format!("core_{i:05}_{}", "x".repeat(40))))
                 .chain([tool("srv", "a")])
                 .collect(),
-            &["main"],
         );
-        plugin
-            .configure(
-                r#"{"defer": ["Defer(*)"], "families": {"srv": {"members": ["srv__*"],
-                    "core": ["srv__core*"]}}}"#,
-            )
-            .unwrap();
         // What the model asked for is listed first, whatever the cores it brought along, a
         // core asked for by name too.
         let last_core = format!("srv__core_09999_{}", "x".repeat(40));
-        let arguments = json!({ "tool_names": ["srv__a", "no_such_tool", last_core] }).to_string();
-        let result = plugin
-            .execute("main", guards::TOOL_SEARCH, &arguments)
-            .unwrap();
+        let arguments = json!({ "tool_names": ["srv__a", "no_such_tool", last_core] });
         let bound = guards::MAX_LISTED_MATCH_BYTES + 2_000;
-        assert!(result.json.len() < bound, "{} bytes", result.json.len());
-        assert!(result.text.len() < bound, "{} bytes", result.text.len());
-        let found: Value = serde_json::from_str(&result.json).unwrap();
+        let (found, text) = call(&mut plugin, guards::TOOL_SEARCH, arguments, bound);
         let matches = found["matches"].as_array().unwrap();
         assert_eq!(matches[0]["name"], "srv__a");
         assert_eq!(matches[1]["name"], "no_such_tool");
@@ -1934,7 +1934,7 @@ mod tests {
         assert_eq!(matches[2]["via"], Value::Null);
         let listed = matches.len() as u64;
         assert_eq!(listed + found["matchesUnlisted"].as_u64().unwrap(), 10_002);
-        assert!(result.text.contains("more (loaded"), "{:.200}", result.text);
+        assert!(text.contains("more (loaded"), "{text:.200}");
     }
 
     /// In `dispatch` a `tool_search` result carries at most [`MAX_SEARCH_SCHEMA_BYTES`] of

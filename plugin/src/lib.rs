@@ -17,6 +17,7 @@ mod copy_log;
 mod groups;
 pub mod guards;
 pub mod host;
+mod json_size;
 pub mod keyed_hash;
 mod lazy_tools;
 mod name_facts;

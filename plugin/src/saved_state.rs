@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::json_size::json_len;
 use crate::shown;
 
 /// The format name and version of an exported load state.
@@ -177,28 +178,6 @@ impl Holding {
 const LOAD_AROUND: usize = 20;
 const AGENT_AROUND: usize = 44;
 const STATE_AROUND: usize = 128;
-
-/// The bytes of `text` written as a JSON string.
-fn json_len(text: &str) -> usize {
-    let mut counted = Counted(0);
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counted, text);
-    counted.0
-}
-
-/// A writer that only counts the bytes written to it.
-struct Counted(usize);
-
-impl std::io::Write for Counted {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
 
 /// What agents hold together: how many, their loads and groups, and their bytes as a
 /// compact save writes them (with what a state writes around them).

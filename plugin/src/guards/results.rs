@@ -6,6 +6,7 @@ use serde_json::Value;
 
 use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_TOOL_NAME_CHARS, TOOL_SEARCH};
 use crate::config::Strategy;
+use crate::json_size::json_len;
 use crate::shown::{self, one_line};
 use crate::swar;
 
@@ -138,14 +139,6 @@ impl Schema {
 /// `,"parameters":`, `}` and the comma before the next.
 const JSON_AROUND: usize = 39;
 
-/// The bytes of `text` written as a JSON string.
-fn json_len(text: &str) -> usize {
-    let mut counted = ByteCount(0);
-    // Writing to a counter cannot fail.
-    let _ = serde_json::to_writer(&mut counted, text);
-    counted.0
-}
-
 /// The `names` that fit in what is left of `room`, in order (each as its JSON string and a
 /// separator), and how many did not: those are counted, not listed.
 pub fn listed(names: Vec<String>, room: &mut usize) -> (Vec<String>, usize) {
@@ -169,10 +162,7 @@ pub fn listed_matches(matches: Vec<Match>, mut room: usize) -> (Vec<Match>, usiz
     let mut shown = Vec::new();
     let mut more = 0;
     for m in matches {
-        let mut counted = ByteCount(0);
-        // Writing to a counter cannot fail.
-        let _ = serde_json::to_writer(&mut counted, &m);
-        let bytes = counted.0 + 1;
+        let bytes = json_len(&m) + 1;
         if bytes <= room {
             room -= bytes;
             shown.push(m);
@@ -202,20 +192,6 @@ fn joined_more(names: &[String], more: usize) -> String {
         0 => joined(names),
         _ if names.is_empty() => format!("{more} tools (too many or too long to list)"),
         _ => format!("{} and {more} more", joined(names)),
-    }
-}
-
-/// A writer that only counts the bytes written to it.
-struct ByteCount(usize);
-
-impl std::io::Write for ByteCount {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0 += bytes.len();
-        Ok(bytes.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
     }
 }
 
