@@ -12,6 +12,20 @@ use std::borrow::Cow;
 /// would carry, and could crowd the other groups out of the catalog.
 pub const MAX_NAME_CHARS: usize = 64;
 
+/// The longest tool name the guard tools take back: a name is compared with every registered
+/// name for "did you mean", so a huge one costs seconds. A longer one is shown cut
+/// ([`tool_name`]).
+pub const MAX_TOOL_NAME_CHARS: usize = 256;
+
+/// A tool's name as a result or a hint shows it: cut when longer than any guard tool takes
+/// back (a hostile server's name may be a paragraph of any length).
+pub fn tool_name(name: String) -> String {
+    match name.char_indices().nth(MAX_TOOL_NAME_CHARS) {
+        None => name,
+        Some(_) => label(&name, MAX_TOOL_NAME_CHARS).into_owned(),
+    }
+}
+
 /// Whether `c` is shown as a space: control characters (C0, DEL and C1: line feed, carriage
 /// return, tab, VT, FF, ESC, NEL), the line and paragraph separators, and bidirectional
 /// controls (they reorder what follows as a reader sees it).

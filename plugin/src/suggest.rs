@@ -66,7 +66,7 @@ pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str
 fn hint(known: Option<&str>) -> String {
     known
         .map(|known| {
-            let known = crate::guards::shown_name(known.to_string());
+            let known = crate::shown::tool_name(known.to_string());
             format!("; did you mean `{known}`?")
         })
         .unwrap_or_default()

@@ -12,9 +12,8 @@ pub const MAX_TOP_K: u32 = 50;
 /// Limits that keep one call cheap: a query is a few words, not a document.
 pub const MAX_QUERY_CHARS: usize = 500;
 pub const MAX_QUERIES: usize = 10;
-/// Tool names are bounded like queries: a name is compared with every
-/// registered name for "did you mean", so a huge one costs seconds.
-pub const MAX_TOOL_NAME_CHARS: usize = 256;
+/// Tool names are bounded like queries (see [`crate::shown::MAX_TOOL_NAME_CHARS`]).
+pub use crate::shown::MAX_TOOL_NAME_CHARS;
 pub const MAX_TOOL_NAMES: usize = 50;
 /// The largest forwarded call (`deferred_tool_call`'s whole arguments).
 pub const MAX_FORWARD_BYTES: usize = 1 << 20;

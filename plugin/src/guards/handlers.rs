@@ -12,7 +12,7 @@ use super::arguments::{
 use super::results::{
     ActivateOutput, LoadOutput, MAX_LISTED_MATCH_BYTES, MAX_LISTED_NAME_BYTES,
     MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES, SearchOutput, Unavailable, changed_hint,
-    group_unavailable, listed, listed_matches, shown_name, within_budget,
+    group_unavailable, listed, listed_matches, within_budget,
 };
 use super::{
     DEFAULT_TOP_K, DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_FORWARD_BYTES,
@@ -20,6 +20,7 @@ use super::{
 };
 use crate::config::Strategy;
 use crate::outcome::{PluginError, Resolution, ToolResult};
+use crate::shown::tool_name;
 use crate::suggest::Hints;
 
 /// A group as `load_tools` finds it for one agent.
@@ -157,12 +158,12 @@ pub fn tool_search(
         (None, Vec::new())
     };
     for m in &mut matches {
-        m.name = shown_name(std::mem::take(&mut m.name));
-        m.via = m.via.take().map(shown_name);
+        m.name = tool_name(std::mem::take(&mut m.name));
+        m.via = m.via.take().map(tool_name);
     }
     let (matches, matches_unlisted) = listed_matches(matches, MAX_LISTED_MATCH_BYTES);
     let mut room = MAX_LISTED_NAME_BYTES;
-    let schemas_left_out = schemas_left_out.into_iter().map(shown_name).collect();
+    let schemas_left_out = schemas_left_out.into_iter().map(tool_name).collect();
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
     let output = SearchOutput {
         matches,
@@ -200,11 +201,11 @@ pub fn defer_execute_tool(
     };
     let (m, core) = activate_with_family(loads, agent, &name, &mut family)?;
     loads.install(agent)?;
-    let core = core.into_iter().map(|m| shown_name(m.name)).collect();
+    let core = core.into_iter().map(|m| tool_name(m.name)).collect();
     let mut room = MAX_LISTED_NAME_BYTES;
     let (also_loaded, also_loaded_unlisted) = listed(core, &mut room);
     let output = ActivateOutput {
-        tool_name: shown_name(m.name),
+        tool_name: tool_name(m.name),
         status: m.status,
         reason: m.reason,
         also_loaded,
@@ -261,7 +262,7 @@ pub fn load_tools(
                             .did_you_mean(&name, members.iter().map(String::as_str))
                     );
                     unavailable.push(Unavailable {
-                        name: shown_name(name),
+                        name: tool_name(name),
                         reason,
                     });
                 }
@@ -277,7 +278,7 @@ pub fn load_tools(
         match m.status {
             Status::Loaded | Status::AlreadyLoaded => loaded.push(name.clone()),
             Status::Unavailable => unavailable.push(Unavailable {
-                name: shown_name(name.clone()),
+                name: tool_name(name.clone()),
                 reason: m.reason.unwrap_or_default(),
             }),
         }
@@ -294,11 +295,11 @@ pub fn load_tools(
     let (schemas, schemas_left_out) = within_budget(tools, MAX_LOAD_SCHEMA_BYTES);
     let expanded = remaining.is_empty();
     let mut room = MAX_LISTED_NAME_BYTES;
-    let loaded_shown = loaded.iter().cloned().map(shown_name).collect();
+    let loaded_shown = loaded.iter().cloned().map(tool_name).collect();
     let (tool_names, tool_names_unlisted) = listed(loaded_shown, &mut room);
-    let schemas_left_out = schemas_left_out.into_iter().map(shown_name).collect();
+    let schemas_left_out = schemas_left_out.into_iter().map(tool_name).collect();
     let (schemas_left_out, schemas_left_out_unlisted) = listed(schemas_left_out, &mut room);
-    let remaining = remaining.into_iter().map(shown_name).collect();
+    let remaining = remaining.into_iter().map(tool_name).collect();
     let (remaining, remaining_unlisted) = listed(remaining, &mut room);
     let output = LoadOutput {
         group_id,
@@ -349,7 +350,7 @@ pub fn resolve_call(
     }
     loads.refresh(agent)?;
     let name = &*loads.tool_named(agent, name);
-    let shown = || shown_name(name.to_string());
+    let shown = || tool_name(name.to_string());
     let implicitly_loaded = match loads.target(agent, name)? {
         Err(reason) => {
             return reject(format!(

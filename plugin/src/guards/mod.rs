@@ -18,7 +18,6 @@ pub use arguments::{
 pub use results::{
     MAX_LISTED_MATCH_BYTES, MAX_LISTED_NAME_BYTES, MAX_LOAD_SCHEMA_BYTES, MAX_SEARCH_SCHEMA_BYTES,
     Match, Schema, Status, ToolTexts, changed_hint, deferred_hint, first_sentence, sentence_end,
-    shown_name,
 };
 pub use schemas::definitions;
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, MAX_TOOL_NAME_CHARS, TOOL_SEARCH};
+use super::{DEFER_EXECUTE_TOOL, DEFERRED_TOOL_CALL, LOAD_TOOLS, TOOL_SEARCH};
 use crate::config::Strategy;
 use crate::json_size::json_len;
 use crate::shown::{self, one_line};
@@ -171,15 +171,6 @@ pub fn listed_matches(matches: Vec<Match>, mut room: usize) -> (Vec<Match>, usiz
         }
     }
     (shown, more)
-}
-
-/// A tool's name as a result shows it: cut when longer than any guard tool takes back (a
-/// hostile server's name may be a paragraph of any length).
-pub fn shown_name(name: String) -> String {
-    match name.char_indices().nth(MAX_TOOL_NAME_CHARS) {
-        None => name,
-        Some(_) => shown::label(&name, MAX_TOOL_NAME_CHARS).into_owned(),
-    }
 }
 
 fn is_zero(count: &usize) -> bool {
