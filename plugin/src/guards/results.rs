@@ -115,18 +115,18 @@ impl Schema {
         } else {
             serde_json::from_str(raw).unwrap_or_else(|_| Value::String(raw.to_string()))
         };
-        let mut schema = Self {
+        let shown = parameters.to_string();
+        let json = json_len(texts.name) + json_len(texts.description) + shown.len();
+        let lines = schema_lines(texts.name, texts.description, &shown);
+        // With what each copy writes around the texts: the JSON's keys and the text's breaks.
+        let text = lines[0].len() + lines[1].len() + 2;
+        Self {
             name: texts.name.to_string(),
             description: texts.description.to_string(),
             parameters,
-            size: 0,
-        };
-        let shown = schema.parameters.to_string();
-        let json = json_len(&schema.name) + json_len(&schema.description) + shown.len();
-        let [entry, parameters] = schema_lines(&schema.name, &schema.description, &shown);
-        // With what each copy writes around the texts: the JSON's keys and the text's breaks.
-        schema.size = (json + JSON_AROUND).max(entry.len() + parameters.len() + 2);
-        schema
+            size: (json + JSON_AROUND).max(text),
+            lines,
+        }
     }
 
     /// The bytes it takes in a result: the larger of its JSON and its text.
@@ -339,6 +339,9 @@ pub struct Schema {
     pub parameters: Value,
     #[serde(skip)]
     size: usize,
+    /// Its two lines in a result's text, written once when it was sized.
+    #[serde(skip)]
+    lines: [String; 2],
 }
 
 fn push_schemas(lines: &mut Vec<String>, schemas: &[Schema]) {
@@ -347,8 +350,7 @@ fn push_schemas(lines: &mut Vec<String>, schemas: &[Schema]) {
     }
     lines.push("Schemas:".into());
     for schema in schemas {
-        let parameters = schema.parameters.to_string();
-        lines.extend(schema_lines(&schema.name, &schema.description, &parameters));
+        lines.extend(schema.lines.iter().cloned());
     }
 }
 
