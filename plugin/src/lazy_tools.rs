@@ -70,6 +70,8 @@ pub struct LazyTools<H: Host> {
     /// Each agent's parent, as the host created it: an agent sees a tool of its own scope
     /// first, then its ancestors', then a global one (see [`chain_of`]).
     parents: HashMap<String, String>,
+    /// How many agents this run has created.
+    agents_created: u64,
 }
 
 impl<H: Host> LazyTools<H> {
@@ -94,6 +96,7 @@ impl<H: Host> LazyTools<H> {
             restored: BTreeMap::new(),
             hints: Hints::default(),
             parents: HashMap::default(),
+            agents_created: 0,
         }
     }
 
@@ -158,11 +161,8 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
             self.set_parent(agent, parent);
-            let mut state = AgentState::default();
-            if let Some(restored) = self.restored.remove(agent) {
-                state.restore(restored.loads);
-            }
-            self.agents.insert(agent.to_string(), state);
+            let state = AgentState::default();
+            self.add_agent(agent, state);
         }
         self.refresh(agent)
     }
@@ -179,13 +179,20 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         if !self.agents.contains_key(agent) {
             self.set_parent(agent, parent);
-            let mut state = AgentState::fork_of(self.agent(source)?);
-            if let Some(restored) = self.restored.remove(agent) {
-                state.restore(restored.loads);
-            }
-            self.agents.insert(agent.to_string(), state);
+            let state = AgentState::fork_of(self.agent(source)?);
+            self.add_agent(agent, state);
         }
         self.refresh(agent)
+    }
+
+    /// Adds a new agent with what a restored state says it loaded itself.
+    fn add_agent(&mut self, agent: &str, mut state: AgentState) {
+        if let Some(restored) = self.restored.remove(agent) {
+            state.restore(restored.loads);
+        }
+        state.created = self.agents_created;
+        self.agents_created += 1;
+        self.agents.insert(agent.to_string(), state);
     }
 
     pub fn agent_disposed(&mut self, agent: &str) {
@@ -304,8 +311,13 @@ impl<H: Host> LazyTools<H> {
         self.policy()?;
         let groups_of = self.groups_of_loads();
         let mut left_out = Vec::new();
-        let live = (self.agents.iter())
+        // Nearest the root first, then the earliest created: the agents a save keeps when it
+        // cannot keep all (the session's own agent before the helpers it forked).
+        let mut loaded: Vec<(&String, &AgentState)> = (self.agents.iter())
             .filter(|(_, state)| !state.loads().is_empty())
+            .collect();
+        loaded.sort_by_cached_key(|(id, state)| (chain_of(&self.parents, id).len(), state.created));
+        let live = (loaded.into_iter())
             .filter_map(|(id, state)| {
                 let groups = self.loaded_groups(state, &groups_of);
                 let saved = SavedAgent::of_run(id, state.loads(), groups, &mut left_out)?;
@@ -343,13 +355,9 @@ impl<H: Host> LazyTools<H> {
         Ok(text)
     }
 
-    /// The groups of each name some agent loaded, from one pass over the groups' members
+    /// The groups each of `loaded` is a member of, from one pass over the groups' members
     /// (a name in none is in [`OTHER`]).
-    fn groups_of_loads(&self) -> HashMap<&str, Vec<&str>> {
-        let loaded: HashSet<&str> = (self.agents.values())
-            .flat_map(|state| state.loads().keys())
-            .map(String::as_str)
-            .collect();
+    fn groups_of(&self, loaded: HashSet<&str>) -> HashMap<&str, Vec<&str>> {
         let mut groups_of: HashMap<&str, Vec<&str>> = HashMap::default();
         if loaded.is_empty() {
             return groups_of;
@@ -367,6 +375,15 @@ impl<H: Host> LazyTools<H> {
         groups_of
     }
 
+    /// The groups of each name some agent of this run loaded.
+    fn groups_of_loads(&self) -> HashMap<&str, Vec<&str>> {
+        let loaded = (self.agents.values())
+            .flat_map(|state| state.loads().keys())
+            .map(String::as_str)
+            .collect();
+        self.groups_of(loaded)
+    }
+
     /// How far each group the agent loaded a tool of is loaded, for people: only those
     /// groups, so an agent costs what it loaded, not every group's members.
     fn loaded_groups(
@@ -374,14 +391,7 @@ impl<H: Host> LazyTools<H> {
         state: &AgentState,
         groups_of: &HashMap<&str, Vec<&str>>,
     ) -> BTreeMap<String, String> {
-        let touched: BTreeSet<&str> = (state.loads().keys())
-            .flat_map(|name| {
-                groups_of
-                    .get(name.as_str())
-                    .map_or(&[OTHER][..], Vec::as_slice)
-            })
-            .copied()
-            .collect();
+        let touched = touched_groups(state.loads().keys(), groups_of);
         let deferred = NamesIn::new(&self.names, state.deferred());
         let mut groups = BTreeMap::new();
         for group in touched {
@@ -412,19 +422,39 @@ impl<H: Host> LazyTools<H> {
         // restore is bounded, but restores one after another could grow them without end.
         // A restore that would take them past the bounds of one state is refused, unless it
         // adds nothing (a save leaves out this run's agents past a bound, so a run may be
-        // past one already: a fork copies its source's loads).
+        // past one already: a fork copies its source's loads). An agent's groups are counted
+        // as a save derives them from its loads, at most.
+        let loaded = (self.agents.values())
+            .flat_map(|state| state.loads().keys())
+            .chain((self.restored.values()).flat_map(|held| held.loads.keys()))
+            .chain(parsed.values().flat_map(|restored| restored.loads.keys()))
+            .map(String::as_str)
+            .collect();
+        let groups_of = self.groups_of(loaded);
+        let holding = |agent: &str, loads: Vec<&String>| {
+            let touched = touched_groups(loads.iter().copied(), &groups_of);
+            Holding::of(
+                agent,
+                loads.into_iter(),
+                touched.into_iter().map(|g| (g, "partial")),
+            )
+        };
+        // One held until it is created is saved with the groups its state said, and once
+        // created with those a save derives.
+        let held_holding = |agent: &str, held: &Restored| {
+            Holding::of_restored(agent, held).larger(holding(agent, held.loads.keys().collect()))
+        };
         let live_now = (self.agents.iter())
             .filter(|(_, state)| !state.loads().is_empty())
-            .map(|(agent, state)| Holding::of(agent, state.loads().keys(), &BTreeMap::new()));
-        let held_now =
-            (self.restored.iter()).map(|(agent, held)| Holding::of_restored(agent, held));
+            .map(|(agent, state)| holding(agent, state.loads().keys().collect()));
+        let held_now = (self.restored.iter()).map(|(agent, held)| held_holding(agent, held));
         let before = Total::of(live_now.chain(held_now));
         let live = (self.agents.iter()).map(|(agent, state)| {
             let loads = state.loads();
             let added = (parsed.get(agent).into_iter())
                 .flat_map(|restored| restored.loads.keys())
                 .filter(|name| !loads.contains_key(*name));
-            Holding::of(agent, loads.keys().chain(added), &BTreeMap::new())
+            holding(agent, loads.keys().chain(added).collect())
         });
         let held = (self.restored.iter())
             .filter(|(agent, _)| !parsed.contains_key(*agent))
@@ -433,7 +463,7 @@ impl<H: Host> LazyTools<H> {
                     .iter()
                     .filter(|(agent, _)| !self.agents.contains_key(*agent)),
             )
-            .map(|(agent, restored)| Holding::of_restored(agent, restored));
+            .map(|(agent, restored)| held_holding(agent, restored));
         let after = Total::of(live.filter(|h| h.loads > 0).chain(held));
         if let Err(bound) = after.within_bounds()
             && after.grows(&before)
@@ -1378,6 +1408,22 @@ fn chain_of<'a>(parents: &'a HashMap<String, String>, agent: &'a str) -> SmallVe
         at = parent;
     }
     chain
+}
+
+/// The groups a save writes for an agent that loaded `loads`, at most: each group one of them
+/// is a member of (`groups_of`, from [`LazyTools::groups_of`]).
+fn touched_groups<'g>(
+    loads: impl Iterator<Item = impl AsRef<str>>,
+    groups_of: &HashMap<&str, Vec<&'g str>>,
+) -> BTreeSet<&'g str> {
+    loads
+        .flat_map(|name| {
+            groups_of
+                .get(name.as_ref())
+                .map_or(&[OTHER][..], Vec::as_slice)
+        })
+        .copied()
+        .collect()
 }
 
 /// A schema's cost as a budget counts it: the guard tools of `strategy` are never deferred,
@@ -2458,6 +2504,51 @@ mod tests {
         );
     }
 
+    /// A restore counts the groups a save derives from an agent's loads (a state names
+    /// them for people only): a state of two agents loading the same 5,000 tools of 5,000
+    /// servers with long names fits the bytes a state may take without the groups, and was
+    /// restored; once the second agent was created, each save left it out.
+    #[test]
+    fn a_restore_counts_the_groups_a_save_derives_from_the_loads() {
+        let server = |s: usize| format!("{s:04}{}", "s".repeat(996));
+        let tools: Vec<ToolDef> = (0..5_000).map(|s| tool(&server(s), "run")).collect();
+        let loads = |id: &str| {
+            let loads: serde_json::Map<String, Value> = (tools.iter())
+                .map(|tool| {
+                    (
+                        tool.name.clone(),
+                        json!(format!("{:016x}", tool.fingerprint())),
+                    )
+                })
+                .collect();
+            (id.to_string(), json!({ "tools": loads }))
+        };
+        let state = |agents: &[&str]| {
+            let agents = agents.iter().map(|id| loads(id)).collect();
+            saved_state::tests::state(Value::Object(agents))
+        };
+        let mut plugin = plugin(tools.clone(), &["main"]);
+        let error = plugin
+            .restore_state(&state(&["main", "main/later"]))
+            .unwrap_err();
+        assert!(
+            error.ends_with("bytes a state may take: not restored"),
+            "{error}"
+        );
+        // One of them fits, and a save writes it whole, with its groups.
+        plugin.restore_state(&state(&["main"])).unwrap();
+        let saved = exported(&plugin);
+        assert_eq!(
+            saved["agents"]["main"]["tools"].as_object().unwrap().len(),
+            5_000
+        );
+        assert_eq!(
+            saved["agents"]["main"]["groups"].as_object().unwrap().len(),
+            5_000
+        );
+        assert!(plugin.host.warnings.borrow().is_empty());
+    }
+
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.
     fn state_of(agents: impl IntoIterator<Item = (String, Vec<String>, u32)>) -> String {
         let agents: serde_json::Map<String, Value> = agents
@@ -2603,6 +2694,41 @@ mod tests {
         plugin.restore_state(&state_of([])).unwrap();
         let more = [("main/other".to_string(), vec!["t1".to_string()], 0)];
         assert!(plugin.restore_state(&state_of(more)).is_err());
+    }
+
+    /// A save that cannot keep every agent of this run keeps those nearest the root first,
+    /// then the earliest created: it kept them in the order of their ids, so a helper named
+    /// `a-helper` was saved and the session's own agent left out.
+    #[test]
+    fn a_save_past_a_bound_keeps_the_agents_nearest_the_root_then_the_earliest() {
+        let many = || (0..160_000).map(|t| format!("t{t}")).collect::<Vec<_>>();
+        // A helper created before the root it belongs to, the root a fork of it: the two
+        // pass the loads a state holds together.
+        let mut plugin = plugin(weather(), &[]);
+        plugin.agent_created("a-helper", Some("session")).unwrap();
+        plugin
+            .restore_state(&state_of([("a-helper".to_string(), many(), 0)]))
+            .unwrap();
+        plugin.agent_forked("session", None, "a-helper").unwrap();
+        let saved = exported(&plugin);
+        let agents: Vec<&String> = saved["agents"].as_object().unwrap().keys().collect();
+        assert_eq!(agents, ["session"]);
+
+        // Two helpers forked from the session, the second with the earlier id.
+        let mut plugin = self::plugin(weather(), &["session"]);
+        let tools = (0..100_000).map(|t| format!("t{t}")).collect();
+        plugin
+            .restore_state(&state_of([("session".to_string(), tools, 0)]))
+            .unwrap();
+        for helper in ["z-first", "a-second"] {
+            plugin
+                .agent_forked(helper, Some("session"), "session")
+                .unwrap();
+        }
+        search(&mut plugin, "session", &["weather__get_weather"]);
+        let saved = exported(&plugin);
+        let agents: Vec<&String> = saved["agents"].as_object().unwrap().keys().collect();
+        assert_eq!(agents, ["session", "z-first"]);
     }
 
     /// A restore error quotes what the state holds with its control characters escaped (the

@@ -141,36 +141,53 @@ pub struct Holding {
 }
 
 impl Holding {
-    /// What agent `id` holds with `loads` and `groups` (name -> how far), its bytes as a
+    /// What agent `id` holds with `loads` and `groups` (name, how far), its bytes as a
     /// compact save writes them.
     pub fn of<'a>(
         id: &str,
         loads: impl Iterator<Item = &'a String>,
-        groups: &BTreeMap<String, String>,
+        groups: impl Iterator<Item = (&'a str, &'a str)>,
     ) -> Self {
         let (mut count, mut bytes) = (0, json_len(id) + AGENT_AROUND);
         for name in loads {
             count += 1;
             bytes += json_len(name) + LOAD_AROUND;
         }
+        let mut group_count = 0;
         for (name, how) in groups {
+            group_count += 1;
             bytes += json_len(name) + json_len(how) + 2;
         }
         Self {
             loads: count,
-            groups: groups.len(),
+            groups: group_count,
             bytes,
         }
     }
 
     /// What an agent restored for later holds.
     pub fn of_restored(id: &str, restored: &Restored) -> Self {
-        Self::of(id, restored.loads.keys(), &restored.groups)
+        Self::of(id, restored.loads.keys(), pairs(&restored.groups))
     }
 
     fn of_saved(id: &str, saved: &SavedAgent) -> Self {
-        Self::of(id, saved.tools.keys(), &saved.groups)
+        Self::of(id, saved.tools.keys(), pairs(&saved.groups))
     }
+
+    /// The larger of the two in each measure.
+    pub fn larger(self, other: Self) -> Self {
+        Self {
+            loads: self.loads.max(other.loads),
+            groups: self.groups.max(other.groups),
+            bytes: self.bytes.max(other.bytes),
+        }
+    }
+}
+
+fn pairs(groups: &BTreeMap<String, String>) -> impl Iterator<Item = (&str, &str)> {
+    groups
+        .iter()
+        .map(|(name, how)| (name.as_str(), how.as_str()))
 }
 
 /// What a compact save writes around a load's name (`:"<16 hex digits>",`) and an agent's
@@ -275,16 +292,17 @@ pub struct LeftOut {
     pub loads: usize,
 }
 
-/// Writes a state: the agents of `live` (those of this run) that fit in the bounds a restore
-/// reads, in order (past them, an agent is left out whole and counted in [`LeftOut`]: a run
-/// that forks an agent of many loads, or loads past what a restore gave it, is still saved),
+/// Writes a state: the agents of `live` (those of this run, the ones to keep first first)
+/// that fit in the bounds a restore reads, in order (past them, an agent is left out whole and
+/// counted in [`LeftOut`]: a run that forks an agent of many loads, or loads past what a
+/// restore gave it, is still saved),
 /// then as many of `carried` (restored for agents this run has not created) as the bounds
 /// leave room for, the ones carried through the fewest runs first. Written for people, or
 /// compact when that is longer than a restore reads (the bounds count bytes as a compact
 /// save writes them, so it always fits).
 pub fn write(
     strategy: &str,
-    live: BTreeMap<String, SavedAgent>,
+    live: Vec<(String, SavedAgent)>,
     mut carried: Vec<(String, SavedAgent)>,
 ) -> Result<(String, LeftOut), String> {
     let mut counts = Counts::default();
@@ -762,7 +780,7 @@ pub(crate) mod tests {
         let mut later =
             SavedAgent::of_run("later", &loads("l"), BTreeMap::new(), &mut left_out).unwrap();
         later.unused_runs = 1;
-        let live = BTreeMap::from([("main".to_string(), main)]);
+        let live = vec![("main".to_string(), main)];
         let (text, left_out) = write("inject", live, vec![("later".to_string(), later)]).unwrap();
         assert_eq!(left_out, LeftOut::default());
         assert!(text.len() <= MAX_STATE_BYTES);

@@ -50,6 +50,9 @@ pub struct AgentState {
     pub seen_generation: Option<u64>,
     /// The epoch of the plugin's registry copy at the last refresh (see `copy_log.rs`).
     pub seen_copy: u64,
+    /// When this run created the agent, counted from 0: a save that cannot keep every agent
+    /// keeps those nearest the root first, and of those the earliest created.
+    pub created: u64,
 }
 
 impl AgentState {
