@@ -99,6 +99,14 @@ impl Tool {
         &self.parameters_json
     }
 
+    /// Whether `other` is the same tool as the model reads it: name, description and
+    /// parameters (not who runs it or its search text).
+    pub fn same_definition(&self, other: &Tool) -> bool {
+        self.name == other.name
+            && self.description == other.description
+            && self.parameters_json == other.parameters_json
+    }
+
     /// The tool as the model receives it.
     pub fn schema(&self) -> ToolSchema {
         ToolSchema {

@@ -136,8 +136,8 @@ pub struct McpServers {
     runtime: tokio::runtime::Runtime,
     cache: ListingCache,
     servers: Vec<Server>,
-    /// Registered tool name -> (server index, the server's tool name).
-    tools: HashMap<String, (usize, String)>,
+    /// Registered tool name -> the server's tool as registered.
+    tools: HashMap<String, ServerTool>,
     /// Registry changes waiting for the next sync.
     pending: Vec<RegistryChange>,
     /// The shell's generation at the last look for newly visible tools.
@@ -145,6 +145,15 @@ pub struct McpServers {
     first_backoff: Duration,
     events: Vec<Event>,
     interrupt: Arc<Interrupt>,
+}
+
+/// A registered tool of a server: which server, its name there, and its definition as the
+/// shell registered it.
+#[derive(Debug, Clone)]
+struct ServerTool {
+    server: usize,
+    name: String,
+    definition: Tool,
 }
 
 impl McpServers {
@@ -380,8 +389,13 @@ impl McpServers {
                     .push(RegistryChange::Register(registering.clone()));
             }
         }
-        for (registered, tool) in tools_of(&name, &listing).zip(&listing.tools) {
-            self.tools.insert(registered.0, (index, tool.name.clone()));
+        for ((registered, definition), tool) in tools_of(&name, &listing).zip(&listing.tools) {
+            let server_tool = ServerTool {
+                server: index,
+                name: tool.name.clone(),
+                definition,
+            };
+            self.tools.insert(registered, server_tool);
         }
         server.listing = Some(listing);
     }
@@ -545,7 +559,7 @@ impl McpServers {
                 continue;
             };
             for tool in tools {
-                if let Some((index, _)) = self.tools.get(&tool.name)
+                if let Some(ServerTool { server: index, .. }) = self.tools.get(&tool.name)
                     && idle.contains(index)
                     && tool.origin == Origin::Mcp(self.servers[*index].config.name.clone())
                 {
@@ -574,21 +588,46 @@ impl McpServers {
 
 impl ToolBackend for McpServers {
     fn run(&mut self, _agent: &str, tool: &Tool, arguments: &Value) -> Option<ToolOutput> {
-        let (index, mcp_name) = self.tools.get(&tool.name).cloned()?;
+        let ServerTool {
+            server: index,
+            name: mcp_name,
+            ..
+        } = self.tools.get(&tool.name)?.clone();
         if tool.origin != Origin::Mcp(self.servers[index].config.name.clone()) {
             return None;
         }
         if let Err(fault) = self.ensure_running(index, StartReason::Called) {
             return Some(self.error(index, &mcp_name, fault.to_string()));
         }
-        // Starting may have changed the tools: the live list is what counts.
-        if self.tools.get(&tool.name).map(|(i, _)| *i) != Some(index) {
-            return Some(self.error(
-                index,
-                &mcp_name,
-                "the server no longer offers this tool (its tools changed when it started)".into(),
-            ));
+        // Starting may have changed the tools, and a running server may have listed them
+        // anew since the shell last synced: the live tool is what runs, and the call was
+        // written for the definition the model read. A changed one is not run (the next sync
+        // registers it, and a loaded tool lapses with its definition).
+        match self.tools.get(&tool.name) {
+            Some(live) if live.server == index && live.definition.same_definition(tool) => {}
+            Some(live) if live.server == index => {
+                return Some(
+                    self.error(
+                        index,
+                        &mcp_name,
+                        "its definition changed since it was listed (the server started or listed \
+                     its tools anew): not run; look at the tool again before calling it"
+                            .into(),
+                    ),
+                );
+            }
+            _ => {
+                return Some(
+                    self.error(
+                        index,
+                        &mcp_name,
+                        "the server no longer offers this tool (its tools changed when it started)"
+                            .into(),
+                    ),
+                );
+            }
         }
+        let mcp_name = self.tools[&tool.name].name.clone();
         let config = &self.servers[index].config;
         let timeout = config.call_timeout;
         let State::Running(connection) = &self.servers[index].state else {

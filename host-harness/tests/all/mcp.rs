@@ -754,6 +754,72 @@ fn a_live_list_that_differs_from_the_cache_updates_the_registry() {
     assert_eq!(cached.tools.len(), 5);
 }
 
+/// A call written for a cached definition that the live server changed is not run: the model
+/// read `echo` as taking a `message` (the cache of an older version) and its call, resolved
+/// through `deferred_tool_call`, started the server and ran the changed tool with arguments
+/// written for the old one. It is refused, the live definition is registered, and a call
+/// written for it runs.
+#[test]
+fn a_call_to_a_tool_whose_definition_changed_when_its_server_started_is_not_run() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = fixture_server("fx", &[]);
+    let stale: Listing = serde_json::from_value(json!({
+        "description": "an older fixture",
+        "tools": [{
+            "name": "echo",
+            "description": "Echo (old): read-only.",
+            "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}
+        }]
+    }))
+    .unwrap();
+    ListingCache::new(cache.path())
+        .put(&server, &stale)
+        .unwrap();
+    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
+    let (mut shell, handle) = session_with(cache.path(), vec![server], Some(dispatch));
+    assert!(!handle.lock().is_running("fx"));
+
+    let old = json!({"tool_name": "fx__echo", "arguments": {"message": "hi"}});
+    let refused = call(&mut shell, "deferred_tool_call", old);
+    assert!(refused.is_error, "{}", refused.text);
+    assert!(
+        refused
+            .text
+            .contains("its definition changed since it was listed"),
+        "{}",
+        refused.text
+    );
+    assert!(handle.lock().is_running("fx"));
+    let echo = shell
+        .core()
+        .resolve("main", "fx__echo")
+        .unwrap()
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        echo.description,
+        "Echo a message back, to check that calls reach the server."
+    );
+
+    // The load lapsed with the definition it was made for: the model reads the new one.
+    let new = json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}});
+    let lapsed = call(&mut shell, "deferred_tool_call", new.clone());
+    assert!(
+        lapsed.text.contains("its definition has changed"),
+        "{}",
+        lapsed.text
+    );
+    let found = call(
+        &mut shell,
+        "tool_search",
+        json!({"tool_names": ["fx__echo"]}),
+    );
+    assert!(found.text.contains("\"text\""), "{}", found.text);
+    let echoed = call(&mut shell, "deferred_tool_call", new);
+    assert!(!echoed.is_error, "{}", echoed.text);
+    assert_eq!(echoed.text, "echo: hi");
+}
+
 #[test]
 fn tools_list_changed_registers_the_new_tools() {
     let cache = tempfile::tempdir().unwrap();
