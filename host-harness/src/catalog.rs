@@ -424,22 +424,30 @@ fn not_an_object_schema(schema: &Value) -> Option<String> {
 #[derive(Debug, Default)]
 pub struct ShellNames {
     taken: HashSet<String>,
+    /// Per name taken more than once, the suffix to try next: every one below it is taken
+    /// (nothing is given back), so a listing of many names that clean alike costs one try
+    /// each, not one per name before it.
+    next_suffix: HashMap<String, usize>,
 }
 
 impl ShellNames {
     /// The shell name of tool `tool` of server `server`, unless an earlier tool took it.
     pub fn name(&mut self, server: &str, tool: &str) -> String {
         let plain = shell_name(server, tool);
-        let mut name = plain.clone();
-        let mut next = 2;
-        while !self.taken.insert(name.clone()) {
+        if self.taken.insert(plain.clone()) {
+            return plain;
+        }
+        let next = self.next_suffix.entry(plain.clone()).or_insert(2);
+        loop {
             // The suffix fits within the longest name (the plain name is ASCII).
             let suffix = format!("-{next}");
+            *next += 1;
             let keep = plain.len().min(MAX_SHELL_NAME_CHARS - suffix.len());
-            name = format!("{}{suffix}", &plain[..keep]);
-            next += 1;
+            let name = format!("{}{suffix}", &plain[..keep]);
+            if self.taken.insert(name.clone()) {
+                return name;
+            }
         }
-        name
     }
 }
 
@@ -515,6 +523,30 @@ mod tests {
             shell_name("Ant Design Components", "list.all"),
             "Ant-Design-Components__list-all"
         );
+    }
+
+    /// Each name that cleans alike takes the first suffix free, a name of its own that looks
+    /// like a suffixed one included; thousands of them (a hostile server's listing) each get
+    /// one in turn (each was tried against every suffix before it: 17 s for 10,000 names).
+    #[test]
+    fn names_that_clean_alike_take_the_first_suffix_free() {
+        let mut names = ShellNames::default();
+        let given: Vec<String> = ["t.x", "t-x", "t-x-3", "t x", "t/x"]
+            .iter()
+            .map(|tool| names.name("s", tool))
+            .collect();
+        assert_eq!(
+            given,
+            ["s__t-x", "s__t-x-2", "s__t-x-3", "s__t-x-4", "s__t-x-5"]
+        );
+
+        let mut names = ShellNames::default();
+        let alike: Vec<String> = (0..3_000)
+            .map(|i| names.name("s", &format!("t{}", char::from_u32(0x4e00 + i).unwrap())))
+            .collect();
+        assert_eq!(alike[0], "s__t-");
+        assert_eq!(alike[2_999], "s__t--3000");
+        assert_eq!(alike.iter().collect::<HashSet<_>>().len(), 3_000);
     }
 
     #[test]

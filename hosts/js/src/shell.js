@@ -797,11 +797,19 @@ function readCatalog(catalog) {
   const ids = new Map();
   const prefixes = new Map();
   const taken = new Set();
+  // Per name taken more than once, the suffix to try next (every one below it is taken), so
+  // many names that clean alike cost one try each.
+  const nextSuffix = new Map();
   const unique = (plain) => {
     let name = plain;
-    for (let next = 2; taken.has(name); next++) {
-      const suffix = `-${next}`;
-      name = plain.slice(0, MAX_SHELL_NAME_CHARS - suffix.length) + suffix;
+    if (taken.has(name)) {
+      let next = nextSuffix.get(plain) ?? 2;
+      do {
+        const suffix = `-${next}`;
+        next += 1;
+        name = plain.slice(0, MAX_SHELL_NAME_CHARS - suffix.length) + suffix;
+      } while (taken.has(name));
+      nextSuffix.set(plain, next);
     }
     taken.add(name);
     return name;

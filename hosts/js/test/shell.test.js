@@ -225,6 +225,18 @@ test('tools whose names clean alike keep a name each; a tool listed twice is an 
   });
 });
 
+test('names that clean alike take the first suffix free, as in the Rust harness', () => {
+  const alike = catalogTools({
+    servers: [{ name: 's', tools: ['t.x', 't-x', 't-x-3', 't x', 't/x'].map((name) => ({ name })) }],
+  });
+  assert.deepEqual(names(alike), ['s__t-x', 's__t-x-2', 's__t-x-3', 's__t-x-4', 's__t-x-5']);
+  const many = catalogTools({
+    servers: [{ name: 's', tools: Array.from({ length: 3000 }, (_, i) => ({ name: `t${String.fromCharCode(0x4e00 + i)}` })) }],
+  });
+  assert.equal(many[2999].name, 's__t--3000');
+  assert.equal(new Set(names(many)).size, 3000);
+});
+
 test('a key is a misspelling one edit away, not when it only begins alike, as in the Rust harness', () => {
   // The same table as TOOL_KEY_TYPOS in host-harness/src/catalog.rs.
   const typos = [
