@@ -45,11 +45,17 @@ enum Command {
     Bench(commands::bench::BenchCommand),
 }
 
+/// What the harness logs unless `HOST_HARNESS_LOG` says otherwise: its own warnings, not the
+/// MCP SDK's. The SDK logs a line for each request a server sends that the client refuses,
+/// quoting the id the server chose (any length, as often as it likes); the harness says what
+/// a server did wrong itself, once, in bounded words.
+const DEFAULT_LOG: &str = "warn,rmcp=off";
+
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("HOST_HARNESS_LOG")
-                .unwrap_or_else(|_| "warn".into()),
+                .unwrap_or_else(|_| DEFAULT_LOG.into()),
         )
         // Log lines quote what servers and plugins send (an MCP server's request id, a
         // plugin's message): every control character is shown escaped, so no colour codes.

@@ -42,6 +42,9 @@ struct Fixture {
     page_size: usize,
     alike_names: bool,
     bad_entries: bool,
+    /// Entries listed after the tools, each named with the same 20,000 characters
+    /// (`--long-repeats N`): one is a tool, the rest are left out.
+    long_repeats: usize,
     cursor_loop: Option<CursorLoop>,
     cursor_loop_after_grow: bool,
     /// How long the description of each endless page's tool is.
@@ -97,7 +100,7 @@ impl Fixture {
                 "description": "Fail on purpose: crash the server, hang, write garbage on stdout, or return an error result.",
                 "inputSchema": {
                     "type": "object",
-                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "not-json-rpc", "long-garbage", "deep", "huge", "bad-utf8", "error", "long-error"]}},
+                    "properties": {"mode": {"type": "string", "enum": ["crash", "hang", "garbage", "requests", "not-json-rpc", "long-garbage", "deep", "huge", "bad-utf8", "error", "long-error"]}},
                     "required": ["mode"]
                 }
             }),
@@ -138,6 +141,10 @@ impl Fixture {
                 "description": "A second echo, which a client must not mistake for the first.",
                 "inputSchema": {"type": "object", "properties": {}}
             }));
+        }
+        let long_name = "r".repeat(20_000);
+        for _ in 0..self.long_repeats {
+            tools.push(json!({"name": long_name, "inputSchema": {"type": "object"}}));
         }
         if self.grown.load(Ordering::SeqCst) {
             tools.push(json!({
@@ -300,6 +307,25 @@ impl ServerHandler for Fixture {
                     tokio::time::sleep(Duration::from_secs(3600)).await;
                     Ok(text("unreachable".into()))
                 }
+                // Requests the client refuses (it offers no sampling), each with an id of
+                // 10,000 characters: what a client logs of them is its own business.
+                "requests" => {
+                    {
+                        use std::io::Write as _;
+                        let mut out = std::io::stdout().lock();
+                        for i in 0..50 {
+                            let request = json!({
+                                "jsonrpc": "2.0",
+                                "id": format!("{i}-{}", "\u{1b}[31m".repeat(2_000)),
+                                "method": "sampling/createMessage",
+                                "params": {"messages": [], "maxTokens": 1}
+                            });
+                            let _ = writeln!(out, "{request}");
+                        }
+                        let _ = out.flush();
+                    }
+                    Ok(text("sent 50 requests".into()))
+                }
                 // JSON that no JSON-RPC message is: the SDK drops it, and answers nothing.
                 "not-json-rpc" => {
                     {
@@ -388,6 +414,7 @@ fn main() {
         page_size: 2,
         alike_names: false,
         bad_entries: false,
+        long_repeats: 0,
         cursor_loop: None,
         cursor_loop_after_grow: false,
         padding: 0,
@@ -419,6 +446,7 @@ fn main() {
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,
             "--bad-entries" => fixture.bad_entries = true,
+            "--long-repeats" => fixture.long_repeats = value("--long-repeats"),
             "--cursor-loop" => {
                 fixture.cursor_loop = Some(match args.next().as_deref() {
                     Some("repeat") => CursorLoop::Repeat,

@@ -15,6 +15,10 @@ use crate::catalog::McpTool;
 const MAX_CACHE_BYTES: u64 = 16 * 1024 * 1024;
 /// The most tools the harness takes from a server, live or cached.
 pub const MAX_TOOLS: usize = 10_000;
+/// The most entries of a listing said left out one by one; the rest are counted.
+pub const MAX_LEFT_OUT_SAID: usize = 10;
+/// The most characters of a tool's name a message quotes.
+const NAME_QUOTE_CHARS: usize = 80;
 
 /// Why a listing of `count` tools is more than the harness takes.
 pub fn too_many(count: usize) -> Option<String> {
@@ -34,6 +38,7 @@ impl Names {
             return Err("has an empty name".into());
         }
         if let Some(first) = self.0.get(name) {
+            let name = super::cut(name, NAME_QUOTE_CHARS);
             return Err(format!("is named `{name}`, as tool {first} is"));
         }
         self.0.insert(name.to_string(), at);
@@ -51,6 +56,10 @@ pub struct Listing {
     /// no name, or a name listed again). Not cached: the cache holds what was kept.
     #[serde(skip)]
     pub left_out: Vec<String>,
+    /// The entries left out past the first [`MAX_LEFT_OUT_SAID`], counted (a server may list
+    /// one name thousands of times).
+    #[serde(skip)]
+    pub left_out_more: usize,
 }
 
 impl Listing {
@@ -187,10 +196,12 @@ mod tests {
                 input_schema: serde_json::json!({"type": "object"}),
             }],
             left_out: vec!["tool 1 of its tools/list has an empty name".into()],
+            left_out_more: 0,
         };
         cache.put(&server, &listing).unwrap();
         let kept = Listing {
             left_out: Vec::new(),
+            left_out_more: 0,
             ..listing
         };
         assert_eq!(
@@ -213,6 +224,7 @@ mod tests {
             description: "s".into(),
             tools: Vec::new(),
             left_out: Vec::new(),
+            left_out_more: 0,
         };
         cache.put(&server, &small).unwrap();
         let large = Listing {

@@ -28,8 +28,9 @@ use tokio::io::{AsyncRead, AsyncReadExt as _, ReadBuf};
 use tokio::process::{Child, ChildStdout};
 use tokio::sync::watch;
 
-use super::cache::{CachedTool, Listing, MAX_TOOLS, Names, too_many};
+use super::cache::{CachedTool, Listing, MAX_LEFT_OUT_SAID, MAX_TOOLS, Names, too_many};
 use super::config::{Launch, ServerConfig};
+use super::cut;
 
 /// How much of the server's stderr is kept for error messages.
 const STDERR_LINES: usize = 5;
@@ -553,9 +554,14 @@ fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing
     let mut names = Names::default();
     let mut listed = Vec::with_capacity(tools.len());
     let mut left_out = Vec::new();
+    let mut left_out_more = 0;
     for (at, tool) in tools.into_iter().enumerate() {
         let name = tool.name.to_string();
         if let Err(why) = names.take(at, &name) {
+            if left_out.len() == MAX_LEFT_OUT_SAID {
+                left_out_more += 1;
+                continue;
+            }
             let kept = if name.is_empty() {
                 ""
             } else {
@@ -578,6 +584,7 @@ fn listing(description: String, tools: Vec<rmcp::model::Tool>) -> Result<Listing
         description,
         tools: listed,
         left_out,
+        left_out_more,
     })
 }
 
@@ -772,14 +779,6 @@ fn printable(text: &str, max: usize) -> String {
         out.push('…');
     }
     out
-}
-
-/// `text`'s first `max` characters, as they are (an ellipsis marks a cut).
-fn cut(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.to_string(),
-    }
 }
 
 /// The server's stdout on its way to the SDK, read line by line on the side:

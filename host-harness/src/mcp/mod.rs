@@ -91,3 +91,12 @@ pub fn attach_interruptible(
     }
     Ok(shared)
 }
+
+/// `text`'s first `max` characters, as they are (an ellipsis marks a cut): what a message
+/// quotes of a server's text.
+fn cut(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
+}

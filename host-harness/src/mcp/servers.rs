@@ -95,6 +95,8 @@ pub enum Event {
     ToolsLeftOut {
         server: String,
         why: Vec<String>,
+        /// Entries left out past those in `why`, counted.
+        more: usize,
     },
 }
 
@@ -350,14 +352,14 @@ impl McpServers {
         let server = &mut self.servers[index];
         let name = server.config.name.clone();
         // A relist that leaves out what the last one did says nothing new.
-        let said = server
-            .listing
-            .as_ref()
-            .is_some_and(|last| last.left_out == listing.left_out);
+        let said = server.listing.as_ref().is_some_and(|last| {
+            (&last.left_out, last.left_out_more) == (&listing.left_out, listing.left_out_more)
+        });
         if !listing.left_out.is_empty() && !said {
             self.events.push(Event::ToolsLeftOut {
                 server: name.clone(),
                 why: listing.left_out.clone(),
+                more: listing.left_out_more,
             });
         }
         let old: BTreeMap<String, Tool> = server

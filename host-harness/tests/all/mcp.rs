@@ -520,6 +520,66 @@ fn a_listing_entry_without_a_name_or_listed_again_is_left_out_and_said_the_rest_
     }
 }
 
+/// A listing that repeats one long name 700 times is said in a bounded warning: the first ten
+/// entries left out, each quoting the name cut, and a count of the rest (each of the 699
+/// quoted the whole name on a line of its own: 14 MB on stderr).
+#[test]
+fn a_listing_that_repeats_a_long_name_is_said_in_a_few_short_lines() {
+    let home = tempfile::tempdir().unwrap();
+    let stderr = steps_session(
+        home.path(),
+        "fx-long-repeats",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--long-repeats, '700']\n    \
+         lazyStart: false\n",
+        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, \
+         expect: {outcome: ok, text_contains: ['echo: hi']}}\n",
+    );
+    let said: Vec<&str> = stderr
+        .lines()
+        .filter(|line| line.contains("that entry is left out"))
+        .collect();
+    assert_eq!(said.len(), 10, "{stderr}");
+    assert!(
+        said[0].starts_with(&format!(
+            "warning: MCP server `fx`: tool 5 of its tools/list is named `{}…`, as tool 4 is",
+            "r".repeat(80)
+        )),
+        "{}",
+        said[0]
+    );
+    assert!(
+        stderr.contains(
+            "warning: MCP server `fx`: 689 more entries of its tools/list have no name or a name \
+             listed before; they are left out too"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.len() < 8_000, "{} bytes", stderr.len());
+}
+
+/// Requests a server sends that the client refuses are not logged by the MCP SDK, each quoting
+/// the id the server chose: 50 requests with ids of 10,000 characters wrote 50 lines and more
+/// than a megabyte on stderr.
+#[test]
+fn requests_a_server_sends_do_not_flood_the_log() {
+    let home = tempfile::tempdir().unwrap();
+    let stderr = steps_session(
+        home.path(),
+        "fx-requests",
+        "mcpServers:\n  fx:\n    command: {fixture}\n    lazyStart: false\n",
+        "steps:\n  - call: {agent: main, tool: fx__misbehave, args: {mode: requests}, \
+         expect: {outcome: ok, text_contains: ['sent 50 requests']}}\n  \
+         - call: {agent: main, tool: fx__echo, args: {text: hi}, \
+         expect: {outcome: ok, text_contains: ['echo: hi']}}\n",
+    );
+    assert!(
+        stderr.len() < 4_000,
+        "{} bytes: {}",
+        stderr.len(),
+        &stderr[..stderr.len().min(600)]
+    );
+}
+
 #[test]
 fn a_relist_that_leaves_out_the_same_entries_does_not_say_so_again() {
     let cache = tempfile::tempdir().unwrap();

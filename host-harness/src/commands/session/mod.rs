@@ -85,7 +85,7 @@ impl ProfileShell {
                     "its tools stay in the session, and the first call to one after a backoff \
                      restarts it",
                 ),
-                Event::ToolsLeftOut { server, why } => {
+                Event::ToolsLeftOut { server, why, more } => {
                     warnings.extend(why.iter().map(|why| {
                         format!(
                             "MCP server `{}`: {}; that entry is left out, its other tools are \
@@ -94,6 +94,13 @@ impl ProfileShell {
                             escape(why)
                         )
                     }));
+                    if *more > 0 {
+                        warnings.push(format!(
+                            "MCP server `{}`: {more} more entries of its tools/list have no name \
+                             or a name listed before; they are left out too",
+                            escape(server)
+                        ));
+                    }
                     continue;
                 }
                 Event::Started { .. } | Event::ToolsChanged { .. } => continue,
