@@ -446,6 +446,15 @@ fn main() {
             "--page-size" => fixture.page_size = value("--page-size").max(1),
             "--alike-names" => fixture.alike_names = true,
             "--bad-entries" => fixture.bad_entries = true,
+            // What a server sees of its environment: it refuses to start on a variable it
+            // must not see, or without one it must.
+            flag @ ("--exit-if-env" | "--exit-unless-env") => {
+                let name = args.next().expect("an environment variable's name");
+                if std::env::var_os(&name).is_some() == (flag == "--exit-if-env") {
+                    eprintln!("fixture: {flag} {name}");
+                    std::process::exit(9);
+                }
+            }
             "--long-repeats" => fixture.long_repeats = value("--long-repeats"),
             "--cursor-loop" => {
                 fixture.cursor_loop = Some(match args.next().as_deref() {

@@ -613,6 +613,26 @@ struct Process {
     waiter: Option<tokio::task::JoinHandle<()>>,
 }
 
+/// The variables of the harness's environment a stdio server inherits (the official
+/// TypeScript and Python SDKs' default lists); anything else it needs is in its `env`.
+#[cfg(not(windows))]
+const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+#[cfg(windows)]
+const INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
 impl Process {
     fn spawn(
         command: &str,
@@ -647,6 +667,14 @@ impl Process {
             }
         }
         let mut cmd = tokio::process::Command::new(command);
+        // A server gets the few variables a program needs to run, and what its config gives
+        // it, as the official SDKs' stdio clients do: not every secret of the user's shell.
+        cmd.env_clear();
+        for name in INHERITED_ENV {
+            if let Some(value) = std::env::var_os(name) {
+                cmd.env(name, value);
+            }
+        }
         cmd.args(args)
             .envs(env)
             .stdin(Stdio::piped())

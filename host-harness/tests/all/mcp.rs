@@ -580,6 +580,35 @@ fn requests_a_server_sends_do_not_flood_the_log() {
     );
 }
 
+/// A stdio server sees the variables a program needs and those of its `env`, not the rest of
+/// the harness's environment (a token in the user's shell reached every server).
+#[test]
+fn a_server_sees_only_the_environment_its_config_gives_it() {
+    let home = tempfile::tempdir().unwrap();
+    let mcp_yml = "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-if-env, \
+                   LAZY_TOOLS_TEST_SECRET, --exit-unless-env, GIVEN, --exit-unless-env, PATH]\n    \
+                   env: {GIVEN: '1'}\n    lazyStart: false\n";
+    let steps = home.path().join("steps.yml");
+    std::fs::write(
+        &steps,
+        "steps:\n  - call: {agent: main, tool: fx__echo, args: {text: hi}, \
+         expect: {outcome: ok, text_contains: ['echo: hi']}}\n",
+    )
+    .unwrap();
+    let args = [
+        "--no-catalog".as_ref(),
+        "--steps".as_ref(),
+        steps.as_os_str(),
+    ];
+    let output = session_process(home.path(), "fx-env", mcp_yml, &args)
+        .env("LAZY_TOOLS_TEST_SECRET", "s3cret")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(!stderr.contains("fixture: --exit"), "{stderr}");
+}
+
 #[test]
 fn a_relist_that_leaves_out_the_same_entries_does_not_say_so_again() {
     let cache = tempfile::tempdir().unwrap();
