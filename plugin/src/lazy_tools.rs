@@ -658,6 +658,13 @@ impl<H: Host> LazyTools<H> {
             self.lazy = lazy;
             (regrouped, lazy_changed)
         };
+        // A group's line or description is in the catalogs, and its change moves no agent's
+        // generation (the host's metadata revision says it): every catalog is made anew.
+        if !regrouped.is_empty() || lazy_changed {
+            for state in self.agents.values_mut() {
+                state.catalog = None;
+            }
+        }
         // The catalog's order follows the copy's changes, unless the copy or the numbering of
         // names was made anew.
         let renumbered = self.compact_names();
@@ -1487,6 +1494,8 @@ mod tests {
         sandboxed: Vec<String>,
         /// What the plugin logged at warning level.
         warnings: std::cell::RefCell<Vec<String>>,
+        /// The groups the host describes.
+        groups: Vec<ToolGroup>,
     }
 
     impl Host for TestHost {
@@ -1506,7 +1515,7 @@ mod tests {
             }
         }
         fn tool_groups(&self) -> Vec<ToolGroup> {
-            Vec::new()
+            self.groups.clone()
         }
         fn count_tokens(&self, _: &[String]) -> Option<Vec<u32>> {
             None
@@ -1551,6 +1560,7 @@ mod tests {
             asked: Default::default(),
             sandboxed: Vec::new(),
             warnings: Default::default(),
+            groups: Vec::new(),
         }
     }
 
@@ -1628,6 +1638,40 @@ mod tests {
         }];
         plugin.registry_changed().unwrap();
         plugin
+    }
+
+    /// An agent's catalog follows the groups: a server described anew and a lazy group
+    /// declared after the agent's catalog was made show in it. A group's change moves no
+    /// agent's generation, and the catalog made before was shown until something else did.
+    #[test]
+    fn a_catalog_shows_the_groups_as_they_are_now() {
+        let mut plugin = dispatch(weather());
+        let before = plugin.system_prompt("main").unwrap().unwrap();
+        assert!(
+            !before.contains("files") && !before.contains("Forecasts"),
+            "{before}"
+        );
+        plugin.host.groups = vec![ToolGroup {
+            name: "weather".into(),
+            description: "Forecasts anywhere.".into(),
+        }];
+        plugin.registry_changed().unwrap();
+        let described = plugin.system_prompt("main").unwrap().unwrap();
+        assert!(
+            described.contains("weather: Forecasts anywhere."),
+            "{described}"
+        );
+        plugin.host.lazy = vec![LazyGroup {
+            name: "files".into(),
+            description: "Read and write files.".into(),
+            tool_names: vec!["files__read".into()],
+        }];
+        plugin.registry_changed().unwrap();
+        let declared = plugin.system_prompt("main").unwrap().unwrap();
+        assert!(
+            declared.contains("files: Read and write files."),
+            "{declared}"
+        );
     }
 
     /// `load_tools` takes the id a catalog line shows; a lazy group whose own id is not one

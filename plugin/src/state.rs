@@ -7,8 +7,9 @@ use crate::names::{NameId, NameSet, NameTable};
 use crate::policy::BudgetStanding;
 
 /// A rendered catalog and the state it was rendered from: the host's tools
-/// generation and the budget latch. Loading a tool never changes the text,
-/// and a new config clears the cache, so nothing else can make it stale.
+/// generation and the budget latch. Loading a tool never changes the text; a
+/// new config, and groups described or declared anew (which move no agent's
+/// generation), clear the cache.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CatalogCache {
     pub generation: Option<u64>,
