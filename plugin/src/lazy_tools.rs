@@ -2231,6 +2231,51 @@ mod tests {
         assert_eq!(found["matches"][0]["status"], "loaded", "{found}");
     }
 
+    /// Search ranks a global tool by its own text, not by an agent's own tool of the same name
+    /// registered before it: another agent's search found the global `report` by what
+    /// `main/b` wrote privately, and not by its own description.
+    #[test]
+    fn search_ranks_a_global_tool_by_its_text_not_an_agents_private_one() {
+        let mut plugin = scoped(&[
+            (
+                "report",
+                "Reveals the launch codes held by main/b.",
+                "main/b",
+            ),
+            ("report", "Quarterly sales summary.", ""),
+        ]);
+        let queried = |plugin: &mut LazyTools<TestHost>, query: &str| {
+            let arguments = json!({ "queries": [query] }).to_string();
+            let result = plugin.execute("main/a", guards::TOOL_SEARCH, &arguments);
+            let found: Value = serde_json::from_str(&result.unwrap().json).unwrap();
+            let names = found["matches"].as_array().unwrap().iter();
+            names.map(|m| m["name"].to_string()).collect::<Vec<_>>()
+        };
+        assert_eq!(
+            queried(&mut plugin, "quarterly sales summary"),
+            ["\"report\""]
+        );
+        assert!(queried(&mut plugin, "launch codes").is_empty());
+        // The same after an update: the global definition arrives after the private one.
+        let mut plugin = scoped(&[(
+            "report",
+            "Reveals the launch codes held by main/b.",
+            "main/b",
+        )]);
+        plugin.host.tools.push(ToolDef {
+            name: "report".into(),
+            description: "Quarterly sales summary.".into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            origin: Origin::Builtin,
+        });
+        plugin.registry_changed().unwrap();
+        assert_eq!(
+            queried(&mut plugin, "quarterly sales summary"),
+            ["\"report\""]
+        );
+        assert!(queried(&mut plugin, "launch codes").is_empty());
+    }
+
     /// An ancestor's definition shadows a global one: a load holds the ancestor's, and
     /// lapses when it changes (the global one was held, so it never lapsed).
     #[test]

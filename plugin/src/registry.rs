@@ -430,20 +430,27 @@ impl Registry {
         &self.tools
     }
 
-    /// The first definition registered under `name`.
-    pub fn first(&self, name: &str) -> Option<&ToolDef> {
+    /// The definition search indexes under `name`: its first global one (a built-in's or an
+    /// MCP server's), else its first. An agent's own-scope tool is never deferred to it; were
+    /// it indexed in place of a global tool of its name, every other agent's search would rank
+    /// that tool by text those agents may not see.
+    pub fn indexed(&self, name: &str) -> Option<&ToolDef> {
         self.by_name
             .get(name)
-            .and_then(|defs| defs.first())
-            .map(|&i| &self.tools[i])
+            .and_then(|defs| self.indexed_of(defs))
     }
 
-    /// The first definition of each name, in no particular order.
-    pub fn first_definitions(&self) -> impl Iterator<Item = &ToolDef> {
+    /// The definition search indexes of each name, in no particular order.
+    pub fn indexed_definitions(&self) -> impl Iterator<Item = &ToolDef> {
         self.by_name
             .values()
-            .filter_map(|defs| defs.first())
-            .map(|&i| &self.tools[i])
+            .filter_map(|defs| self.indexed_of(defs))
+    }
+
+    fn indexed_of(&self, defs: &[usize]) -> Option<&ToolDef> {
+        let global = |&&at: &&usize| !matches!(self.tools[at].origin, Origin::Agent(_));
+        let at = defs.iter().find(global).or(defs.first())?;
+        Some(&self.tools[*at])
     }
 
     /// The described groups, in no particular order.
@@ -668,16 +675,16 @@ mod tests {
         registry.set_enrichment(vec![enrichment("t2", "x")]);
         assert_eq!(registry.sent_bytes(), tools_bytes + 8 + 3);
         // A tool redefined keeps its enrichment; a tool removed loses it.
-        let t2 = registry.first("t2").unwrap().sent_bytes();
+        let t2 = registry.indexed("t2").unwrap().sent_bytes();
         let redefined = ToolDef {
             description: "redefined".into(),
-            ..registry.first("t2").unwrap().clone()
+            ..registry.indexed("t2").unwrap().clone()
         };
         let longer = redefined.sent_bytes() - t2;
         registry.apply(&["t2".to_string()], vec![redefined]);
         assert!(registry.enrichment_of("t2").is_some());
         assert_eq!(registry.sent_bytes(), tools_bytes + longer + 8 + 3);
-        let t2 = registry.first("t2").unwrap().sent_bytes();
+        let t2 = registry.indexed("t2").unwrap().sent_bytes();
         registry.apply(&["t2".to_string()], vec![]);
         assert!(registry.enrichment_of("t2").is_none());
         assert_eq!(registry.sent_bytes(), tools_bytes + longer - t2 + 8);

@@ -16,7 +16,7 @@ use super::rows::{Gather, Rows};
 use crate::registry::{Registry, ToolDef};
 
 impl SearchIndex {
-    /// Indexes one document per tool name (the first definition wins).
+    /// Indexes one document per tool name ([`Registry::indexed`]: a global definition before an agent's own).
     pub fn build(registry: &Registry) -> Self {
         Self::build_frozen(registry, None)
     }
@@ -48,7 +48,7 @@ impl SearchIndex {
     /// A full build; `frozen` sets the tool count and average field lengths instead of this
     /// registry's own (the ones an updated index keeps from its last full build).
     pub(super) fn build_frozen(registry: &Registry, frozen: Option<Frozen>) -> Self {
-        let tools: Vec<&ToolDef> = registry.first_definitions().collect();
+        let tools: Vec<&ToolDef> = registry.indexed_definitions().collect();
         let tools = crate::names::sorted_by_name(&tools, |t| &t.name);
 
         let mut builder = Builder::new();

@@ -104,14 +104,14 @@ const MIN_DOC_BYTES: usize = 1 << 10;
 pub(super) const MAX_PIECES: usize = 1 << 18;
 
 /// The bytes each document of `registry` reads at most ([`doc_bytes_within`]): its tools
-/// (`tools`, each name's first definition) with their enrichment, and its described groups,
+/// (`tools`, each name's indexed definition) with their enrichment, and its described groups,
 /// whose names and descriptions the index reads as documents of their own.
 pub(super) fn registry_doc_bytes<'a>(
     registry: &'a Registry,
     tools: impl Iterator<Item = &'a ToolDef>,
 ) -> usize {
     if registry.sent_bytes() <= MAX_REGISTRY_TEXT_BYTES {
-        // All of it fits, first definitions or not: no need to count tool by tool.
+        // All of it fits, whichever definitions are indexed: no need to count tool by tool.
         return MAX_DOC_BYTES;
     }
     let enrichment =

@@ -64,7 +64,7 @@ impl SearchIndex {
         // The tools an update reads must read what a full build would: when the registry's
         // text moves past the budget (or back), each document's share moves, so all are read
         // again.
-        let doc_bytes = registry_doc_bytes(registry, registry.first_definitions());
+        let doc_bytes = registry_doc_bytes(registry, registry.indexed_definitions());
         if !self.growth.builder.reads_at_most(doc_bytes) {
             *self = Self::build(registry);
             return Updated::Rebuilt;
@@ -152,7 +152,7 @@ impl SearchIndex {
         let mut added = 0;
         let mut text = ToolText::default();
         for name in changed {
-            let Some(tool) = registry.first(name) else {
+            let Some(tool) = registry.indexed(name) else {
                 continue;
             };
             text.read(tool);
