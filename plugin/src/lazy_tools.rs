@@ -574,7 +574,7 @@ impl<H: Host> LazyTools<H> {
         let state = self.agent(agent)?;
         let id = self.names.get(tool);
         let allowed = id.is_some_and(|id| state.allowed().contains(id));
-        if !self.registry.contains(tool) && !allowed {
+        if !self.reaches(agent, tool) && !allowed {
             return Ok(Explanation::unavailable(
                 tool,
                 Rule::UnknownTool,
@@ -601,6 +601,14 @@ impl<H: Host> LazyTools<H> {
 
     fn policy(&self) -> Result<&Policy, PluginError> {
         self.policy.as_ref().ok_or(PluginError::NotConfigured)
+    }
+
+    /// Whether `name` is registered where `agent` could see it: globally, or in a scope of its
+    /// chain. A tool of another agent's own scope is, to it, no tool at all (answering that
+    /// a restriction hides it told which names a sibling holds).
+    fn reaches(&self, agent: &str, name: &str) -> bool {
+        let chain = chain_of(&self.parents, agent);
+        (self.registry.definitions(name)).any(|tool| tool.origin.rank_in(&chain).is_some())
     }
 
     fn agent(&self, agent: &str) -> Result<&AgentState, PluginError> {
@@ -1215,6 +1223,7 @@ impl<H: Host> Loads for LazyTools<H> {
             .unwrap_or_default();
         let fingerprint = definition.map(ToolDef::fingerprint);
         let id = self.names.get(name);
+        let reaches = self.reaches(agent, name);
         let Some(state) = self.agents.get_mut(agent) else {
             return Err(PluginError::UnknownAgent(agent.to_string()));
         };
@@ -1224,7 +1233,7 @@ impl<H: Host> Loads for LazyTools<H> {
             Status::Loaded
         } else if id.is_some_and(|id| state.visible().contains(id)) {
             Status::AlreadyLoaded
-        } else if self.registry.contains(name) {
+        } else if reaches {
             return Ok(unavailable(
                 name,
                 "this agent may not call it: a restriction of its chain or of another plugin hides it".into(),
@@ -1357,7 +1366,7 @@ impl<H: Host> Loads for LazyTools<H> {
     }
 
     fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {
-        if !self.registry.contains(name)
+        if !self.reaches(agent, name)
             && let Some(group) = self.groups.lazy_group_declaring(name).map(str::to_string)
             && let Err(reason) = self.load_lazy(agent, &group)
         {
@@ -1373,7 +1382,7 @@ impl<H: Host> Loads for LazyTools<H> {
             Target::Changed
         } else if pending {
             Target::Pending
-        } else if self.registry.contains(name) {
+        } else if self.reaches(agent, name) {
             // Loaded, visible, or refused by the shell like any call.
             Target::Ready
         } else {
@@ -2274,6 +2283,34 @@ mod tests {
             ["\"report\""]
         );
         assert!(queried(&mut plugin, "launch codes").is_empty());
+    }
+
+    /// A name only another agent's own scope holds is, to this agent, no tool: `tool_search`,
+    /// `explain` and a forwarded call answered that a restriction hid it (telling which names
+    /// a sibling holds), where a name nobody holds is unknown.
+    #[test]
+    fn a_siblings_own_tool_is_no_tool_to_an_agent() {
+        let mut plugin = scoped(&[("b_private_tool", "Private.", "main/b")]);
+        // As a shell answers: no agent outside `main/b`'s chain may call it (this host's
+        // answer is the same for every agent, which the last check allows for).
+        plugin.host.denied = vec!["b_private_tool".into()];
+        plugin.registry_changed().unwrap();
+        for name in ["b_private_tool", "no_such_tool_zz"] {
+            let found = search(&mut plugin, "main/a", &[name]);
+            let reason = found["matches"][0]["reason"].as_str().unwrap_or_default();
+            assert!(
+                reason.starts_with("no tool of that name"),
+                "{name}: {found}"
+            );
+            let explained = plugin.explain("main/a", name).unwrap();
+            assert_eq!(explained.rule, Rule::UnknownTool, "{name}");
+        }
+        // Its own agent reaches it (this host denies it there too).
+        let found = search(&mut plugin, "main/b", &["b_private_tool"]);
+        assert!(
+            found.to_string().contains("a restriction of its chain"),
+            "{found}"
+        );
     }
 
     /// An ancestor's definition shadows a global one: a load holds the ancestor's, and
