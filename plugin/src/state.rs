@@ -190,9 +190,12 @@ impl AgentState {
     }
 
     /// Adds loads saved by an earlier run; they count from the next
-    /// refresh, for the definitions they were made for.
+    /// refresh, for the definitions they were made for. A tool this run
+    /// loaded keeps its load (a saved one, for an older definition, lapsed it).
     pub fn restore(&mut self, loads: BTreeMap<String, u64>) {
-        self.activated.extend(loads);
+        for (name, fingerprint) in loads {
+            self.activated.entry(name).or_insert(fingerprint);
+        }
     }
 
     /// The names the agent may call.
@@ -277,6 +280,20 @@ mod tests {
         assert!(state.is_pending(a) && state.is_lapsed(a) && !state.is_activated("a", Some(a)));
         assert!(state.activate(a, "a", 2));
         assert!(!state.is_lapsed(a) && state.is_activated("a", Some(a)));
+    }
+
+    /// A restore adds what this run did not load, and keeps what it did: a saved load of an
+    /// older definition took the place of this run's, and lapsed it.
+    #[test]
+    fn a_restore_keeps_this_runs_loads() {
+        let (table, ids) = names(&["a", "b"]);
+        let mut state = AgentState::default();
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(2));
+        assert!(state.activate(ids[0], "a", 2));
+        state.restore(BTreeMap::from([("a".to_string(), 1), ("b".to_string(), 2)]));
+        state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(2));
+        assert_eq!(visible(&state, &table), ["a", "b"]);
+        assert!(!state.is_lapsed(ids[0]));
     }
 
     #[test]
