@@ -20,6 +20,9 @@ use crate::tool::{Origin, Tool};
 
 /// How many of a plugin's log lines are kept (they also go to `tracing`).
 pub const KEPT_LOG_LINES: usize = 256;
+/// The most text one `count-tokens` call counts, all texts together: the schemas of a
+/// registry of 10,000 real tools (about 6 MB) fit five times over.
+pub const MAX_COUNTED_BYTES: usize = 32 << 20;
 
 /// The shell core as plugin `plugin_id` sees it.
 pub struct HostView {
@@ -150,6 +153,11 @@ impl Host for HostView {
     fn count_tokens(&self, texts: &[String]) -> Option<Vec<u32>> {
         // The handle outlives the lock: counting does not hold the shell.
         let counter = self.core().token_counter()?;
+        // Counting runs in the host, where no deadline of the plugin's stops it: a plugin
+        // that asks for more than the bound gets no counts, and estimates.
+        if texts.iter().map(String::len).sum::<usize>() > MAX_COUNTED_BYTES {
+            return None;
+        }
         Some(texts.iter().map(|t| counter.count(t)).collect())
     }
 
@@ -395,6 +403,28 @@ mod tests {
         // One origin per distinct origin: built-in, two servers, one agent's scope.
         assert_eq!(table.origins.len(), 4);
         assert_eq!(table.into_tools().unwrap(), view.registry());
+    }
+
+    /// A plugin's `count-tokens` is counted up to a bound, all its texts together, and gets no
+    /// counts past it: a plugin could pass 128 MiB in one call, which the host counted with no
+    /// deadline to stop it.
+    #[test]
+    fn token_counts_are_asked_for_within_a_bound() {
+        #[derive(Debug)]
+        struct Bytes;
+        impl crate::shell_core::TokenCounter for Bytes {
+            fn count(&self, text: &str) -> u32 {
+                text.len() as u32
+            }
+        }
+        let mut core = ShellCore::default();
+        core.set_tokenizer(Some(Bytes));
+        let view = HostView::new(Arc::new(Mutex::new(core)), "p");
+        let half = "a".repeat(MAX_COUNTED_BYTES / 2);
+        assert_eq!(view.count_tokens(&[]), Some(Vec::new()));
+        let within = [half.clone(), half.clone()];
+        assert_eq!(view.count_tokens(&within).map(|c| c.len()), Some(2));
+        assert_eq!(view.count_tokens(&[half.clone(), half, "a".into()]), None);
     }
 
     #[test]
