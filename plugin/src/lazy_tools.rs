@@ -188,7 +188,7 @@ impl<H: Host> LazyTools<H> {
     /// Adds a new agent with what a restored state says it loaded itself.
     fn add_agent(&mut self, agent: &str, mut state: AgentState) {
         if let Some(restored) = self.restored.remove(agent) {
-            state.restore(restored.loads);
+            state.restore(restored.loads, &self.names);
         }
         state.created = self.agents_created;
         self.agents_created += 1;
@@ -310,6 +310,11 @@ impl<H: Host> LazyTools<H> {
     pub fn export_state(&self) -> Result<String, PluginError> {
         self.policy()?;
         let groups_of = self.groups_of_loads();
+        // Each agent counted as a restore of this registry will count it.
+        let saving = |id: &String, saved: SavedAgent| {
+            let holding = bound_holding(id, saved.loads().collect(), saved.groups(), &groups_of);
+            (id.clone(), saved, holding)
+        };
         let mut left_out = Vec::new();
         // Nearest the root first, then the earliest created: the agents a save keeps when it
         // cannot keep all (the session's own agent before the helpers it forked).
@@ -321,7 +326,7 @@ impl<H: Host> LazyTools<H> {
             .filter_map(|(id, state)| {
                 let groups = self.loaded_groups(state, &groups_of);
                 let saved = SavedAgent::of_run(id, state.loads(), groups, &mut left_out)?;
-                Some((id.clone(), saved))
+                Some(saving(id, saved))
             })
             .collect();
         if let Some(first) = left_out.first() {
@@ -337,7 +342,7 @@ impl<H: Host> LazyTools<H> {
         // An agent created since the restore holds its loads in its state.
         let carried = (self.restored.iter())
             .filter(|(id, _)| !self.agents.contains_key(*id))
-            .filter_map(|(id, restored)| Some((id.clone(), restored.carried()?)))
+            .filter_map(|(id, restored)| Some(saving(id, restored.carried()?)))
             .collect();
         let (text, left_out) =
             saved_state::write(self.strategy().name(), live, carried).map_err(PluginError::Host)?;
@@ -375,10 +380,12 @@ impl<H: Host> LazyTools<H> {
         groups_of
     }
 
-    /// The groups of each name some agent of this run loaded.
+    /// The groups of each name some agent of this run loaded, or a restore holds for an agent
+    /// not created yet.
     fn groups_of_loads(&self) -> HashMap<&str, Vec<&str>> {
         let loaded = (self.agents.values())
             .flat_map(|state| state.loads().keys())
+            .chain((self.restored.values()).flat_map(|held| held.loads.keys()))
             .map(String::as_str)
             .collect();
         self.groups_of(loaded)
@@ -431,18 +438,11 @@ impl<H: Host> LazyTools<H> {
             .map(String::as_str)
             .collect();
         let groups_of = self.groups_of(loaded);
-        let holding = |agent: &str, loads: Vec<&String>| {
-            let touched = touched_groups(loads.iter().copied(), &groups_of);
-            Holding::of(
-                agent,
-                loads.into_iter(),
-                touched.into_iter().map(|g| (g, "partial")),
-            )
-        };
-        // One held until it is created is saved with the groups its state said, and once
-        // created with those a save derives.
+        let none = BTreeMap::new();
+        let holding =
+            |agent: &str, loads: Vec<&String>| bound_holding(agent, loads, &none, &groups_of);
         let held_holding = |agent: &str, held: &Restored| {
-            Holding::of_restored(agent, held).larger(holding(agent, held.loads.keys().collect()))
+            bound_holding(agent, held.loads.keys().collect(), &held.groups, &groups_of)
         };
         let live_now = (self.agents.iter())
             .filter(|(_, state)| !state.loads().is_empty())
@@ -476,7 +476,7 @@ impl<H: Host> LazyTools<H> {
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
-                    state.restore(restored.loads);
+                    state.restore(restored.loads, &self.names);
                     state.seen_generation = None;
                 }
                 None => {
@@ -1366,7 +1366,15 @@ impl<H: Host> Loads for LazyTools<H> {
     }
 
     fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {
+        // What the shell lets the agent call reaches it, whatever chain the host told.
+        let allowed = |this: &Self| {
+            let state = this.agents.get(agent);
+            let id = this.names.get(name);
+            id.zip(state)
+                .is_some_and(|(id, state)| state.allowed().contains(id))
+        };
         if !self.reaches(agent, name)
+            && !allowed(self)
             && let Some(group) = self.groups.lazy_group_declaring(name).map(str::to_string)
             && let Err(reason) = self.load_lazy(agent, &group)
         {
@@ -1382,7 +1390,7 @@ impl<H: Host> Loads for LazyTools<H> {
             Target::Changed
         } else if pending {
             Target::Pending
-        } else if self.reaches(agent, name) {
+        } else if self.reaches(agent, name) || allowed(self) {
             // Loaded, visible, or refused by the shell like any call.
             Target::Ready
         } else {
@@ -1440,6 +1448,23 @@ fn touched_groups<'g>(
         })
         .copied()
         .collect()
+}
+
+/// What agent `id` holds against the bounds of one state, as a restore counts it and a save
+/// checks it: its `loads`, and its groups as a save derives them from the loads at most (every
+/// group one of them is a member of, each written `partial`), or as `listed` when that is more
+/// (what a state says of an agent a restore holds until it is created). A save counts the same,
+/// so a state it writes is one a restore of the same registry takes.
+fn bound_holding(
+    id: &str,
+    loads: Vec<&String>,
+    listed: &BTreeMap<String, String>,
+    groups_of: &HashMap<&str, Vec<&str>>,
+) -> Holding {
+    let touched = touched_groups(loads.iter().copied(), groups_of);
+    let derived = touched.into_iter().map(|group| (group, "partial"));
+    let at_most = Holding::of(id, loads.iter().copied(), derived);
+    Holding::of(id, loads.into_iter(), saved_state::pairs(listed)).larger(at_most)
 }
 
 /// A schema's cost as a budget counts it: the guard tools of `strategy` are never deferred,
@@ -2673,6 +2698,56 @@ mod tests {
             5_000
         );
         assert!(plugin.host.warnings.borrow().is_empty());
+    }
+
+    /// A state a save writes is one a restore of the same registry takes: a save counts each
+    /// agent as a restore does, its groups as derived from its loads at most. An agent that
+    /// loaded one tool of each of 8,236 servers of long names was saved (16,776,839 bytes, its
+    /// groups written `full`), and the restore, counting them `partial`, refused the whole
+    /// state; now the save leaves that agent out, says so, and what it writes is restored.
+    #[test]
+    fn a_state_a_save_writes_is_restored() {
+        let server = |s: usize| format!("{s:04}{}", "s".repeat(996));
+        let tools: Vec<ToolDef> = (0..8_236).map(|s| tool(&server(s), "run")).collect();
+        for (loaded, kept) in [(8_200, true), (8_236, false)] {
+            let mut plugin = plugin(tools.clone(), &["main"]);
+            plugin.refresh("main").unwrap();
+            for tool in &tools[..loaded] {
+                let found = Loads::activate(&mut plugin, "main", &tool.name).unwrap();
+                assert!(matches!(found.status, Status::Loaded), "{}", tool.name);
+            }
+            let text = plugin.export_state().unwrap();
+            let saved: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(saved["agents"].get("main").is_some(), kept, "{loaded}");
+            assert_eq!(plugin.host.warnings.borrow().is_empty(), kept, "{loaded}");
+            let mut resumed = self::plugin(tools.clone(), &[]);
+            resumed.restore_state(&text).unwrap();
+        }
+    }
+
+    /// A tool the shell lets an agent call is forwarded to once loaded, when the host did not
+    /// tell the agent's parent (whose scope holds the tool): the second call answered "no tool
+    /// named `report`".
+    #[test]
+    fn a_loaded_tool_of_a_chain_the_host_did_not_tell_is_forwarded() {
+        let report = ToolDef {
+            name: "report".into(),
+            description: "Report of main/a.".into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            origin: Origin::Agent("main/a".into()),
+        };
+        let mut plugin = dispatch(vec![report]);
+        plugin.agent_created("main/a/c", None).unwrap();
+        let call = json!({ "tool_name": "report", "arguments": {} }).to_string();
+        for attempt in 1..=2 {
+            let resolved = plugin
+                .resolve_call("main/a/c", guards::DEFERRED_TOOL_CALL, &call)
+                .unwrap();
+            assert!(
+                matches!(resolved, Resolution::Forward { .. }),
+                "call {attempt}: {resolved:?}"
+            );
+        }
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.

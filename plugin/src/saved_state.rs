@@ -94,6 +94,16 @@ impl SavedAgent {
         Some(saved)
     }
 
+    /// The names of the tools it loaded.
+    pub fn loads(&self) -> impl Iterator<Item = &String> {
+        self.tools.keys()
+    }
+
+    /// How far it loaded each group.
+    pub fn groups(&self) -> &BTreeMap<String, String> {
+        &self.groups
+    }
+
     fn new(loads: &BTreeMap<String, u64>, groups: BTreeMap<String, String>) -> Self {
         let tools = loads
             .iter()
@@ -165,12 +175,9 @@ impl Holding {
         }
     }
 
-    /// What an agent restored for later holds.
-    pub fn of_restored(id: &str, restored: &Restored) -> Self {
-        Self::of(id, restored.loads.keys(), pairs(&restored.groups))
-    }
-
-    fn of_saved(id: &str, saved: &SavedAgent) -> Self {
+    /// What is written of agent `id`.
+    #[cfg(test)]
+    pub fn of_saved(id: &str, saved: &SavedAgent) -> Self {
         Self::of(id, saved.tools.keys(), pairs(&saved.groups))
     }
 
@@ -184,7 +191,8 @@ impl Holding {
     }
 }
 
-fn pairs(groups: &BTreeMap<String, String>) -> impl Iterator<Item = (&str, &str)> {
+/// A state's groups (name -> how far) as [`Holding::of`] takes them.
+pub fn pairs(groups: &BTreeMap<String, String>) -> impl Iterator<Item = (&str, &str)> {
     groups
         .iter()
         .map(|(name, how)| (name.as_str(), how.as_str()))
@@ -253,11 +261,6 @@ struct Counts {
 }
 
 impl Counts {
-    /// These counts with `agent` added; the bound it passes, if any.
-    fn with(self, agent: &SavedAgent) -> Result<Self, String> {
-        self.add(1, agent.tools.len(), agent.groups.len())
-    }
-
     fn add(self, agents: usize, loads: usize, groups: usize) -> Result<Self, String> {
         let counts = Self {
             agents: self.agents + agents,
@@ -300,18 +303,21 @@ pub struct LeftOut {
 /// leave room for, the ones carried through the fewest runs first. Written for people, or
 /// compact when that is longer than a restore reads (the bounds count bytes as a compact
 /// save writes them, so it always fits).
+///
+/// Each agent comes with what it holds as a restore will count it (at least what is written
+/// of it), so that a restore of the same registry takes it.
 pub fn write(
     strategy: &str,
-    live: Vec<(String, SavedAgent)>,
-    mut carried: Vec<(String, SavedAgent)>,
+    live: Vec<(String, SavedAgent, Holding)>,
+    mut carried: Vec<(String, SavedAgent, Holding)>,
 ) -> Result<(String, LeftOut), String> {
     let mut counts = Counts::default();
     let mut bytes = STATE_AROUND;
     let mut agents = BTreeMap::new();
     let mut left_out = LeftOut::default();
-    for (id, agent) in live {
-        let more_bytes = bytes + Holding::of_saved(&id, &agent).bytes;
-        match counts.with(&agent) {
+    for (id, agent, holding) in live {
+        let more_bytes = bytes + holding.bytes;
+        match counts.add(1, holding.loads, holding.groups) {
             Ok(more) if more_bytes <= MAX_STATE_BYTES => {
                 (counts, bytes) = (more, more_bytes);
                 agents.insert(id, agent);
@@ -322,10 +328,10 @@ pub fn write(
             }
         }
     }
-    carried.sort_by(|(a, x), (b, y)| x.unused_runs.cmp(&y.unused_runs).then(a.cmp(b)));
-    for (id, agent) in carried {
-        let more_bytes = bytes + Holding::of_saved(&id, &agent).bytes;
-        let Ok(more) = counts.with(&agent) else {
+    carried.sort_by(|(a, x, _), (b, y, _)| x.unused_runs.cmp(&y.unused_runs).then(a.cmp(b)));
+    for (id, agent, holding) in carried {
+        let more_bytes = bytes + holding.bytes;
+        let Ok(more) = counts.add(1, holding.loads, holding.groups) else {
             // The rest were carried as long or longer: the oldest are dropped first.
             break;
         };
@@ -740,6 +746,12 @@ pub(crate) mod tests {
         );
     }
 
+    /// Agent `id` to save, counted as what is written of it.
+    fn saving(id: String, agent: SavedAgent) -> (String, SavedAgent, Holding) {
+        let holding = Holding::of_saved(&id, &agent);
+        (id, agent, holding)
+    }
+
     /// This run's agents past the bytes a restore reads are left out whole and counted: the
     /// save failed whole, and every save after it.
     #[test]
@@ -748,7 +760,7 @@ pub(crate) mod tests {
             .map(|i| (format!("{i:0>60}"), 0))
             .collect();
         let live = (0..2)
-            .map(|a| (format!("a{a}"), SavedAgent::new(&tools, BTreeMap::new())))
+            .map(|a| saving(format!("a{a}"), SavedAgent::new(&tools, BTreeMap::new())))
             .collect();
         let (text, left_out) = write("inject", live, Vec::new()).unwrap();
         assert_eq!(
@@ -780,8 +792,9 @@ pub(crate) mod tests {
         let mut later =
             SavedAgent::of_run("later", &loads("l"), BTreeMap::new(), &mut left_out).unwrap();
         later.unused_runs = 1;
-        let live = vec![("main".to_string(), main)];
-        let (text, left_out) = write("inject", live, vec![("later".to_string(), later)]).unwrap();
+        let live = vec![saving("main".into(), main)];
+        let carried = vec![saving("later".into(), later)];
+        let (text, left_out) = write("inject", live, carried).unwrap();
         assert_eq!(left_out, LeftOut::default());
         assert!(text.len() <= MAX_STATE_BYTES);
         let restored = read(&text, "inject").unwrap();
