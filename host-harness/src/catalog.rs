@@ -424,26 +424,40 @@ fn not_an_object_schema(schema: &Value) -> Option<String> {
 #[derive(Debug, Default)]
 pub struct ShellNames {
     taken: HashSet<String>,
-    /// Per name taken more than once, the suffix to try next: every one below it is taken
-    /// (nothing is given back), so a listing of many names that clean alike costs one try
-    /// each, not one per name before it.
+    /// Per stem a suffix is written after (the plain name, cut to leave room for the suffix
+    /// when it is long), the suffix to try next: every one below it is taken (nothing is
+    /// given back), so a listing of many names that clean alike, or that share a cut stem,
+    /// costs one try each, not one per name before it.
     next_suffix: HashMap<String, usize>,
+    /// Names tried so far, for the tests.
+    tries: usize,
 }
 
 impl ShellNames {
     /// The shell name of tool `tool` of server `server`, unless an earlier tool took it.
     pub fn name(&mut self, server: &str, tool: &str) -> String {
         let plain = shell_name(server, tool);
+        self.tries += 1;
         if self.taken.insert(plain.clone()) {
             return plain;
         }
-        let next = self.next_suffix.entry(plain.clone()).or_insert(2);
+        let mut next = 2;
         loop {
-            // The suffix fits within the longest name (the plain name is ASCII).
-            let suffix = format!("-{next}");
-            *next += 1;
-            let keep = plain.len().min(MAX_SHELL_NAME_CHARS - suffix.len());
-            let name = format!("{}{suffix}", &plain[..keep]);
+            // The suffix fits within the longest name (the plain name is ASCII); a longer
+            // suffix cuts a longer stem's end.
+            let width = format!("-{next}").len();
+            let stem = &plain[..plain.len().min(MAX_SHELL_NAME_CHARS - width)];
+            let first_free = self.next_suffix.entry(stem.to_owned()).or_insert(2);
+            if *first_free > next {
+                next = *first_free;
+                if format!("-{next}").len() != width {
+                    continue;
+                }
+            }
+            *first_free = next + 1;
+            let name = format!("{stem}-{next}");
+            next += 1;
+            self.tries += 1;
             if self.taken.insert(name.clone()) {
                 return name;
             }
@@ -547,6 +561,23 @@ mod tests {
         assert_eq!(alike[0], "s__t-");
         assert_eq!(alike[2_999], "s__t--3000");
         assert_eq!(alike.iter().collect::<HashSet<_>>().len(), 3_000);
+        assert!(names.tries <= 2 * 3_000, "{} tries", names.tries);
+
+        // Names of the longest length that differ only where a suffix cuts them share the
+        // stem it is written after: each pair (`y-...XY`, `y.…XY`) takes the next suffix free
+        // of that stem in one try (it tried every suffix taken before it).
+        let mut names = ShellNames::default();
+        let long = "y".repeat(MAX_SHELL_NAME_CHARS - "s__y-".len() - 3);
+        let mut given = Vec::new();
+        for i in 0..1_000 {
+            let tool = format!("y-{long}{i:03}");
+            assert_eq!(shell_name("s", &tool).len(), MAX_SHELL_NAME_CHARS);
+            given.push(names.name("s", &tool));
+            given.push(names.name("s", &tool.replacen('-', ".", 1)));
+        }
+        assert_eq!(given.iter().collect::<HashSet<_>>().len(), 2_000);
+        assert!(given.iter().all(|n| n.len() <= MAX_SHELL_NAME_CHARS));
+        assert!(names.tries <= 3 * 2_000, "{} tries", names.tries);
     }
 
     #[test]

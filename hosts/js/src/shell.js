@@ -797,22 +797,32 @@ function readCatalog(catalog) {
   const ids = new Map();
   const prefixes = new Map();
   const taken = new Set();
-  // Per name taken more than once, the suffix to try next (every one below it is taken), so
-  // many names that clean alike cost one try each.
+  // Per stem a suffix is written after (the plain name, cut to leave room for the suffix when
+  // it is long), the suffix to try next: every one below it is taken, so many names that clean
+  // alike, or share a cut stem, cost one try each.
   const nextSuffix = new Map();
   const unique = (plain) => {
-    let name = plain;
-    if (taken.has(name)) {
-      let next = nextSuffix.get(plain) ?? 2;
-      do {
-        const suffix = `-${next}`;
-        next += 1;
-        name = plain.slice(0, MAX_SHELL_NAME_CHARS - suffix.length) + suffix;
-      } while (taken.has(name));
-      nextSuffix.set(plain, next);
+    if (!taken.has(plain)) {
+      taken.add(plain);
+      return plain;
     }
-    taken.add(name);
-    return name;
+    let next = 2;
+    for (;;) {
+      const width = `-${next}`.length;
+      const stem = plain.slice(0, MAX_SHELL_NAME_CHARS - width);
+      const firstFree = nextSuffix.get(stem) ?? 2;
+      if (firstFree > next) {
+        next = firstFree;
+        if (`-${next}`.length !== width) continue;
+      }
+      nextSuffix.set(stem, next + 1);
+      const name = `${stem}-${next}`;
+      next += 1;
+      if (!taken.has(name)) {
+        taken.add(name);
+        return name;
+      }
+    }
   };
   const tools = catalog.servers.flatMap((server, s) => {
     checkKeys(server, 'server', `/servers/${s}`);

@@ -235,6 +235,21 @@ test('names that clean alike take the first suffix free, as in the Rust harness'
   });
   assert.equal(many[2999].name, 's__t--3000');
   assert.equal(new Set(names(many)).size, 3000);
+  // Names of the longest length that differ only where a suffix cuts them share its stem.
+  const long = 'y'.repeat(MAX_SHELL_NAME_CHARS - 's__y-'.length - 3);
+  const pairs = catalogTools({
+    servers: [
+      {
+        name: 's',
+        tools: Array.from({ length: 1000 }, (_, i) => `y-${long}${String(i).padStart(3, '0')}`).flatMap((name) => [
+          { name },
+          { name: name.replace('-', '.') },
+        ]),
+      },
+    ],
+  });
+  assert.equal(new Set(names(pairs)).size, 2000);
+  assert.ok(pairs.every((t) => t.name.length <= MAX_SHELL_NAME_CHARS));
 });
 
 test('a key is a misspelling one edit away, not when it only begins alike, as in the Rust harness', () => {
