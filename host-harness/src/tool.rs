@@ -100,11 +100,12 @@ impl Tool {
     }
 
     /// Whether `other` is the same tool as the model reads it: name, description and
-    /// parameters (not who runs it or its search text).
+    /// parameters as JSON values (a schema whose keys come in another order is the same
+    /// schema), not who runs it or its search text.
     pub fn same_definition(&self, other: &Tool) -> bool {
         self.name == other.name
             && self.description == other.description
-            && self.parameters_json == other.parameters_json
+            && self.parameters == other.parameters
     }
 
     /// The tool as the model receives it.

@@ -613,24 +613,63 @@ struct Process {
     waiter: Option<tokio::task::JoinHandle<()>>,
 }
 
-/// The variables of the harness's environment a stdio server inherits (the official
-/// TypeScript and Python SDKs' default lists); anything else it needs is in its `env`.
-#[cfg(not(windows))]
-const INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
-#[cfg(windows)]
+/// The variables of the harness's environment a stdio server inherits: the official
+/// TypeScript and Python SDKs' default list, and how this machine reaches the network, reads
+/// text and keeps temporary files (proxies, certificate authorities, locale, time zone,
+/// temporary folder), without which a server behind a TLS proxy cannot fetch anything.
+/// Anything else a server needs (a token) is in its `env`.
 const INHERITED_ENV: &[&str] = &[
-    "APPDATA",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "LOCALAPPDATA",
+    #[cfg(not(windows))]
+    "HOME",
+    #[cfg(not(windows))]
+    "LOGNAME",
     "PATH",
+    #[cfg(not(windows))]
+    "SHELL",
+    #[cfg(not(windows))]
+    "TERM",
+    #[cfg(not(windows))]
+    "USER",
+    #[cfg(windows)]
+    "APPDATA",
+    #[cfg(windows)]
+    "HOMEDRIVE",
+    #[cfg(windows)]
+    "HOMEPATH",
+    #[cfg(windows)]
+    "LOCALAPPDATA",
+    #[cfg(windows)]
     "PROCESSOR_ARCHITECTURE",
+    #[cfg(windows)]
     "SYSTEMDRIVE",
+    #[cfg(windows)]
     "SYSTEMROOT",
+    #[cfg(windows)]
     "TEMP",
+    #[cfg(windows)]
     "USERNAME",
+    #[cfg(windows)]
     "USERPROFILE",
+    #[cfg(windows)]
     "PROGRAMFILES",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "TZ",
+    "TMPDIR",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "NO_PROXY",
+    "ALL_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "no_proxy",
+    "all_proxy",
+    "SSL_CERT_FILE",
+    "SSL_CERT_DIR",
+    "NODE_EXTRA_CA_CERTS",
+    "REQUESTS_CA_BUNDLE",
+    "CURL_CA_BUNDLE",
 ];
 
 impl Process {

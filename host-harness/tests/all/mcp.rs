@@ -580,14 +580,15 @@ fn requests_a_server_sends_do_not_flood_the_log() {
     );
 }
 
-/// A stdio server sees the variables a program needs and those of its `env`, not the rest of
-/// the harness's environment (a token in the user's shell reached every server).
+/// A stdio server sees the variables a program needs (a proxy among them) and those of its
+/// `env`, not the rest of the harness's environment (a token in the user's shell reached
+/// every server).
 #[test]
 fn a_server_sees_only_the_environment_its_config_gives_it() {
     let home = tempfile::tempdir().unwrap();
     let mcp_yml = "mcpServers:\n  fx:\n    command: {fixture}\n    args: [--exit-if-env, \
-                   LAZY_TOOLS_TEST_SECRET, --exit-unless-env, GIVEN, --exit-unless-env, PATH]\n    \
-                   env: {GIVEN: '1'}\n    lazyStart: false\n";
+                   LAZY_TOOLS_TEST_SECRET, --exit-unless-env, GIVEN, --exit-unless-env, PATH, \
+                   --exit-unless-env, HTTPS_PROXY]\n    env: {GIVEN: '1'}\n    lazyStart: false\n";
     let steps = home.path().join("steps.yml");
     std::fs::write(
         &steps,
@@ -602,6 +603,7 @@ fn a_server_sees_only_the_environment_its_config_gives_it() {
     ];
     let output = session_process(home.path(), "fx-env", mcp_yml, &args)
         .env("LAZY_TOOLS_TEST_SECRET", "s3cret")
+        .env("HTTPS_PROXY", "http://proxy.invalid:3128")
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
@@ -905,6 +907,37 @@ fn a_call_to_a_tool_whose_definition_changed_when_its_server_started_is_not_run(
     );
     assert!(found.text.contains("\"text\""), "{}", found.text);
     let echoed = call(&mut shell, "deferred_tool_call", new);
+    assert!(!echoed.is_error, "{}", echoed.text);
+    assert_eq!(echoed.text, "echo: hi");
+}
+
+/// A cached definition whose schema lists its keys in another order than the live one is the
+/// same definition: a call written for it runs (it was refused as changed).
+#[test]
+fn a_call_for_the_same_schema_in_another_key_order_runs() {
+    let cache = tempfile::tempdir().unwrap();
+    let server = fixture_server("fx", &[]);
+    let reordered: Listing = serde_json::from_value(json!({
+        "description": "the fixture, cached",
+        "tools": [{
+            "name": "echo",
+            "description": "Echo a message back, to check that calls reach the server.",
+            "inputSchema": {
+                "required": ["text"],
+                "properties": {"text": {"description": "The message to echo", "type": "string"}},
+                "type": "object"
+            }
+        }]
+    }))
+    .unwrap();
+    ListingCache::new(cache.path())
+        .put(&server, &reordered)
+        .unwrap();
+    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
+    let (mut shell, handle) = session_with(cache.path(), vec![server], Some(dispatch));
+    assert!(!handle.lock().is_running("fx"));
+    let arguments = json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}});
+    let echoed = call(&mut shell, "deferred_tool_call", arguments);
     assert!(!echoed.is_error, "{}", echoed.text);
     assert_eq!(echoed.text, "echo: hi");
 }
