@@ -845,6 +845,18 @@ fn a_live_list_that_differs_from_the_cache_updates_the_registry() {
     assert_eq!(cached.tools.len(), 5);
 }
 
+/// A session with lazy-tools' dispatch strategy over the fixture server `fx`, whose cached
+/// listing is `cached` (what an older version of it listed); the server has not started.
+fn dispatch_over_cached(cache: &Path, cached: Value) -> (Shell, SharedServers) {
+    let server = fixture_server("fx", &[]);
+    let listing: Listing = serde_json::from_value(cached).unwrap();
+    ListingCache::new(cache).put(&server, &listing).unwrap();
+    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
+    let (shell, handle) = session_with(cache, vec![server], Some(dispatch));
+    assert!(!handle.lock().is_running("fx"));
+    (shell, handle)
+}
+
 /// A call written for a cached definition that the live server changed is not run: the model
 /// read `echo` as taking a `message` (the cache of an older version) and its call, resolved
 /// through `deferred_tool_call`, started the server and ran the changed tool with arguments
@@ -853,22 +865,15 @@ fn a_live_list_that_differs_from_the_cache_updates_the_registry() {
 #[test]
 fn a_call_to_a_tool_whose_definition_changed_when_its_server_started_is_not_run() {
     let cache = tempfile::tempdir().unwrap();
-    let server = fixture_server("fx", &[]);
-    let stale: Listing = serde_json::from_value(json!({
+    let stale = json!({
         "description": "an older fixture",
         "tools": [{
             "name": "echo",
             "description": "Echo (old): read-only.",
             "inputSchema": {"type": "object", "properties": {"message": {"type": "string"}}}
         }]
-    }))
-    .unwrap();
-    ListingCache::new(cache.path())
-        .put(&server, &stale)
-        .unwrap();
-    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
-    let (mut shell, handle) = session_with(cache.path(), vec![server], Some(dispatch));
-    assert!(!handle.lock().is_running("fx"));
+    });
+    let (mut shell, handle) = dispatch_over_cached(cache.path(), stale);
 
     let old = json!({"tool_name": "fx__echo", "arguments": {"message": "hi"}});
     let refused = call(&mut shell, "deferred_tool_call", old);
@@ -916,8 +921,7 @@ fn a_call_to_a_tool_whose_definition_changed_when_its_server_started_is_not_run(
 #[test]
 fn a_call_for_the_same_schema_in_another_key_order_runs() {
     let cache = tempfile::tempdir().unwrap();
-    let server = fixture_server("fx", &[]);
-    let reordered: Listing = serde_json::from_value(json!({
+    let reordered = json!({
         "description": "the fixture, cached",
         "tools": [{
             "name": "echo",
@@ -928,14 +932,8 @@ fn a_call_for_the_same_schema_in_another_key_order_runs() {
                 "type": "object"
             }
         }]
-    }))
-    .unwrap();
-    ListingCache::new(cache.path())
-        .put(&server, &reordered)
-        .unwrap();
-    let dispatch = json!({"deferToolLoading": true, "strategy": "dispatch"});
-    let (mut shell, handle) = session_with(cache.path(), vec![server], Some(dispatch));
-    assert!(!handle.lock().is_running("fx"));
+    });
+    let (mut shell, _handle) = dispatch_over_cached(cache.path(), reordered);
     let arguments = json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}});
     let echoed = call(&mut shell, "deferred_tool_call", arguments);
     assert!(!echoed.is_error, "{}", echoed.text);
