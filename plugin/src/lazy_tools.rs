@@ -309,7 +309,7 @@ impl<H: Host> LazyTools<H> {
     /// when even that is, or when this run's agents alone pass a bound.
     pub fn export_state(&self) -> Result<String, PluginError> {
         self.policy()?;
-        let groups_of = self.groups_of_loads();
+        let groups_of = self.groups_of_loads(std::iter::empty());
         // Each agent counted as a restore of this registry will count it.
         let saving = |id: &String, saved: SavedAgent| {
             let holding = bound_holding(id, saved.loads().collect(), saved.groups(), &groups_of);
@@ -380,12 +380,16 @@ impl<H: Host> LazyTools<H> {
         groups_of
     }
 
-    /// The groups of each name some agent of this run loaded, or a restore holds for an agent
-    /// not created yet.
-    fn groups_of_loads(&self) -> HashMap<&str, Vec<&str>> {
+    /// The groups of each name some agent of this run loaded, a restore holds for an agent not
+    /// created yet, or is among `more`.
+    fn groups_of_loads<'s: 'n, 'n>(
+        &'s self,
+        more: impl Iterator<Item = &'n String>,
+    ) -> HashMap<&'s str, Vec<&'s str>> {
         let loaded = (self.agents.values())
             .flat_map(|state| state.loads().keys())
             .chain((self.restored.values()).flat_map(|held| held.loads.keys()))
+            .chain(more)
             .map(String::as_str)
             .collect();
         self.groups_of(loaded)
@@ -431,13 +435,8 @@ impl<H: Host> LazyTools<H> {
         // adds nothing (a save leaves out this run's agents past a bound, so a run may be
         // past one already: a fork copies its source's loads). An agent's groups are counted
         // as a save derives them from its loads, at most.
-        let loaded = (self.agents.values())
-            .flat_map(|state| state.loads().keys())
-            .chain((self.restored.values()).flat_map(|held| held.loads.keys()))
-            .chain(parsed.values().flat_map(|restored| restored.loads.keys()))
-            .map(String::as_str)
-            .collect();
-        let groups_of = self.groups_of(loaded);
+        let groups_of =
+            self.groups_of_loads(parsed.values().flat_map(|restored| restored.loads.keys()));
         let none = BTreeMap::new();
         let holding =
             |agent: &str, loads: Vec<&String>| bound_holding(agent, loads, &none, &groups_of);
