@@ -188,11 +188,17 @@ impl<H: Host> LazyTools<H> {
     /// Adds a new agent with what a restored state says it loaded itself.
     fn add_agent(&mut self, agent: &str, mut state: AgentState) {
         if let Some(restored) = self.restored.remove(agent) {
-            state.restore(restored.loads, &self.names);
+            state.restore(restored.loads, self.current_fingerprint(agent));
         }
         state.created = self.agents_created;
         self.agents_created += 1;
         self.agents.insert(agent.to_string(), state);
+    }
+
+    /// The fingerprint of the definition `agent` sees under a name now.
+    fn current_fingerprint<'a>(&'a self, agent: &'a str) -> impl Fn(&str) -> Option<u64> + 'a {
+        let chain = chain_of(&self.parents, agent);
+        move |name| self.registry.lookup(name, &chain).map(ToolDef::fingerprint)
     }
 
     pub fn agent_disposed(&mut self, agent: &str) {
@@ -472,10 +478,14 @@ impl<H: Host> LazyTools<H> {
                  are created would hold {bound}: not restored"
             ));
         }
+        let (registry, parents) = (&self.registry, &self.parents);
         for (agent, restored) in parsed {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
-                    state.restore(restored.loads, &self.names);
+                    let chain = chain_of(parents, &agent);
+                    let current =
+                        |name: &str| registry.lookup(name, &chain).map(ToolDef::fingerprint);
+                    state.restore(restored.loads, current);
                     state.seen_generation = None;
                 }
                 None => {
@@ -1451,7 +1461,8 @@ fn touched_groups<'g>(
 
 /// What agent `id` holds against the bounds of one state, as a restore counts it and a save
 /// checks it: its `loads`, and its groups as a save derives them from the loads at most (every
-/// group one of them is a member of, each written `partial`), or as `listed` when that is more
+/// group one of them is a member of, and `other`, each written `partial`), or as `listed` when
+/// that is more
 /// (what a state says of an agent a restore holds until it is created). A save counts the same,
 /// so a state it writes is one a restore of the same registry takes.
 fn bound_holding(
@@ -1460,7 +1471,10 @@ fn bound_holding(
     listed: &BTreeMap<String, String>,
     groups_of: &HashMap<&str, Vec<&str>>,
 ) -> Holding {
-    let touched = touched_groups(loads.iter().copied(), groups_of);
+    // A name's groups in another run may be fewer (a lazy group not loaded there yet): its
+    // tools are then in `other`, which is counted too.
+    let mut touched = touched_groups(loads.iter().copied(), groups_of);
+    touched.insert(OTHER);
     let derived = touched.into_iter().map(|group| (group, "partial"));
     let at_most = Holding::of(id, loads.iter().copied(), derived);
     Holding::of(id, loads.into_iter(), saved_state::pairs(listed)).larger(at_most)
@@ -2747,6 +2761,43 @@ mod tests {
                 "call {attempt}: {resolved:?}"
             );
         }
+    }
+
+    /// A fork takes a restored load of the definition registered now over the lapsed one it
+    /// copied from its source: it kept the source's load of an older definition, and the tool
+    /// stayed deferred for it.
+    #[test]
+    fn a_fork_takes_a_restored_load_of_the_definition_registered_now() {
+        let mut plugin = plugin(weather(), &["main"]);
+        search(&mut plugin, "main", &["weather__get_weather"]);
+        plugin.host.tools[0].description = "Gets the weather, now with wind.".into();
+        plugin.registry_changed().unwrap();
+        assert!(!plugin.is_loaded("main", "weather__get_weather"));
+        let now = format!("{:016x}", plugin.host.tools[0].fingerprint());
+        let state = json!({"main/fork": {"tools": {"weather__get_weather": now}}});
+        plugin
+            .restore_state(&saved_state::tests::state(state))
+            .unwrap();
+        plugin
+            .agent_forked("main/fork", Some("main"), "main")
+            .unwrap();
+        assert!(plugin.is_loaded("main/fork", "weather__get_weather"));
+    }
+
+    /// A save counts an agent's groups as a restore in any run of its registry would: a tool
+    /// in a group of a short name (a lazy group, loaded in the saving run) is in `other` in a
+    /// run that has not loaded it, which takes more bytes; a save within those bytes of the
+    /// bound was written and refused whole.
+    #[test]
+    fn a_save_counts_an_agents_groups_as_any_run_would() {
+        let loads: Vec<String> = (0..100).map(|t| format!("t{t}")).collect();
+        let loads: Vec<&String> = loads.iter().collect();
+        let in_x: HashMap<&str, Vec<&str>> =
+            loads.iter().map(|t| (t.as_str(), vec!["x"])).collect();
+        let none = BTreeMap::new();
+        let loaded_here = bound_holding("main", loads.clone(), &none, &in_x);
+        let elsewhere = bound_holding("main", loads, &none, &HashMap::default());
+        assert_eq!(loaded_here.larger(elsewhere), loaded_here);
     }
 
     /// A state of `agents` (id -> tools, unused runs), each tool loaded with a fingerprint.

@@ -143,7 +143,7 @@ impl Restored {
 
 /// What an agent holds, counted against the bounds of one state: its loads, its loaded
 /// groups, and the bytes of its id and names.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Holding {
     pub loads: usize,
     pub groups: usize,

@@ -192,14 +192,16 @@ impl AgentState {
     /// Adds loads saved by an earlier run; they count from the next
     /// refresh, for the definitions they were made for. A tool this run
     /// loaded keeps its load (a saved one, for an older definition, lapsed
-    /// it), unless that load has lapsed: the saved one may be for the
-    /// definition registered now.
-    pub fn restore(&mut self, loads: BTreeMap<String, u64>, names: &NameTable) {
+    /// it), unless the saved one is for the definition the agent sees now
+    /// (`current`, as [`AgentState::update`] takes it) and this run's is not.
+    pub fn restore(&mut self, loads: BTreeMap<String, u64>, current: impl Fn(&str) -> Option<u64>) {
         for (name, fingerprint) in loads {
-            let lapsed = names.get(&name).is_some_and(|id| self.lapsed.contains(id));
             match self.activated.get_mut(&name) {
-                Some(held) if lapsed => *held = fingerprint,
-                Some(_) => {}
+                Some(held) => {
+                    if *held != fingerprint && current(&name) == Some(fingerprint) {
+                        *held = fingerprint;
+                    }
+                }
                 None => {
                     self.activated.insert(name, fingerprint);
                 }
@@ -291,8 +293,9 @@ mod tests {
         assert!(!state.is_lapsed(a) && state.is_activated("a", Some(a)));
     }
 
-    /// A restore adds what this run did not load, and keeps what it did, unless that lapsed: a
-    /// saved load of an older definition took the place of this run's, and lapsed it.
+    /// A restore adds what this run did not load, and keeps what it did unless the saved load
+    /// is for the definition seen now and this run's is not: a saved load of an older
+    /// definition took the place of this run's, and lapsed it.
     #[test]
     fn a_restore_keeps_this_runs_loads() {
         let (table, ids) = names(&["a", "b"]);
@@ -301,7 +304,7 @@ mod tests {
         assert!(state.activate(ids[0], "a", 2));
         state.restore(
             BTreeMap::from([("a".to_string(), 1), ("b".to_string(), 2)]),
-            &table,
+            |_| Some(2),
         );
         state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(2));
         assert_eq!(visible(&state, &table), ["a", "b"]);
@@ -311,7 +314,7 @@ mod tests {
         // of the definition registered now.
         state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(3));
         assert!(state.is_lapsed(ids[0]));
-        state.restore(BTreeMap::from([("a".to_string(), 3)]), &table);
+        state.restore(BTreeMap::from([("a".to_string(), 3)]), |_| Some(3));
         state.update(ids.iter().map(|&id| (id, true)), &table, |_| Some(3));
         assert!(!state.is_lapsed(ids[0]));
         assert_eq!(visible(&state, &table), ["a"]);
@@ -337,7 +340,7 @@ mod tests {
             fingerprint,
         );
         let mut whole = AgentState::default();
-        whole.restore(patched.loads().clone(), &table);
+        whole.restore(patched.loads().clone(), |_| None);
         whole.update([(a, true), (c, false), (d, true)], &table, fingerprint);
         for (mine, theirs) in patched.view_sets().into_iter().zip(whole.view_sets()) {
             assert_eq!(*mine, *theirs);
