@@ -425,10 +425,10 @@ fn not_an_object_schema(schema: &Value) -> Option<String> {
 pub struct ShellNames {
     taken: HashSet<String>,
     /// Per stem a suffix is written after (the plain name, cut to leave room for the suffix
-    /// when it is long), the suffix to try next: every one below it is taken (nothing is
-    /// given back), so a listing of many names that clean alike, or that share a cut stem,
-    /// costs one try each, not one per name before it.
-    next_suffix: HashMap<String, usize>,
+    /// when it is long) and the suffix's width, the suffix to try next: every one of that width
+    /// below it is taken (nothing is given back), so a listing of many names that clean alike,
+    /// or that share a cut stem, costs one try each, not one per name before it.
+    next_suffix: HashMap<(String, usize), usize>,
     /// Names tried so far, for the tests.
     tries: usize,
 }
@@ -447,7 +447,14 @@ impl ShellNames {
             // suffix cuts a longer stem's end.
             let width = format!("-{next}").len();
             let stem = &plain[..plain.len().min(MAX_SHELL_NAME_CHARS - width)];
-            let first_free = self.next_suffix.entry(stem.to_owned()).or_insert(2);
+            // The smallest suffix of this width: 2, then 10, 100, ...
+            let smallest = if width == 2 {
+                2
+            } else {
+                10usize.pow(width as u32 - 2)
+            };
+            let key = (stem.to_owned(), width);
+            let first_free = self.next_suffix.entry(key).or_insert(smallest);
             if *first_free > next {
                 next = *first_free;
                 if format!("-{next}").len() != width {
@@ -578,6 +585,61 @@ mod tests {
         assert_eq!(given.iter().collect::<HashSet<_>>().len(), 2_000);
         assert!(given.iter().all(|n| n.len() <= MAX_SHELL_NAME_CHARS));
         assert!(names.tries <= 3 * 2_000, "{} tries", names.tries);
+
+        // A stem that is one name's whole and another's cut, while the suffix grows from one
+        // digit to two: the shorter name still takes `-2` (it was given `-11`).
+        let long = "y".repeat(248);
+        let mut tools: Vec<String> = "-.!@#$%^&*"
+            .chars()
+            .map(|c| format!("x{c}{long}zzz"))
+            .collect();
+        tools.extend([format!("x-{long}"), format!("x.{long}")]);
+        let mut names = ShellNames::default();
+        let given: Vec<String> = tools.iter().map(|t| names.name("s", t)).collect();
+        assert_eq!(given, first_free_names("s", &tools));
+        assert!(given[11].ends_with("y-2"), "{}", given[11]);
+    }
+
+    proptest::proptest! {
+        /// Whatever the names, each takes the first suffix free from 2, as when every suffix
+        /// was tried one by one: names at and near the longest length that clean alike (`-`
+        /// and `.`), so that one name's whole is another's cut stem and suffixes reach two
+        /// digits.
+        #[test]
+        fn each_name_takes_the_first_suffix_free(
+            tools in proptest::collection::vec(
+                proptest::strategy::Strategy::prop_map(
+                    ("[.-]", 247usize..250, "z{0,3}"),
+                    |(sep, fill, tail)| format!("x{sep}{}{tail}", "y".repeat(fill)),
+                ),
+                1..200,
+            )
+        ) {
+            let mut names = ShellNames::default();
+            let given: Vec<String> = tools.iter().map(|t| names.name("s", t)).collect();
+            proptest::prop_assert_eq!(given, first_free_names("s", &tools));
+        }
+    }
+
+    /// Shell names as each tool takes the first suffix free from 2, tried one by one.
+    fn first_free_names(server: &str, tools: &[String]) -> Vec<String> {
+        let mut taken = HashSet::new();
+        let mut given = Vec::new();
+        for tool in tools {
+            let plain = shell_name(server, tool);
+            let mut name = plain.clone();
+            let mut next = 2;
+            while !taken.insert(name.clone()) {
+                let suffix = format!("-{next}");
+                name = format!(
+                    "{}{suffix}",
+                    &plain[..plain.len().min(MAX_SHELL_NAME_CHARS - suffix.len())]
+                );
+                next += 1;
+            }
+            given.push(name);
+        }
+        given
     }
 
     #[test]

@@ -798,8 +798,8 @@ function readCatalog(catalog) {
   const prefixes = new Map();
   const taken = new Set();
   // Per stem a suffix is written after (the plain name, cut to leave room for the suffix when
-  // it is long), the suffix to try next: every one below it is taken, so many names that clean
-  // alike, or share a cut stem, cost one try each.
+  // it is long) and the suffix's width, the suffix to try next: every one of that width below
+  // it is taken, so many names that clean alike, or share a cut stem, cost one try each.
   const nextSuffix = new Map();
   const unique = (plain) => {
     if (!taken.has(plain)) {
@@ -810,12 +810,14 @@ function readCatalog(catalog) {
     for (;;) {
       const width = `-${next}`.length;
       const stem = plain.slice(0, MAX_SHELL_NAME_CHARS - width);
-      const firstFree = nextSuffix.get(stem) ?? 2;
+      // Per stem and suffix width; the smallest suffix of a width is 2, then 10, 100, ...
+      const key = `${width}:${stem}`;
+      const firstFree = nextSuffix.get(key) ?? (width === 2 ? 2 : 10 ** (width - 2));
       if (firstFree > next) {
         next = firstFree;
         if (`-${next}`.length !== width) continue;
       }
-      nextSuffix.set(stem, next + 1);
+      nextSuffix.set(key, next + 1);
       const name = `${stem}-${next}`;
       next += 1;
       if (!taken.has(name)) {

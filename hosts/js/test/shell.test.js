@@ -250,6 +250,19 @@ test('names that clean alike take the first suffix free, as in the Rust harness'
   });
   assert.equal(new Set(names(pairs)).size, 2000);
   assert.ok(pairs.every((t) => t.name.length <= MAX_SHELL_NAME_CHARS));
+  // A stem that is one name's whole and another's cut, while the suffix grows to two digits:
+  // the shorter name still takes `-2`, as in the Rust harness.
+  const y = 'y'.repeat(248);
+  const grown = catalogTools({
+    servers: [
+      {
+        name: 's',
+        tools: [...'-.!@#$%^&*'].map((c) => ({ name: `x${c}${y}zzz` })).concat([{ name: `x-${y}` }, { name: `x.${y}` }]),
+      },
+    ],
+  });
+  assert.ok(grown[9].name.endsWith('-10'), grown[9].name);
+  assert.ok(grown[11].name.endsWith('y-2'), grown[11].name);
 });
 
 test('a key is a misspelling one edit away, not when it only begins alike, as in the Rust harness', () => {
