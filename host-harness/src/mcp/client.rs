@@ -652,6 +652,13 @@ const INHERITED_ENV: &[&str] = &[
     "USERPROFILE",
     #[cfg(windows)]
     "PROGRAMFILES",
+    // What finds and starts a program there (`npx` is `npx.cmd`).
+    #[cfg(windows)]
+    "PATHEXT",
+    #[cfg(windows)]
+    "COMSPEC",
+    #[cfg(windows)]
+    "TMP",
     "LANG",
     "LC_ALL",
     "LC_CTYPE",
