@@ -188,17 +188,12 @@ impl<H: Host> LazyTools<H> {
     /// Adds a new agent with what a restored state says it loaded itself.
     fn add_agent(&mut self, agent: &str, mut state: AgentState) {
         if let Some(restored) = self.restored.remove(agent) {
-            state.restore(restored.loads, self.current_fingerprint(agent));
+            let chain = chain_of(&self.parents, agent);
+            state.restore(restored.loads, seen_fingerprint(&self.registry, &chain));
         }
         state.created = self.agents_created;
         self.agents_created += 1;
         self.agents.insert(agent.to_string(), state);
-    }
-
-    /// The fingerprint of the definition `agent` sees under a name now.
-    fn current_fingerprint<'a>(&'a self, agent: &'a str) -> impl Fn(&str) -> Option<u64> + 'a {
-        let chain = chain_of(&self.parents, agent);
-        move |name| self.registry.lookup(name, &chain).map(ToolDef::fingerprint)
     }
 
     pub fn agent_disposed(&mut self, agent: &str) {
@@ -483,9 +478,7 @@ impl<H: Host> LazyTools<H> {
             match self.agents.get_mut(&agent) {
                 Some(state) => {
                     let chain = chain_of(parents, &agent);
-                    let current =
-                        |name: &str| registry.lookup(name, &chain).map(ToolDef::fingerprint);
-                    state.restore(restored.loads, current);
+                    state.restore(restored.loads, seen_fingerprint(registry, &chain));
                     state.seen_generation = None;
                 }
                 None => {
@@ -610,6 +603,12 @@ impl<H: Host> LazyTools<H> {
 
     fn policy(&self) -> Result<&Policy, PluginError> {
         self.policy.as_ref().ok_or(PluginError::NotConfigured)
+    }
+
+    /// Whether the shell lets `agent` call `name`, as of the agent's last refresh.
+    fn may_call(&self, agent: &str, name: &str) -> bool {
+        let state = self.agents.get(agent);
+        (self.names.get(name).zip(state)).is_some_and(|(id, state)| state.allowed().contains(id))
     }
 
     /// Whether `name` is registered where `agent` could see it: globally, or in a scope of its
@@ -1036,7 +1035,7 @@ impl<H: Host> LazyTools<H> {
         if let Some(standing) = budget {
             state.budget = BudgetStanding { over, ..standing };
         }
-        let fingerprint = |name: &str| registry.lookup(name, &chain).map(ToolDef::fingerprint);
+        let fingerprint = seen_fingerprint(registry, &chain);
         match view {
             View::Whole(allowed) => state.update(allowed, names, fingerprint),
             View::Patch(changed) => state.patch(changed, names, fingerprint),
@@ -1211,14 +1210,10 @@ impl<H: Host> Loads for LazyTools<H> {
         if self.registry.contains(name) {
             return Cow::Borrowed(name);
         }
-        let allowed = |registered: &str| {
-            let id = self.names.get(registered);
-            let state = self.agents.get(agent);
-            id.zip(state)
-                .is_some_and(|(id, state)| state.allowed().contains(id))
-        };
         match self.registry.shown_as(name) {
-            Some(registered) if allowed(registered) => Cow::Owned(registered.to_owned()),
+            Some(registered) if self.may_call(agent, registered) => {
+                Cow::Owned(registered.to_owned())
+            }
             _ => Cow::Borrowed(name),
         }
     }
@@ -1376,14 +1371,8 @@ impl<H: Host> Loads for LazyTools<H> {
 
     fn target(&mut self, agent: &str, name: &str) -> Result<Result<Target, String>, PluginError> {
         // What the shell lets the agent call reaches it, whatever chain the host told.
-        let allowed = |this: &Self| {
-            let state = this.agents.get(agent);
-            let id = this.names.get(name);
-            id.zip(state)
-                .is_some_and(|(id, state)| state.allowed().contains(id))
-        };
         if !self.reaches(agent, name)
-            && !allowed(self)
+            && !self.may_call(agent, name)
             && let Some(group) = self.groups.lazy_group_declaring(name).map(str::to_string)
             && let Err(reason) = self.load_lazy(agent, &group)
         {
@@ -1399,7 +1388,7 @@ impl<H: Host> Loads for LazyTools<H> {
             Target::Changed
         } else if pending {
             Target::Pending
-        } else if self.reaches(agent, name) || allowed(self) {
+        } else if self.reaches(agent, name) || self.may_call(agent, name) {
             // Loaded, visible, or refused by the shell like any call.
             Target::Ready
         } else {
@@ -1422,6 +1411,14 @@ struct Changed<'a> {
     before: Option<&'a [(Origin, u32)]>,
     /// Its definitions in the copy now, if the copy changed them since; `None`: ask the copy.
     now: Option<&'a [(Origin, u32)]>,
+}
+
+/// The fingerprint of the definition an agent of scope chain `chain` sees under a name.
+fn seen_fingerprint<'a>(
+    registry: &'a Registry,
+    chain: &'a [&str],
+) -> impl Fn(&str) -> Option<u64> + 'a {
+    move |name| registry.lookup(name, chain).map(ToolDef::fingerprint)
 }
 
 /// The most scopes a chain holds: a parent map the host made circular, or deeper than any
