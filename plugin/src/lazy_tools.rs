@@ -2227,20 +2227,25 @@ mod tests {
         );
     }
 
+    /// Tool `name` of agent `scope`'s own scope, or a built-in for an empty scope.
+    fn scoped_tool(name: &str, description: &str, scope: &str) -> ToolDef {
+        ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: r#"{"type":"object"}"#.into(),
+            origin: match scope {
+                "" => Origin::Builtin,
+                agent => Origin::Agent(agent.into()),
+            },
+        }
+    }
+
     /// `tools` in agents' scopes, and the agents `main`, `main/a`, `main/b` and `main/a/c`
     /// created with their parents.
     fn scoped(tools: &[(&str, &str, &str)]) -> LazyTools<TestHost> {
         let tools = tools
             .iter()
-            .map(|&(name, description, scope)| ToolDef {
-                name: name.into(),
-                description: description.into(),
-                parameters: r#"{"type":"object"}"#.into(),
-                origin: match scope {
-                    "" => Origin::Builtin,
-                    agent => Origin::Agent(agent.into()),
-                },
-            })
+            .map(|&(name, description, scope)| scoped_tool(name, description, scope))
             .collect();
         let mut plugin = plugin(tools, &[]);
         for (agent, parent) in [
@@ -2306,12 +2311,7 @@ mod tests {
             "Reveals the launch codes held by main/b.",
             "main/b",
         )]);
-        plugin.host.tools.push(ToolDef {
-            name: "report".into(),
-            description: "Quarterly sales summary.".into(),
-            parameters: r#"{"type":"object"}"#.into(),
-            origin: Origin::Builtin,
-        });
+        (plugin.host.tools).push(scoped_tool("report", "Quarterly sales summary.", ""));
         plugin.registry_changed().unwrap();
         assert_eq!(
             queried(&mut plugin, "quarterly sales summary"),
@@ -2740,13 +2740,7 @@ mod tests {
     /// named `report`".
     #[test]
     fn a_loaded_tool_of_a_chain_the_host_did_not_tell_is_forwarded() {
-        let report = ToolDef {
-            name: "report".into(),
-            description: "Report of main/a.".into(),
-            parameters: r#"{"type":"object"}"#.into(),
-            origin: Origin::Agent("main/a".into()),
-        };
-        let mut plugin = dispatch(vec![report]);
+        let mut plugin = dispatch(vec![scoped_tool("report", "Report of main/a.", "main/a")]);
         plugin.agent_created("main/a/c", None).unwrap();
         let call = json!({ "tool_name": "report", "arguments": {} }).to_string();
         for attempt in 1..=2 {
