@@ -911,9 +911,7 @@ fn a_call_to_a_tool_whose_definition_changed_when_its_server_started_is_not_run(
         json!({"tool_names": ["fx__echo"]}),
     );
     assert!(found.text.contains("\"text\""), "{}", found.text);
-    let echoed = call(&mut shell, "deferred_tool_call", new);
-    assert!(!echoed.is_error, "{}", echoed.text);
-    assert_eq!(echoed.text, "echo: hi");
+    forwarded_echo(&mut shell, new);
 }
 
 /// A cached definition whose schema lists its keys in another order than the live one is the
@@ -934,8 +932,15 @@ fn a_call_for_the_same_schema_in_another_key_order_runs() {
         }]
     });
     let (mut shell, _handle) = dispatch_over_cached(cache.path(), reordered);
-    let arguments = json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}});
-    let echoed = call(&mut shell, "deferred_tool_call", arguments);
+    forwarded_echo(
+        &mut shell,
+        json!({"tool_name": "fx__echo", "arguments": {"text": "hi"}}),
+    );
+}
+
+/// `deferred_tool_call` with `arguments` (a call of `fx__echo` with `text: hi`) runs.
+fn forwarded_echo(shell: &mut Shell, arguments: Value) {
+    let echoed = call(shell, "deferred_tool_call", arguments);
     assert!(!echoed.is_error, "{}", echoed.text);
     assert_eq!(echoed.text, "echo: hi");
 }
