@@ -38,7 +38,12 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
         )?;
     }
     let wanted = rev.unwrap_or("HEAD");
-    run(
+    let bound = Bound {
+        dir,
+        max_bytes: max_checkout_bytes()?,
+    };
+    grown_within(
+        &bound,
         git(dir)?.args([
             // A server that stops answering fails the fetch rather than
             // hanging `add` for ever (http and https; the variables
@@ -57,7 +62,8 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
         ]),
         &format!("fetching `{wanted}` from {url}"),
     )?;
-    run(
+    grown_within(
+        &bound,
         git(dir)?.args([
             "-c",
             "advice.detachedHead=false",
@@ -145,10 +151,113 @@ fn timeout() -> Result<Duration> {
         })
 }
 
+/// The most a checkout (its `.git` and its files) may hold by default: a plugin bundle is a
+/// few megabytes, and a repository that sends gigabytes (or a small pack that checks out
+/// into gigabytes) must not fill the user's disk. `DSH_GIT_MAX_MB` changes it.
+const DEFAULT_MAX_CHECKOUT_MB: u64 = 1024;
+
+/// The most a checkout may hold: `DSH_GIT_MAX_MB` mebibytes (1 to 1,048,576), else 1 GiB.
+fn max_checkout_bytes() -> Result<u64> {
+    let megabytes = match std::env::var_os("DSH_GIT_MAX_MB") {
+        None => DEFAULT_MAX_CHECKOUT_MB,
+        Some(value) => value
+            .to_str()
+            .and_then(|v| v.parse::<u64>().ok())
+            .filter(|mb| (1..=1 << 20).contains(mb))
+            .with_context(|| {
+                format!(
+                    "DSH_GIT_MAX_MB is `{}`: it must be a whole number of mebibytes from 1 to 1048576",
+                    crate::terminal::escape(&value.to_string_lossy())
+                )
+            })?,
+    };
+    Ok(megabytes << 20)
+}
+
+/// A folder that a git command may grow only up to a size.
+struct Bound<'a> {
+    dir: &'a Path,
+    max_bytes: u64,
+}
+
+/// Runs a git command that writes into `bound.dir` (a fetch, a checkout), stopping it once the
+/// folder holds more than the bound, and checking the folder again when it ends (a local fetch
+/// can end between two looks). A checkout stopped so is deleted: what it holds is of no use,
+/// and the next add fetches afresh.
+fn grown_within(bound: &Bound, command: &mut Command, what: &str) -> Result<String> {
+    let outcome = run_bounded(command, what, Some(bound));
+    let past = match &outcome {
+        Err(e) => e.downcast_ref::<PastBound>().is_some(),
+        Ok(_) => disk_use_within(bound.dir, bound.max_bytes) > bound.max_bytes,
+    };
+    if !past {
+        return outcome;
+    }
+    let removed = std::fs::remove_dir_all(bound.dir);
+    let mut message = format!(
+        "{what} was stopped: the checkout in {} grew past {} MiB (a repository too large for a \
+         plugin bundle? DSH_GIT_MAX_MB sets the limit in mebibytes)",
+        bound.dir.display(),
+        bound.max_bytes >> 20
+    );
+    if let Err(e) = removed {
+        message.push_str(&format!("; deleting what it held failed: {e}"));
+    }
+    bail!(message)
+}
+
+/// A git command stopped because the folder it wrote into grew past its bound.
+#[derive(Debug)]
+struct PastBound;
+
+impl std::fmt::Display for PastBound {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the checkout grew past its bound")
+    }
+}
+
+impl std::error::Error for PastBound {}
+
+/// How much of the disk `dir` takes, counted until it passes `max_bytes` (then any larger
+/// figure is returned): each file's length, and a block for each entry, so that a million
+/// empty files count too. Symbolic links are not followed; an entry that vanishes while it
+/// is counted (git renames its temporary files) is passed over.
+fn disk_use_within(dir: &Path, max_bytes: u64) -> u64 {
+    const ENTRY_BYTES: u64 = 4096;
+    let mut total = 0u64;
+    let mut folders = vec![dir.to_path_buf()];
+    while let Some(folder) = folders.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let Ok(metadata) = entry.path().symlink_metadata() else {
+                continue;
+            };
+            total = total.saturating_add(ENTRY_BYTES);
+            if metadata.is_dir() {
+                folders.push(entry.path());
+            } else {
+                total = total.saturating_add(metadata.len());
+            }
+            if total > max_bytes {
+                return total;
+            }
+        }
+    }
+    total
+}
+
 /// Runs git and returns its stdout; on failure, says what failed with git's
 /// own message. Git runs in a process group of its own, which is killed when it
 /// outlives [`timeout`] (the group: git's ssh goes with it).
 fn run(command: &mut Command, what: &str) -> Result<String> {
+    run_bounded(command, what, None)
+}
+
+/// [`run`], and when `bound` is given, the group is also killed once the bound's folder
+/// holds more than it allows (the error is then a [`PastBound`]).
+fn run_bounded(command: &mut Command, what: &str, bound: Option<&Bound>) -> Result<String> {
     let limit = timeout()?;
     command
         .stdin(Stdio::null())
@@ -183,29 +292,44 @@ fn run(command: &mut Command, what: &str) -> Result<String> {
             .take()
             .map(|p| Box::new(p) as Box<dyn Read + Send>),
     );
-    let deadline = Instant::now() + limit;
-    let status = loop {
+    let started = Instant::now();
+    let deadline = started + limit;
+    let mut next_measure = started + MEASURE_EVERY;
+    let ended = loop {
         if let Some(status) = child
             .try_wait()
             .with_context(|| format!("{what}: waiting for git"))?
         {
-            break Some(status);
+            break Ended::Exited(status);
         }
-        if Instant::now() >= deadline {
+        let now = Instant::now();
+        if now >= deadline {
             child_process::signal_group(child.id(), libc::SIGKILL);
             let _ = child.wait();
-            break None;
+            break Ended::OutOfTime;
+        }
+        if let Some(bound) = bound
+            && now >= next_measure
+        {
+            if disk_use_within(bound.dir, bound.max_bytes) > bound.max_bytes {
+                child_process::signal_group(child.id(), libc::SIGKILL);
+                let _ = child.wait();
+                break Ended::PastBound;
+            }
+            next_measure = Instant::now() + MEASURE_EVERY;
         }
         std::thread::sleep(POLL);
     };
     let stdout = stdout.join().unwrap_or_default();
     let stderr = stderr.join().unwrap_or_default();
-    let Some(status) = status else {
-        bail!(
+    let status = match ended {
+        Ended::Exited(status) => status,
+        Ended::OutOfTime => bail!(
             "{what} did not finish in {} s and was stopped (a server that stopped answering? \
              DSH_GIT_TIMEOUT sets the limit in seconds)",
             limit.as_secs()
-        );
+        ),
+        Ended::PastBound => return Err(PastBound.into()),
     };
     if !status.success() {
         let stderr = String::from_utf8_lossy(&stderr);
@@ -216,3 +340,59 @@ fn run(command: &mut Command, what: &str) -> Result<String> {
 
 /// How often a running git is looked at: a local command ends within a few of these.
 const POLL: Duration = Duration::from_millis(5);
+/// How often the folder a fetch or checkout writes into is measured: a walk of a checkout
+/// costs milliseconds, and what git writes in between is bounded by the disk's speed.
+const MEASURE_EVERY: Duration = Duration::from_millis(250);
+
+/// How a git command's wait ended.
+enum Ended {
+    Exited(std::process::ExitStatus),
+    OutOfTime,
+    PastBound,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_command_that_keeps_writing_is_stopped_at_the_bound() {
+        let dir = tempfile::tempdir().unwrap();
+        let bound = Bound {
+            dir: dir.path(),
+            max_bytes: 1 << 20,
+        };
+        // Writes 64 KiB every 10 ms for ever: only the bound stops it.
+        let mut command = Command::new("sh");
+        command.current_dir(dir.path()).args([
+            "-c",
+            "while :; do head -c 65536 /dev/zero >> grows; sleep 0.01; done",
+        ]);
+        let started = Instant::now();
+        let error = run_bounded(&mut command, "writing", Some(&bound)).unwrap_err();
+        assert!(error.downcast_ref::<PastBound>().is_some(), "{error:#}");
+        assert!(started.elapsed() < Duration::from_secs(60));
+        // Stopped soon after it passed the bound, not at the time limit.
+        let written = std::fs::metadata(dir.path().join("grows")).unwrap().len();
+        assert!(written < 16 << 20, "{written}");
+    }
+
+    #[test]
+    fn disk_use_counts_nested_files_and_entries_but_not_what_links_point_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("big"), vec![0u8; 1 << 20]).unwrap();
+        std::fs::create_dir_all(dir.path().join("a/b")).unwrap();
+        std::fs::write(dir.path().join("a/b/file"), vec![0u8; 1000]).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        // a, a/b, a/b/file and link: four entries, the file's 1000 bytes, and the link's own
+        // length (the path it holds), not the megabyte it points to.
+        let link = outside.path().as_os_str().len() as u64;
+        assert_eq!(
+            disk_use_within(dir.path(), u64::MAX),
+            4 * 4096 + 1000 + link
+        );
+        // Past a bound the count stops early, with a figure past it.
+        assert!(disk_use_within(dir.path(), 5000) > 5000);
+    }
+}

@@ -1427,6 +1427,66 @@ fn a_git_time_limit_that_is_not_a_number_of_seconds_is_refused() {
     );
 }
 
+/// `len` bytes that no compression shrinks (xorshift), so that a pack of them is as large.
+fn incompressible(len: usize) -> Vec<u8> {
+    let mut state = 0x9E37_79B9_7F4A_7C15u64;
+    (0..len)
+        .map(|_| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state as u8
+        })
+        .collect()
+}
+
+#[test]
+fn a_repository_larger_than_the_checkout_bound_is_stopped_and_deleted() {
+    let home = tempfile::tempdir().unwrap();
+    let work = tempfile::tempdir().unwrap();
+    let bundle = work.path().join("bundle");
+    std::fs::create_dir_all(&bundle).unwrap();
+    std::fs::write(bundle.join("blob.bin"), incompressible(3 << 20)).unwrap();
+    let source = repo_of(&bundle, &[SHADOW_MANIFEST]);
+    let mut child = spawn_harness(
+        home.path(),
+        &["plugin", "--profile", "p", "add", &source],
+        &[("DSH_GIT_MAX_MB", "1")],
+    );
+    let status = wait_within(&mut child, 120).expect("the add still runs after 120 s");
+    assert!(!status.success());
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert!(
+        stderr.contains("grew past 1 MiB (a repository too large for a plugin bundle?"),
+        "{stderr}"
+    );
+    // Nothing of it is kept: no staging folder, no checkout, no row.
+    let plugins: Vec<_> = std::fs::read_dir(home.path().join("plugins"))
+        .map(|entries| entries.map(|e| e.unwrap().file_name()).collect())
+        .unwrap_or_default();
+    assert!(plugins.is_empty(), "{plugins:?}");
+    assert!(!home.path().join("profiles/p/cordis.yml").exists());
+    // The same repository within a larger bound is fetched: the bound, not the repository,
+    // stopped it (cargo then fails on its shadow manifest).
+    let stderr = failed_add(&source, &[("DSH_GIT_MAX_MB", "64")], 120);
+    assert!(!stderr.contains("grew past"), "{stderr}");
+    assert_cargo_failed(&stderr);
+}
+
+#[test]
+fn a_checkout_bound_that_is_not_a_number_of_mebibytes_is_refused() {
+    let stderr = failed_add(
+        "git:https://example.invalid/repo",
+        &[("DSH_GIT_MAX_MB", "1G")],
+        60,
+    );
+    assert!(
+        stderr.contains("DSH_GIT_MAX_MB is `1G`: it must be a whole number of mebibytes"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_second_add_says_it_waits_for_the_first() {
     use std::io::BufRead as _;
