@@ -33,7 +33,7 @@ impl std::fmt::Display for Origin {
     }
 }
 
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub struct Tool {
     pub name: String,
     pub description: String,
@@ -48,6 +48,18 @@ pub struct Tool {
     /// What the shell knows of the tool for search beyond its definition (boxed: most tools
     /// have none).
     pub search_text: Option<Box<SearchText>>,
+}
+
+/// Equal when all but the parameters' text is: that text is encoded from the parameters, and
+/// a schema whose keys come in another order is the same schema. A server that lists its tools
+/// again with keys reordered (or a cached listing that did) changes nothing registered.
+impl PartialEq for Tool {
+    fn eq(&self, other: &Self) -> bool {
+        self.same_definition(other)
+            && self.origin == other.origin
+            && self.owner == other.owner
+            && self.search_text == other.search_text
+    }
 }
 
 /// Search text for a tool beyond its definition (a catalog's `x-lazy-tools`, or what a
