@@ -135,20 +135,26 @@ const MAX_OUTPUT_BYTES: u64 = 1 << 20;
 
 /// How long one git command may run: `DSH_GIT_TIMEOUT` seconds (1 to 86,400), else ten minutes.
 fn timeout() -> Result<Duration> {
-    let Some(value) = std::env::var_os("DSH_GIT_TIMEOUT") else {
-        return Ok(DEFAULT_TIMEOUT);
+    let secs = setting("DSH_GIT_TIMEOUT", 86_400, "seconds")?;
+    Ok(secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs))
+}
+
+/// The whole number from 1 to `max` that the variable `name` holds, if it is set.
+fn setting(name: &str, max: u64, unit: &str) -> Result<Option<u64>> {
+    let Some(value) = std::env::var_os(name) else {
+        return Ok(None);
     };
-    value
+    let number = value
         .to_str()
         .and_then(|v| v.parse::<u64>().ok())
-        .filter(|secs| (1..=86_400).contains(secs))
-        .map(Duration::from_secs)
+        .filter(|n| (1..=max).contains(n))
         .with_context(|| {
             format!(
-                "DSH_GIT_TIMEOUT is `{}`: it must be a whole number of seconds from 1 to 86400",
+                "{name} is `{}`: it must be a whole number of {unit} from 1 to {max}",
                 crate::terminal::escape(&value.to_string_lossy())
             )
-        })
+        })?;
+    Ok(Some(number))
 }
 
 /// The most a checkout (its `.git` and its files) may hold by default: a plugin bundle is a
@@ -158,20 +164,8 @@ const DEFAULT_MAX_CHECKOUT_MB: u64 = 1024;
 
 /// The most a checkout may hold: `DSH_GIT_MAX_MB` mebibytes (1 to 1,048,576), else 1 GiB.
 fn max_checkout_bytes() -> Result<u64> {
-    let megabytes = match std::env::var_os("DSH_GIT_MAX_MB") {
-        None => DEFAULT_MAX_CHECKOUT_MB,
-        Some(value) => value
-            .to_str()
-            .and_then(|v| v.parse::<u64>().ok())
-            .filter(|mb| (1..=1 << 20).contains(mb))
-            .with_context(|| {
-                format!(
-                    "DSH_GIT_MAX_MB is `{}`: it must be a whole number of mebibytes from 1 to 1048576",
-                    crate::terminal::escape(&value.to_string_lossy())
-                )
-            })?,
-    };
-    Ok(megabytes << 20)
+    let megabytes = setting("DSH_GIT_MAX_MB", 1 << 20, "mebibytes")?;
+    Ok(megabytes.unwrap_or(DEFAULT_MAX_CHECKOUT_MB) << 20)
 }
 
 /// A folder that a git command may grow only up to a size.

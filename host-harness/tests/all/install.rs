@@ -1415,16 +1415,30 @@ fn a_git_protocol_server_that_never_answers_is_stopped_at_the_time_limit() {
 }
 
 #[test]
-fn a_git_time_limit_that_is_not_a_number_of_seconds_is_refused() {
-    let stderr = failed_add(
-        "git:https://example.invalid/repo",
-        &[("DSH_GIT_TIMEOUT", "10m")],
-        60,
-    );
-    assert!(
-        stderr.contains("DSH_GIT_TIMEOUT is `10m`: it must be a whole number of seconds"),
-        "{stderr}"
-    );
+fn git_limits_that_are_not_whole_numbers_are_refused() {
+    for (var, value, said) in [
+        (
+            "DSH_GIT_TIMEOUT",
+            "10m",
+            "a whole number of seconds from 1 to 86400",
+        ),
+        (
+            "DSH_GIT_MAX_MB",
+            "1G",
+            "a whole number of mebibytes from 1 to 1048576",
+        ),
+        (
+            "DSH_GIT_MAX_MB",
+            "0",
+            "a whole number of mebibytes from 1 to 1048576",
+        ),
+    ] {
+        let stderr = failed_add("git:https://example.invalid/repo", &[(var, value)], 60);
+        assert!(
+            stderr.contains(&format!("{var} is `{value}`: it must be {said}")),
+            "{stderr}"
+        );
+    }
 }
 
 /// `len` bytes that no compression shrinks (xorshift), so that a pack of them is as large.
@@ -1472,19 +1486,6 @@ fn a_repository_larger_than_the_checkout_bound_is_stopped_and_deleted() {
     let stderr = failed_add(&source, &[("DSH_GIT_MAX_MB", "64")], 120);
     assert!(!stderr.contains("grew past"), "{stderr}");
     assert_cargo_failed(&stderr);
-}
-
-#[test]
-fn a_checkout_bound_that_is_not_a_number_of_mebibytes_is_refused() {
-    let stderr = failed_add(
-        "git:https://example.invalid/repo",
-        &[("DSH_GIT_MAX_MB", "1G")],
-        60,
-    );
-    assert!(
-        stderr.contains("DSH_GIT_MAX_MB is `1G`: it must be a whole number of mebibytes"),
-        "{stderr}"
-    );
 }
 
 #[test]
