@@ -3,7 +3,7 @@
 //! the plugin.
 
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::value::RawValue;
 
 use crate::outcome::ToolResult;
 
@@ -53,34 +53,41 @@ pub struct LoadArgs {
 #[serde(deny_unknown_fields)]
 pub struct ForwardArgs {
     pub tool_name: String,
-    /// An object; a JSON text of one is accepted too (models send both).
+    /// An object; a JSON text of one is accepted too (models send both). Kept as the model
+    /// wrote it: a parse into values would round every number through `f64` (an id of 30
+    /// digits reached the tool as `1.2345678901234568e+29`) and keep one of repeated keys.
     #[serde(default)]
-    pub arguments: Option<Value>,
+    pub arguments: Option<Box<RawValue>>,
 }
 
 impl ForwardArgs {
-    /// The real arguments as JSON text of an object, or what is wrong.
+    /// The real arguments as JSON text of an object, as written, or what is wrong.
     pub fn arguments_json(&self) -> Result<String, String> {
-        let value = match &self.arguments {
-            None | Some(Value::Null) => return Ok("{}".into()),
-            Some(Value::String(text)) => serde_json::from_str(text)
-                .map_err(|e| format!("arguments is a text that is not JSON: {e}"))?,
-            Some(value) => value.clone(),
+        let Some(raw) = &self.arguments else {
+            return Ok("{}".into());
         };
-        match value {
-            Value::Object(_) => Ok(value.to_string()),
-            other => Err(format!(
-                "arguments must be an object, found {}",
-                match other {
-                    Value::Array(_) => "a list",
-                    Value::String(_) => "a text",
-                    Value::Number(_) => "a number",
-                    Value::Bool(_) => "a boolean",
-                    _ => "null",
-                }
-            )),
+        let text = raw.get().trim();
+        if !text.starts_with('"') {
+            return object_text(text);
         }
+        let not_json = |e: serde_json::Error| format!("arguments is a text that is not JSON: {e}");
+        let inner: String = serde_json::from_str(text).map_err(not_json)?;
+        let inner = RawValue::from_string(inner.trim().to_string()).map_err(not_json)?;
+        object_text(inner.get())
     }
+}
+
+/// `json` (one JSON value) when it is an object; else what it is instead.
+fn object_text(json: &str) -> Result<String, String> {
+    let found = match json.as_bytes().first() {
+        Some(b'{') => return Ok(json.to_string()),
+        Some(b'[') => "a list",
+        Some(b'"') => "a text",
+        Some(b't' | b'f') => "a boolean",
+        Some(b'n') => "null",
+        _ => "a number",
+    };
+    Err(format!("arguments must be an object, found {found}"))
 }
 
 /// A guard tool's arguments, at most `limit` bytes ([`MAX_ARGUMENT_BYTES`], or
@@ -213,5 +220,28 @@ mod tests {
             args(r#"{"tool_name":"t","arguments":[1]}"#).unwrap_err(),
             "arguments must be an object, found a list"
         );
+        assert_eq!(
+            args(r#"{"tool_name":"t","arguments":" 7 "}"#).unwrap_err(),
+            "arguments must be an object, found a number"
+        );
+        assert!(
+            args(r#"{"tool_name":"t","arguments":"{\"a\":"}"#)
+                .unwrap_err()
+                .starts_with("arguments is a text that is not JSON: ")
+        );
+    }
+
+    /// The tool receives the arguments the model wrote, not a reading of them: numbers past
+    /// `f64`'s precision, repeated keys and spacing reach it unchanged, given as an object or
+    /// as text.
+    #[test]
+    fn forwarded_arguments_are_passed_as_written() {
+        let written = r#"{"id": 123456789012345678901234567890, "x": 0.1000000000000000055511151231257827, "k": 1, "k": 2}"#;
+        let as_object = format!(r#"{{"tool_name":"t","arguments":{written}}}"#);
+        let as_text = serde_json::json!({"tool_name": "t", "arguments": written}).to_string();
+        for call in [as_object, as_text] {
+            let args: ForwardArgs = serde_json::from_str(&call).unwrap();
+            assert_eq!(args.arguments_json().unwrap(), written);
+        }
     }
 }
