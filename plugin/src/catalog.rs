@@ -859,6 +859,18 @@ mod tests {
         );
     }
 
+    /// `catalogDescriptionChars: 0` lists names alone (each line showed a lone `…`).
+    #[test]
+    fn no_description_chars_list_names_alone() {
+        for mode in [CatalogMode::Names, CatalogMode::Groups] {
+            let text = render(mode, entries(), 0, 10_000, chars).unwrap();
+            assert!(!text.contains('…'), "{text}");
+            assert!(!text.contains("The gh server") && !text.contains("Create an issue"));
+        }
+        let text = render(CatalogMode::Names, entries(), 0, 10_000, chars).unwrap();
+        assert!(text.contains("\n- gh__create_issue\n"), "{text}");
+    }
+
     #[test]
     fn groups_list_their_tools() {
         let text = render(CatalogMode::Groups, entries(), 60, 10_000, chars).unwrap();

@@ -566,7 +566,8 @@ fn is_blank(c: char) -> bool {
 
 /// The first sentence of a description, at most `max_chars` characters, for
 /// search results and catalogs: one line, ended by any line break (`\r`, U+2028, ...), with
-/// other control and bidirectional characters shown as spaces (see [`crate::shown`]).
+/// other control and bidirectional characters shown as spaces (see [`crate::shown`]). Nothing
+/// at 0 (`catalogDescriptionChars: 0`: names alone), not a lone `…`.
 pub fn first_sentence(description: &str, max_chars: usize) -> String {
     let Some((start, _)) = (description.char_indices())
         .take(MAX_GAP_CHARS + 1)
@@ -584,6 +585,9 @@ pub fn first_sentence(description: &str, max_chars: usize) -> String {
 /// The first sentence of `text` (trimmed), ended by a line break too, on one line and cut to
 /// `max_chars` characters with `…`.
 fn sentence_line(text: &str, max_chars: usize) -> String {
+    if max_chars == 0 {
+        return String::new();
+    }
     let end = sentence_end(text);
     let end = text[..end].find(shown::is_line_break).unwrap_or(end);
     let sentence = one_line(&text[..end]);
@@ -636,6 +640,7 @@ mod tests {
         assert_eq!(first_sentence("line one\nline two", 100), "line one");
         assert_eq!(first_sentence("abcdefgh", 5), "abcd…");
         assert_eq!(first_sentence("", 5), "");
+        assert_eq!(first_sentence("Reads a file.", 0), "");
     }
 
     #[test]
