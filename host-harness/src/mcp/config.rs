@@ -324,20 +324,37 @@ fn server(name: &str, entry: &Value, at: &str) -> Result<ServerConfig, Found> {
                 Some(url) if !url.starts_with("http://") => {
                     found.push((url_at.clone(), format!("`{url}` is not an http:// URL")))
                 }
-                _ => {}
+                // What the client would refuse only when the server starts, with its own words.
+                Some(url) => {
+                    if let Err(e) = url::Url::parse(url) {
+                        found.push((url_at.clone(), format!("`{url}` is not a URL: {e}")));
+                    }
+                }
+                None => {}
             }
             let headers = string_map(entry.get("headers"), &pointer(&[at, "headers"]), &mut found);
             for (key, value) in &headers {
-                if key.is_empty()
-                    || !key
+                let name_ok = !key.is_empty()
+                    && key
                         .bytes()
-                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b))
-                    || value.bytes().any(|b| b == b'\r' || b == b'\n')
-                {
-                    found.push((
-                        pointer(&[at, "headers", key]),
-                        format!("header `{key}` is not a valid HTTP header name and value"),
-                    ));
+                        .all(|b| b.is_ascii_alphanumeric() || b"-_".contains(&b));
+                // Visible ASCII, spaces and tabs: what the HTTP client sends as it is.
+                let value_ok = value
+                    .bytes()
+                    .all(|b| b == b'\t' || (b' '..=b'~').contains(&b));
+                let problem = match (name_ok, value_ok) {
+                    (false, _) => Some(format!(
+                        "header `{key}` is not a valid HTTP header name (letters, digits, `-` \
+                         and `_`)"
+                    )),
+                    (true, false) => Some(format!(
+                        "header `{key}`: its value holds a character other than visible ASCII, \
+                         space and tab"
+                    )),
+                    (true, true) => None,
+                };
+                if let Some(problem) = problem {
+                    found.push((pointer(&[at, "headers", key]), problem));
                 }
             }
             url.map(|url| Launch::Http { url, headers })
@@ -563,6 +580,29 @@ mod tests {
             "mcp.yml:15:5: server `tls`: `startTimeoutSeconds` must be at least 0.001 (1 ms) and \
              at most 86400, found 1e-10",
             "mcp.yml:12:3: server `none`: needs `command` (stdio) or `url` (HTTP)",
+        ];
+        for line in expected {
+            assert!(
+                err.lines().any(|l| l.starts_with(line)),
+                "missing {line:?} in:\n{err}"
+            );
+        }
+        assert_eq!(err.lines().count(), expected.len(), "{err}");
+    }
+
+    /// A URL or header the HTTP client would refuse is refused at its place when the file is
+    /// read, not when the server starts, in the client's words and with no place.
+    #[test]
+    fn a_url_or_header_the_client_would_refuse_is_located() {
+        let err = parse(
+            "mcpServers:\n  a: {url: \"http://exa mple/mcp\"}\n  b:\n    url: http://127.0.0.1:1/x\n    headers: {X-A: \"v\\x01\", X-B: \"caf\u{e9}\", X-C: \"ok\\tvalue\"}\n  c: {url: \"http://\"}\n",
+        )
+        .unwrap_err();
+        let expected = [
+            "mcp.yml:2:7: server `a`: `http://exa mple/mcp` is not a URL: invalid international domain name",
+            "mcp.yml:5:15: server `b`: header `X-A`: its value holds a character other than visible ASCII",
+            "mcp.yml:5:29: server `b`: header `X-B`: its value holds a character other than visible ASCII",
+            "mcp.yml:6:7: server `c`: `http://` is not a URL: empty host",
         ];
         for line in expected {
             assert!(
