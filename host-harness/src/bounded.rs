@@ -49,12 +49,18 @@ pub fn read(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-/// [`read`] as UTF-8 text.
+/// [`read`] as UTF-8 text; text that is not UTF-8 is refused at the line and column of its
+/// first bad byte, as an editor shows them.
 pub fn read_text(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {
     String::from_utf8(read(path, limit, what)?).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
+        let line_start = valid.rfind('\n').map_or(0, |newline| newline + 1);
+        let line = valid.matches('\n').count() + 1;
+        let column = valid[line_start..].chars().count() + 1;
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
-            format!("not UTF-8 text (byte {})", e.utf8_error().valid_up_to()),
+            format!("not UTF-8 text at line {line}, column {column} (byte {at})"),
         )
     })
 }
@@ -92,7 +98,22 @@ mod tests {
             read_text(&path, 1 << 20, "a test file")
                 .unwrap_err()
                 .to_string(),
-            "not UTF-8 text (byte 3)"
+            "not UTF-8 text at line 1, column 4 (byte 3)"
+        );
+        // Columns count characters; lines are the file's.
+        std::fs::write(
+            &path,
+            "a\n  é: x\n      name: "
+                .bytes()
+                .chain([0xff])
+                .collect::<Vec<u8>>(),
+        )
+        .unwrap();
+        assert_eq!(
+            read_text(&path, 1 << 20, "a test file")
+                .unwrap_err()
+                .to_string(),
+            "not UTF-8 text at line 3, column 13 (byte 22)"
         );
     }
 }

@@ -116,7 +116,8 @@ fn empty_schema() -> Value {
 }
 
 fn schema_or_empty<'de, D: serde::Deserializer<'de>>(schema: D) -> Result<Value, D::Error> {
-    Ok(Option::<Value>::deserialize(schema)?.unwrap_or_else(empty_schema))
+    let schema = Option::<crate::strict_json::StrictValue>::deserialize(schema)?;
+    Ok(schema.map_or_else(empty_schema, |schema| schema.0))
 }
 
 impl Catalog {
@@ -168,6 +169,8 @@ impl Catalog {
                 }
             );
         }
+        // A byte-order mark is no part of the JSON (an editor's, which serde_json refuses).
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
         let mut catalog: Catalog =
@@ -227,6 +230,9 @@ impl Catalog {
                          an MCP tool's inputSchema is a JSON Schema object with \"type\": \"object\"",
                         escape(&tool.name),
                     );
+                }
+                if let Some(text) = &tool.search_text {
+                    check_search_text(text, &format!("{place}/x-lazy-tools"))?;
                 }
                 match first.entry((&server.name, &tool.name)) {
                     Entry::Occupied(at) => bail!(
@@ -510,6 +516,38 @@ fn clean_name(name: &str) -> String {
         .collect()
 }
 
+/// The most texts of one kind (`keywords`, `examples`, `descriptions`) a tool's `x-lazy-tools`
+/// may hold, and the longest text: what a tool search reads (lazy-tools reads as many, each as
+/// long as a query), and a bound on what a catalog makes the plugin index, so that a catalog
+/// too large is refused here, at its place, not later as a plugin that ran out of time.
+pub const MAX_SEARCH_TEXTS: usize = 32;
+pub const MAX_SEARCH_TEXT_CHARS: usize = 500;
+
+fn check_search_text(text: &SearchText, place: &str) -> Result<()> {
+    for (kind, texts) in [
+        ("keywords", &text.keywords),
+        ("examples", &text.examples),
+        ("descriptions", &text.descriptions),
+    ] {
+        if texts.len() > MAX_SEARCH_TEXTS {
+            bail!(
+                "{place}/{kind}: {} texts; a tool's `{kind}` holds at most {MAX_SEARCH_TEXTS}",
+                texts.len()
+            );
+        }
+        for (i, one) in texts.iter().enumerate() {
+            let chars = one.chars().count();
+            if chars > MAX_SEARCH_TEXT_CHARS {
+                bail!(
+                    "{place}/{kind}/{i}: {chars} characters; a text here holds at most \
+                     {MAX_SEARCH_TEXT_CHARS}"
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -680,6 +718,60 @@ mod tests {
             nameless.to_string(),
             "/servers/0/tools/0: a tool of server `s` has an empty name"
         );
+    }
+
+    /// A schema that names a key twice is refused at its line: read into a value, the second
+    /// `properties` replaced the first and the tool lost its parameter `a` without a word.
+    #[test]
+    fn a_key_written_twice_in_a_schema_is_an_error_at_its_line() {
+        let err = Catalog::parse(
+            "{\"servers\": [{\"name\": \"s\", \"tools\": [{\"name\": \"t\", \"inputSchema\":\n {\"type\": \"object\", \"properties\": {\"a\": {}}, \"properties\": {\"b\": {}}}}]}]}",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            err.starts_with("duplicate key `properties` at line 2 column "),
+            "{err}"
+        );
+    }
+
+    /// An editor's byte-order mark before the JSON is no reason to refuse a catalog.
+    #[test]
+    fn a_catalog_may_start_with_a_byte_order_mark() {
+        let catalog = Catalog::parse(
+            "\u{feff}{\"servers\": [{\"name\": \"s\", \"tools\": [{\"name\": \"t\"}]}]}",
+        )
+        .unwrap();
+        assert_eq!(catalog.tool_count(), 1);
+    }
+
+    /// A tool's search text is bounded at its place, in number and in length.
+    #[test]
+    fn search_text_past_its_bounds_is_an_error_at_its_place() {
+        let with = |text: serde_json::Value| {
+            let catalog = serde_json::json!({"servers": [{"name": "s", "tools": [
+                {"name": "t", "x-lazy-tools": text}]}]});
+            Catalog::parse(&catalog.to_string()).map(|_| ())
+        };
+        let many = vec!["k"; MAX_SEARCH_TEXTS + 1];
+        assert_eq!(
+            with(serde_json::json!({"keywords": many}))
+                .unwrap_err()
+                .to_string(),
+            "/servers/0/tools/0/x-lazy-tools/keywords: 33 texts; a tool's `keywords` holds at \
+             most 32"
+        );
+        let long = "é".repeat(MAX_SEARCH_TEXT_CHARS + 1);
+        assert_eq!(
+            with(serde_json::json!({"examples": ["ok", long]}))
+                .unwrap_err()
+                .to_string(),
+            "/servers/0/tools/0/x-lazy-tools/examples/1: 501 characters; a text here holds at \
+             most 500"
+        );
+        let full = vec!["é".repeat(MAX_SEARCH_TEXT_CHARS); MAX_SEARCH_TEXTS];
+        with(serde_json::json!({"keywords": full, "examples": full, "descriptions": full}))
+            .unwrap();
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod script;
 pub mod shell;
 pub mod shell_core;
 pub mod source;
+pub mod strict_json;
 pub mod terminal;
 pub mod tokens;
 pub mod tool;

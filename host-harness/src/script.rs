@@ -106,7 +106,7 @@ pub struct ToolSpec {
     pub server: Option<String>,
     #[serde(default)]
     pub agent: Option<String>,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict_json::optional_value")]
     pub parameters: Option<Value>,
 }
 
@@ -266,7 +266,7 @@ pub enum Step {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ResumeStep {
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict_json::optional_value")]
     pub config: Option<Value>,
     /// The expected error, when the restore must be refused.
     #[serde(default)]
@@ -330,7 +330,7 @@ pub struct VisibleStep {
 pub struct CallStep {
     pub agent: String,
     pub tool: String,
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict_json::optional_value")]
     pub args: Option<Value>,
     pub expect: Expect,
 }
@@ -348,7 +348,7 @@ pub struct Expect {
     pub text_contains: Vec<String>,
     /// A subset of the result's JSON: every key given must match; lists
     /// must match element by element and in length.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::strict_json::optional_value")]
     pub json: Option<Value>,
 }
 
@@ -388,6 +388,7 @@ pub struct RestrictStep {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ReconfigureStep {
+    #[serde(deserialize_with = "crate::strict_json::value")]
     pub config: Value,
     #[serde(default)]
     pub error: Option<String>,
@@ -853,6 +854,43 @@ mod tests {
         let err =
             Script::parse(Path::new("s.yml"), "steps:\n  - visibel: {agent: main}\n").unwrap_err();
         assert!(err.to_string().starts_with("s.yml:2:"), "{err}");
+    }
+
+    /// A step's arguments, config or expected JSON reach the tool, plugin or comparison as
+    /// written, or the file is refused at the place: an integer past 64 bits was read rounded
+    /// and a repeated key overwrote the first, silently.
+    #[test]
+    fn a_steps_json_value_is_read_as_written_or_refused_at_its_place() {
+        let call = |args: &str| {
+            format!(
+                "steps:\n  - call:\n      agent: main\n      tool: echo\n      args: {args}\n      expect: {{outcome: ok}}\n"
+            )
+        };
+        let err = Script::parse(
+            Path::new("s.yml"),
+            &call("{n: 123456789012345678901234567890}"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("s.yml:5:"), "{err}");
+        assert!(err.contains("is past the 64-bit integers"), "{err}");
+        let err = Script::parse(Path::new("s.yml"), &call("{path: x, path: y}"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("s.yml:5:"), "{err}");
+        assert!(err.contains("duplicate"), "{err}");
+        let err = Script::parse(
+            Path::new("s.yml"),
+            "steps:\n  - reconfigure:\n      config: {catalogTokens: -99999999999999999999}\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.starts_with("s.yml:3:"), "{err}");
+        let script = Script::parse(Path::new("s.yml"), &call("{n: 18446744073709551615}")).unwrap();
+        let Step::Call(step) = &script.steps[0].value else {
+            panic!("a call step")
+        };
+        assert_eq!(step.args, Some(json!({"n": u64::MAX})));
     }
 
     #[test]

@@ -303,17 +303,9 @@ impl<'de> Visitor<'de> for NodeVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Node, E> {
-        // The parser reads an integer beyond 64 bits as the nearest float: a plugin would get
-        // another number than the file says, and nothing would say so.
-        if v.fract() == 0.0 && v.abs() >= 2f64.powi(64) {
-            return Err(E::custom(format!(
-                "the number {v:e} is an integer too large for 64 bits (it would be read \
-                 rounded); write it in quotes to pass it as text"
-            )));
-        }
-        Number::from_f64(v)
+        crate::strict_json::number_from_f64(v)
             .map(Node::Number)
-            .ok_or_else(|| E::custom(format!("the number {v} has no JSON form")))
+            .map_err(E::custom)
     }
 
     fn visit_str<E>(self, v: &str) -> Result<Node, E> {
@@ -410,10 +402,22 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.starts_with("n.yml:2:"), "{err}");
-        assert!(err.contains("too large for 64 bits"), "{err}");
-        let doc =
-            LocatedValue::parse(Path::new("n.yml"), "u: 18446744073709551615\nf: 1.5e3\n").unwrap();
+        assert!(err.contains("is past the 64-bit integers"), "{err}");
+        // Below i64::MIN too (it was read rounded: -2^64 was the end checked).
+        for n in ["-9223372036854775809", "-9999999999999999999"] {
+            let err = LocatedValue::parse(Path::new("n.yml"), &format!("a: 1\nn: {n}\n"))
+                .map(|_| ())
+                .unwrap_err()
+                .to_string();
+            assert!(err.starts_with("n.yml:2:"), "{n}: {err}");
+        }
+        let doc = LocatedValue::parse(
+            Path::new("n.yml"),
+            "u: 18446744073709551615\ni: -9223372036854775808\nf: 1.5e3\n",
+        )
+        .unwrap();
         assert_eq!(doc.value["u"], serde_json::json!(u64::MAX));
+        assert_eq!(doc.value["i"], serde_json::json!(i64::MIN));
         assert_eq!(doc.value["f"], serde_json::json!(1500.0));
     }
 

@@ -25,13 +25,21 @@ pub fn load(path: &Path) -> Result<Vec<LabelledQuery>> {
 }
 
 pub fn parse(text: &str) -> Result<Vec<LabelledQuery>> {
+    // A byte-order mark is no part of the first line's JSON.
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut queries = Vec::new();
     for (i, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
         }
-        let mut query: LabelledQuery =
-            serde_json::from_str(line).with_context(|| format!("line {}", i + 1))?;
+        let mut query: LabelledQuery = serde_json::from_str(line).map_err(|e| {
+            // serde_json places the error in the line it was given, its line 1.
+            let message = e.to_string();
+            let message = message
+                .rsplit_once(" at line ")
+                .map_or(message.as_str(), |(message, _)| message);
+            anyhow::anyhow!("line {}, column {}: {message}", i + 1, e.column())
+        })?;
         query.line = i + 1;
         if query.gold.is_empty() {
             bail!("line {}: `gold` is empty", i + 1);
@@ -63,7 +71,25 @@ mod tests {
             "blank lines count"
         );
         let error = parse("{\"query\": \"q\", \"gold\": [\"s/t\"]}\n{\"query\": 1}").unwrap_err();
-        assert_eq!(format!("{error}"), "line 2");
+        assert_eq!(
+            format!("{error}"),
+            "line 2, column 11: invalid type: integer `1`, expected a string"
+        );
+        // The line of the file, not serde's line 1 of the line it was given.
+        let error =
+            parse("{\"query\": \"q\", \"gold\": [\"s/t\"]}\n{\"query\": \"q\", \"query\": \"r\"}")
+                .unwrap_err();
+        assert_eq!(
+            format!("{error}"),
+            "line 2, column 22: duplicate field `query`"
+        );
+        // A byte-order mark before the first line is not part of it.
+        assert_eq!(
+            parse("\u{feff}{\"query\": \"q\", \"gold\": [\"s/t\"]}")
+                .unwrap()
+                .len(),
+            1
+        );
         assert!(parse("{\"query\": \"q\", \"gold\": []}").is_err());
         assert!(parse("").is_err());
     }

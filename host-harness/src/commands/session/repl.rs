@@ -186,7 +186,8 @@ impl Repl {
         let arguments: Value = if json.is_empty() {
             serde_json::json!({})
         } else {
-            serde_json::from_str(json)
+            serde_json::from_str::<crate::strict_json::StrictValue>(json)
+                .map(|arguments| arguments.0)
                 .with_context(|| format!("the arguments are not JSON: {json}"))?
         };
         let outcome = self.session.shell.call(&self.agent, tool, &arguments)?;
