@@ -24,9 +24,23 @@ pub struct Place {
     pub column: u64,
 }
 
+impl Place {
+    /// The file as a whole (a file that cannot be read): shown without a line.
+    pub fn whole(file: &Path) -> Self {
+        Self {
+            file: file.to_path_buf(),
+            line: 0,
+            column: 0,
+        }
+    }
+}
+
 impl fmt::Display for Place {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let file = self.file.display().to_string();
+        if self.line == 0 {
+            return write!(f, "{}", escape(&file));
+        }
         write!(f, "{}:{}:{}", escape(&file), self.line, self.column)
     }
 }

@@ -82,6 +82,26 @@ pub enum ProfileError {
     },
 }
 
+impl ProfileError {
+    /// This error and `other`, both said: every file's problems at once, so that fixing one
+    /// file does not reveal the next file's.
+    pub fn and(self, other: ProfileError) -> ProfileError {
+        let mut problems = self.into_problems();
+        problems.extend(other.into_problems());
+        Problems(problems).into()
+    }
+
+    fn into_problems(self) -> Vec<Problem> {
+        match self {
+            ProfileError::Invalid(problems) => problems.0,
+            ProfileError::Unreadable { path, cause } => vec![Problem::new(
+                Place::whole(&path),
+                format!("cannot be read: {cause}"),
+            )],
+        }
+    }
+}
+
 /// How many patch rows naming no plugin are warned about one by one, each
 /// with a "did you mean".
 const LISTED_MISSES: usize = 20;
@@ -116,10 +136,7 @@ impl Profile {
                 installed,
                 patch,
             }),
-            (Err(ProfileError::Invalid(Problems(mut a))), Err(ProfileError::Invalid(b))) => {
-                a.extend(b.0);
-                Err(Problems(a).into())
-            }
+            (Err(a), Err(b)) => Err(a.and(b)),
             (Err(e), _) | (_, Err(e)) => Err(e),
         }
     }

@@ -1871,6 +1871,44 @@ fn a_streamable_http_server_is_called_over_http() {
     assert!(echoed.text.contains("over http"), "{}", echoed.text);
 }
 
+/// A profile whose plugin files and mcp.yml are all wrong is refused with every file's
+/// problems in one run: mcp.yml's used to show only once the other files were fixed.
+#[test]
+fn every_profile_files_problems_are_said_at_once() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("profiles/multi");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("cordis.yml"), "- id: x\n  name: x\n  confg: {}\n").unwrap();
+    std::fs::write(dir.join("cordis.patch.yml"), "- disabld: true\n").unwrap();
+    let output = session_command(
+        home.path(),
+        "multi",
+        "mcpServers:\n  a: {comand: x}\n",
+        &["--no-catalog".as_ref()],
+    );
+    assert!(!output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    for file in ["cordis.yml:3:", "cordis.patch.yml:1:", "mcp.yml:2:"] {
+        assert!(stderr.contains(file), "no problem of {file} in:\n{stderr}");
+    }
+    // A file that cannot be read is said with the others, at the file.
+    std::fs::remove_file(dir.join("cordis.patch.yml")).unwrap();
+    std::fs::create_dir(dir.join("cordis.patch.yml")).unwrap();
+    let output = session_command(
+        home.path(),
+        "multi",
+        "mcpServers:\n  a: {comand: x}\n",
+        &["--no-catalog".as_ref()],
+    );
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("cordis.yml:3:"), "{stderr}");
+    assert!(
+        stderr.contains("cordis.patch.yml: cannot be read:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("mcp.yml:2:"), "{stderr}");
+}
+
 #[test]
 fn a_session_runs_the_servers_of_the_profiles_mcp_yml() {
     use host_harness::commands::session;

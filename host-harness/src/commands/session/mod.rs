@@ -152,15 +152,19 @@ fn start_with(
     world: impl FnOnce(&mut Shell) -> Result<()>,
 ) -> Result<ProfileShell> {
     let dir = existing_profile_dir(home, profile)?;
-    let loaded = Profile::load(&dir).map_err(|e| invalid(profile, e))?;
-    let (plugins, warnings) = loaded.plugins().map_err(|e| invalid(profile, e.into()))?;
+    let plugins = Profile::load(&dir).and_then(|loaded| Ok(loaded.plugins()?));
+    let servers = mcp_interrupt
+        .map(|interrupt| McpConfig::load(&dir).map(|servers| (servers, interrupt)))
+        .transpose();
+    // Every file's problems at once: the plugins' files and mcp.yml.
+    let ((plugins, warnings), servers) = match (plugins, servers) {
+        (Ok(plugins), Ok(servers)) => (plugins, servers),
+        (Err(a), Err(b)) => return Err(invalid(profile, a.and(b))),
+        (Err(e), _) | (_, Err(e)) => return Err(invalid(profile, e)),
+    };
     for warning in &warnings {
         eprintln!("warning: {warning}");
     }
-    let servers = mcp_interrupt
-        .map(|interrupt| McpConfig::load(&dir).map(|servers| (servers, interrupt)))
-        .transpose()
-        .map_err(|e| invalid(profile, e))?;
     let mut shell = Shell::new();
     world(&mut shell)?;
     let mcp = match servers {
