@@ -9,8 +9,8 @@ use std::io::Write;
 
 pub use lazy_tools::is_bidi_control;
 
-/// `text` with every control character (newlines too: a value is one line)
-/// and bidirectional control escaped.
+/// `text` with every control character (newlines too: a value is one line), bidirectional
+/// control and other [unprintable](is_unprintable) character escaped.
 pub fn escape(text: &str) -> Cow<'_, str> {
     escape_except(text, |_| false)
 }
@@ -20,8 +20,21 @@ pub fn escape_message(text: &str) -> Cow<'_, str> {
     escape_except(text, |c| c == '\n')
 }
 
+/// Whether `c` is shown escaped: control characters, bidirectional controls, the line and
+/// paragraph separators (which some terminals and editors break lines at), and the invisible
+/// characters that make two names print alike (`echo` and `echo` with a zero-width space). The
+/// joiners (U+200C, U+200D) stay: scripts and emoji are written with them.
+pub fn is_unprintable(c: char) -> bool {
+    c.is_control()
+        || is_bidi_control(c)
+        || matches!(
+            c,
+            '\u{2028}' | '\u{2029}' | '\u{200b}' | '\u{2060}' | '\u{feff}' | '\u{ad}'
+        )
+}
+
 fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
-    let unsafe_char = |c: char| (c.is_control() || is_bidi_control(c)) && !keep(c);
+    let unsafe_char = |c: char| is_unprintable(c) && !keep(c);
     if !text.chars().any(unsafe_char) {
         return Cow::Borrowed(text);
     }
@@ -60,7 +73,7 @@ impl serde_json::ser::Formatter for PrintableJson {
     ) -> std::io::Result<()> {
         let mut shown = 0;
         for (at, c) in fragment.char_indices() {
-            if c.is_control() || is_bidi_control(c) {
+            if is_unprintable(c) {
                 writer.write_all(&fragment.as_bytes()[shown..at])?;
                 for unit in c.encode_utf16(&mut [0; 2]) {
                     write!(writer, "\\u{unit:04x}")?;
@@ -160,5 +173,24 @@ mod tests {
         );
         assert_eq!(escape("x\u{202e}y"), "x\\u{202e}y");
         assert_eq!(escape_message("one\ntwo\u{1b}[2J"), "one\ntwo\\u{1b}[2J");
+    }
+
+    /// A line separator breaks lines in some terminals; an invisible character makes two names
+    /// print alike. Both show, in text and in JSON; a joiner inside an emoji stays.
+    #[test]
+    fn separators_and_invisible_characters_are_shown() {
+        assert_eq!(
+            escape_message("a\u{2028}b\u{2029}c\n"),
+            "a\\u{2028}b\\u{2029}c\n"
+        );
+        assert_eq!(
+            escape("echo\u{200b}\u{2060}\u{feff}\u{ad}"),
+            "echo\\u{200b}\\u{2060}\\u{feff}\\u{ad}"
+        );
+        assert_eq!(escape("👩\u{200d}💻"), "👩\u{200d}💻");
+        assert_eq!(
+            json(&serde_json::json!("echo\u{200b}\u{2028}")).unwrap(),
+            r#""echo\u200b\u2028""#
+        );
     }
 }
