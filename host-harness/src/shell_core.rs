@@ -55,7 +55,7 @@ pub fn check_tool_name(name: &str) -> Result<(), ShellError> {
         && name.chars().count() <= MAX_TOOL_NAME_CHARS
         && !name
             .chars()
-            .any(|c| c.is_whitespace() || c.is_control() || crate::terminal::is_bidi_control(c));
+            .any(|c| c.is_whitespace() || crate::terminal::is_unprintable(c));
     if fits {
         Ok(())
     } else {
@@ -1198,7 +1198,17 @@ mod tests {
         let mut core = core();
         let longest = "x".repeat(MAX_TOOL_NAME_CHARS);
         let too_long = format!("{longest}x");
-        for name in ["", "a b", "tab\t", "t\u{1b}[2J", "a\u{202e}b", &too_long] {
+        // An invisible character would make a name print as another's (`echo` and `echo`).
+        for name in [
+            "",
+            "a b",
+            "tab\t",
+            "t\u{1b}[2J",
+            "a\u{202e}b",
+            "echo\u{200b}",
+            "e\u{ad}cho",
+            &too_long,
+        ] {
             assert_eq!(
                 core.register(Tool::new(name, "d", Origin::Builtin)),
                 Err(ShellError::InvalidToolName(name.into())),
