@@ -748,7 +748,7 @@ mod tests {
     /// A tool's search text is bounded at its place, in number and in length.
     #[test]
     fn search_text_past_its_bounds_is_an_error_at_its_place() {
-        let with = |text: serde_json::Value| {
+        let with = |text: Value| {
             let catalog = serde_json::json!({"servers": [{"name": "s", "tools": [
                 {"name": "t", "x-lazy-tools": text}]}]});
             Catalog::parse(&catalog.to_string()).map(|_| ())
