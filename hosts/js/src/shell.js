@@ -569,11 +569,22 @@ export class Shell {
     }
   }
 
+  /**
+   * Tells every live plugin the registry changed. A plugin that answers with
+   * an error value does not keep the ones after it from hearing: the change
+   * is in force, and the refusals are thrown once every plugin was told (the
+   * Rust harness's `RegistryChangeErrors`).
+   */
   #notifyRegistryChanged() {
+    const refusals = [];
     for (const plugin of this.plugins) {
       if (plugin.quarantined) continue;
       const changed = this.#contain(plugin, 'registry-changed', () => plugin.instance.registryChanged());
-      if (changed !== TRAPPED) unwrap(plugin, changed);
+      if (changed !== TRAPPED && !changed.ok) refusals.push([plugin.id, describePluginError(changed.error)]);
+    }
+    if (refusals.length > 0) {
+      const each = refusals.map(([id, error]) => `plugin \`${escape(id)}\` could not take it in (registry-changed): ${error}`);
+      throw new Error(`the registry change is in force and every plugin was told of it, but ${each.join('; ')}`);
     }
   }
 }

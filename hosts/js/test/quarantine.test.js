@@ -129,6 +129,31 @@ test('a trap in any call quarantines the plugin: its layers lifted, its tools re
   }
 });
 
+test('one plugin refusing registry-changed does not keep the others from hearing of the change, as in the Rust harness', () => {
+  const s = shell();
+  const heard = [];
+  const refusing = (id) => fakeComponent(() => ({
+    registryChanged() {
+      heard.push(id);
+      throw { payload: { tag: 'host', val: `${id} is busy\u001b[2J` } };
+    },
+  }));
+  s.installPlugin('a', refusing('a'), null);
+  s.installPlugin('b', fakeComponent(() => ({ registryChanged: () => void heard.push('b') })), null);
+  s.installPlugin('c', refusing('c'), null);
+  heard.length = 0;
+  assert.throws(() => s.registerTools([new Tool('grep', '', builtin())]), {
+    message:
+      'the registry change is in force and every plugin was told of it, but ' +
+      'plugin `a` could not take it in (registry-changed): the host refused: a is busy\\u{1b}[2J; ' +
+      'plugin `c` could not take it in (registry-changed): the host refused: c is busy\\u{1b}[2J',
+  });
+  assert.deepEqual(heard, ['a', 'b', 'c']);
+  // The change is in force, and nobody is quarantined for an error value.
+  assert.ok(names(s.core.effective('main')).includes('grep'));
+  assert.deepEqual(s.quarantined(), []);
+});
+
 /** A plugin like `trapping`'s that returns more text than a call may at export `at`. */
 const talkative = (at) =>
   fakeComponent((imports) => {
