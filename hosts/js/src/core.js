@@ -8,7 +8,7 @@
 
 import { performance } from 'node:perf_hooks';
 
-import { escape } from './terminal.js';
+import { escape, json } from './terminal.js';
 import { scopeName } from './tools.js';
 
 export class ShellError extends Error {
@@ -152,19 +152,19 @@ export class ShellCore {
     // Punctuation stays.
     const bidi = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
     if (typeof tool.name !== 'string') {
-      throw new ShellError(`invalid tool name ${String(tool.name)}: a tool's name is a string, not a ${typeof tool.name}`);
+      throw new ShellError(`invalid tool name ${escape(String(tool.name))}: a tool's name is a string, not a ${typeof tool.name}`);
     }
     if (typeof tool.description !== 'string') {
-      throw new ShellError(`tool \`${tool.name}\`: its description is a string, not a ${typeof tool.description}`);
+      throw new ShellError(`tool \`${escape(tool.name)}\`: its description is a string, not a ${typeof tool.description}`);
     }
     if (!tool.name.isWellFormed()) {
       throw new ShellError(
-        `invalid tool name ${JSON.stringify(tool.name)}: it holds half of a character (a lone UTF-16 surrogate), which UTF-8 cannot carry to a plugin`,
+        `invalid tool name ${json(tool.name)}: it holds half of a character (a lone UTF-16 surrogate), which UTF-8 cannot carry to a plugin`,
       );
     }
     if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name)) {
       throw new ShellError(
-        `invalid tool name ${JSON.stringify(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
+        `invalid tool name ${json(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
       );
     }
     if (tool.scope !== undefined) this.requireAgent(tool.scope);

@@ -255,7 +255,7 @@ export class Shell {
     const plugin = this.#live(id);
     const restored = this.#contain(plugin, 'restore-state', () => plugin.instance.restoreState(state));
     if (restored === TRAPPED) throw this.#disabled(plugin);
-    if (!restored.ok) throw new Error(`plugin \`${id}\` cannot restore: ${restored.error}`);
+    if (!restored.ok) throw new Error(`plugin \`${id}\` cannot restore: ${escape(String(restored.error))}`);
   }
 
   /**
@@ -400,13 +400,18 @@ export class Shell {
       const resolved = unwrap(owning, resolution);
       if (resolved.tag === 'reject') {
         const r = resolved.val;
-        return { kind: 'completed', json: JSON.parse(r.json), text: r.text, isError: r.isError };
+        const json = pluginJson(
+          r.json,
+          `plugin \`${owning.id}\` rejected a call to \`${escape(envelope)}\` (resolve-call) with a result that is not JSON`,
+        );
+        return { kind: 'completed', json, text: r.text, isError: r.isError };
       }
       if (resolved.tag === 'forward') {
-        [tool, args, forwarded] = [resolved.val.tool, JSON.parse(resolved.val.arguments), true];
+        const notJson = `plugin \`${owning.id}\` forwarded a call to \`${escape(envelope)}\` (resolve-call) with arguments that are not JSON`;
+        [tool, args, forwarded] = [resolved.val.tool, pluginJson(resolved.val.arguments, notJson), true];
       }
     }
-    if (!this.core.resolve(agent, tool)) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
+    if (!this.core.resolve(agent, tool)) return { kind: 'refused', reason: `unknown tool \`${escape(tool)}\`` };
     for (const [name, hook] of this.hooks) {
       const verdict = hook(agent, tool, args);
       if (verdict.tag === 'deny') return { kind: 'denied', by: name, reason: verdict.val };
@@ -429,7 +434,7 @@ export class Shell {
     }
     // A quarantined plugin's tools are gone: resolve again.
     const resolved = this.core.resolve(agent, tool);
-    if (!resolved) return { kind: 'refused', reason: `unknown tool \`${tool}\`` };
+    if (!resolved) return { kind: 'refused', reason: `unknown tool \`${escape(tool)}\`` };
     if (!this.core.effective(agent).some((t) => t.name === tool)) {
       return {
         kind: 'refused',
@@ -452,14 +457,10 @@ export class Shell {
         `plugin \`${owner.id}\` refused to run \`${escape(tool)}\`: ${describePluginError(result.error)}`,
       );
     }
-    let json;
-    try {
-      json = JSON.parse(result.value.json);
-    } catch (e) {
-      throw new Error(
-        `plugin \`${owner.id}\` returned a result for \`${tool}\` that is not JSON: ${e.message}`,
-      );
-    }
+    const json = pluginJson(
+      result.value.json,
+      `plugin \`${owner.id}\` returned a result for \`${escape(tool)}\` (execute) that is not JSON`,
+    );
     return { kind: 'completed', json, text: result.value.text, isError: result.value.isError };
   }
 
@@ -589,15 +590,24 @@ export class Shell {
   }
 }
 
+/**
+ * `text`, JSON a plugin returned, parsed; else `message` (which plugin, which call) is thrown.
+ * V8's own message is left out: it quotes the plugin's text, controls and all.
+ */
+function pluginJson(text, message) {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new Error(message);
+  }
+}
+
 /** A guard tool's parameters, parsed; the plugin's origin is ignored (the host decides). */
 function parseParameters(plugin, def) {
-  try {
-    return JSON.parse(def.parameters);
-  } catch (e) {
-    throw new Error(
-      `the plugin \`${plugin}\`'s tool \`${def.name}\` has parameters that are not JSON: ${e.message}`,
-    );
-  }
+  return pluginJson(
+    def.parameters,
+    `the plugin \`${plugin}\`'s tool \`${escape(def.name)}\` (guard-tools) has parameters that are not JSON`,
+  );
 }
 
 /**

@@ -20,5 +20,17 @@ export function escapeMessage(text) {
   return String(text).replace(UNSAFE, (c) => (c === '\n' ? c : escapeChar(c)));
 }
 
+/** What JSON.stringify leaves raw in a string: DEL, the C1 controls and the bidirectional controls. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+
+/**
+ * `value` as JSON that is safe to print (terminal.rs's `json`): JSON.stringify escapes only
+ * U+0000 to U+001F and lone surrogates, so the other controls and the bidirectional ones are
+ * written as `\uXXXX` too. The text is still JSON and reads back as the same value.
+ */
+export function json(value) {
+  return JSON.stringify(value)?.replace(UNSAFE_IN_JSON, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+}
+
 /** Whether `c` is one of the bidirectional controls (the plugin's `is_bidi_control`). */
 export const BIDI_CONTROL = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;

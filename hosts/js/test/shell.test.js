@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import { ShellCore } from '../src/core.js';
 import { LocatedValue, renderConfigErrors } from '../src/located-yaml.js';
 import { MAX_SHELL_NAME_CHARS, Shell, catalogTools, shellName } from '../src/shell.js';
+import { json } from '../src/terminal.js';
 import { Tool, builtin, ofAgent } from '../src/tools.js';
 
 const names = (tools) => tools.map((t) => t.name);
@@ -376,7 +377,8 @@ test('a tool name the model could not call is refused', () => {
   const shell = new ShellCore();
   for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'x'.repeat(257)]) {
     assert.throws(() => shell.register(new Tool(name, 'd', builtin())), {
-      message: `invalid tool name ${JSON.stringify(name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
+      // Quoted as JSON, with the controls JSON.stringify leaves raw (`\u202e`) escaped too.
+      message: `invalid tool name ${json(name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
     });
   }
   for (const name of ['x'.repeat(256), 'get.forecast', 'a?c', '名前']) shell.register(new Tool(name, 'd', builtin()));
@@ -557,6 +559,52 @@ test("a plugin's error value reaches the shell's exceptions escaped", async () =
     assert.equal(e.message, 'plugin `p`: the host refused: \\u{1b}]0;owned\\u{7}\\u{1b}[2J\\u{202e}evil');
     return true;
   });
+});
+
+test("a plugin's text that is not JSON, or a restore it refuses, is named by plugin and call, never quoted raw", async () => {
+  const { fakeComponent } = await import('./fake-plugin.js');
+  const { shell } = await import('./two-tools.js');
+  const RAW = /[\u0000-\u0009\u000b-\u001f\u007f-\u009f\u202a-\u202e\u2066-\u2069]/u;
+  const guard = (o = {}) => ({ name: 'guard', description: 'd', parameters: '{}', origin: { tag: 'builtin' }, ...o });
+  const installed = (overrides) => {
+    const s = shell();
+    s.installPlugin('p', fakeComponent(() => ({ guardTools: () => [guard()], ...overrides })), null);
+    return s;
+  };
+  const restoring = installed({ restoreState() { throw { payload: 'bad \u001b]0;owned\u0007\u001b[2J state' }; } });
+  assert.throws(() => restoring.restoreState('p', '{}'), {
+    message: 'plugin `p` cannot restore: bad \\u{1b}]0;owned\\u{7}\\u{1b}[2J state',
+  });
+  const executing = installed({ execute: () => ({ json: '\u001b[2J\u001b]0;owned\u0007', text: '', isError: false }) });
+  assert.throws(() => executing.call('main', 'guard', {}), {
+    message: 'plugin `p` returned a result for `guard` (execute) that is not JSON',
+  });
+  const forwarding = installed({
+    resolveCall: () => ({ tag: 'forward', val: { tool: 'bash', arguments: '\u001b[2Jnot json', implicitlyLoaded: [] } }),
+  });
+  assert.throws(() => forwarding.call('main', 'guard', {}), {
+    message: 'plugin `p` forwarded a call to `guard` (resolve-call) with arguments that are not JSON',
+  });
+  const rejecting = installed({ resolveCall: () => ({ tag: 'reject', val: { json: '\u001b[2Jnot json', text: '', isError: true } }) });
+  assert.throws(() => rejecting.call('main', 'guard', {}), {
+    message: 'plugin `p` rejected a call to `guard` (resolve-call) with a result that is not JSON',
+  });
+  const forwardingUnknown = installed({
+    resolveCall: () => ({ tag: 'forward', val: { tool: 'x\u001b[2J', arguments: '{}', implicitlyLoaded: [] } }),
+  });
+  assert.deepEqual(forwardingUnknown.call('main', 'guard', {}), { kind: 'refused', reason: 'unknown tool `x\\u{1b}[2J`' });
+  assert.throws(
+    () => shell().installPlugin('q', fakeComponent(() => ({ guardTools: () => [guard({ name: 'g\u001b[2J', parameters: '\u001b]0;x\u0007' })] })), null),
+    { message: "the plugin `q`'s tool `g\\u{1b}[2J` (guard-tools) has parameters that are not JSON" },
+  );
+  // A guard name is quoted as JSON, which JSON.stringify would leave holding C1 and bidi controls.
+  for (const [name, shown] of [['evil\u202egnp.exe', '"evil\\u202egnp.exe"'], ['x\u009b2J', '"x\\u009b2J"'], ['a b\u0085', '"a b\\u0085"']]) {
+    assert.throws(() => shell().installPlugin('p', fakeComponent(() => ({ guardTools: () => [guard({ name })] })), null), (e) => {
+      assert.doesNotMatch(e.message, RAW);
+      assert.ok(e.message.startsWith(`invalid tool name ${shown}: `), e.message);
+      return true;
+    });
+  }
 });
 
 test('without LAZY_TOOLS_COMPONENT the component is found where the harness build puts it', async () => {
