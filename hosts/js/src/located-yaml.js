@@ -4,6 +4,8 @@
 
 import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument } from 'yaml';
 
+import { escape } from './terminal.js';
+
 export class YamlError extends Error {
   constructor(file, line, column, message) {
     super(`${file}:${line}:${column}: ${message}`);
@@ -36,7 +38,10 @@ export class LocatedValue {
       throw new YamlError(file, 1, 1, `the file is ${bytes} bytes, larger than ${MAX_FILE_BYTES >> 20} MiB, the most a YAML file here may have`);
     }
     const lineCounter = new LineCounter();
-    const doc = parseDocument(text, { version: '1.2', lineCounter, prettyErrors: false });
+    // Integers as BigInt, so that one JSON cannot hold exactly is found rather than rounded.
+    // Keys are checked for duplicates below, by their JSON form and in linear time: the
+    // library's own check tells `1` from `"1"`, and compares every key with every other.
+    const doc = parseDocument(text, { version: '1.2', lineCounter, prettyErrors: false, intAsBigInt: true, uniqueKeys: false });
     const problem = doc.errors[0];
     if (problem) {
       const { line, col } = lineCounter.linePos(problem.pos[0]);
@@ -68,10 +73,25 @@ export class LocatedValue {
       }
       if (isMap(node)) {
         const object = {};
+        const keys = new Set();
         for (const pair of node.items) {
           const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
+          // Keys YAML tells apart (`1` and `"1"`, `~` and `null`) are one JSON key: the first
+          // would be lost without a word.
+          if (keys.has(key)) {
+            const { line, column } = placeOf(pair.key);
+            throw new YamlError(file, line, column, `duplicate key \`${escape(key)}\``);
+          }
+          keys.add(key);
           const at = `${pointer}/${escapeKey(key)}`;
-          object[key] = walk(pair.value, at, seen, depth + 1);
+          // Defined, not assigned: `__proto__: ...` would set the object's prototype, and the
+          // entry would vanish from the value (and from a check of its keys).
+          Object.defineProperty(object, key, {
+            value: walk(pair.value, at, seen, depth + 1),
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          });
           // A mapping entry is shown at its key.
           places.set(at, placeOf(pair.key));
         }
@@ -84,9 +104,27 @@ export class LocatedValue {
           return walk(item, at, seen, depth + 1);
         });
       }
-      if (isScalar(node)) return node.value ?? null;
+      if (isScalar(node)) return number(node) ?? node.value ?? null;
       if (isPair(node)) return walk(node.value, pointer, seen, depth);
       return null;
+    };
+    /** A scalar's number as JSON holds it, or undefined when it is not one; refused when JSON cannot. */
+    const number = (node) => {
+      const { value } = node;
+      const refuse = (message) => {
+        const { line, column } = placeOf(node);
+        throw new YamlError(file, line, column, message);
+      };
+      if (typeof value === 'bigint') {
+        if (value >= BigInt(Number.MIN_SAFE_INTEGER) && value <= BigInt(Number.MAX_SAFE_INTEGER)) return Number(value);
+        refuse(
+          `the number ${escape(node.source ?? value)} is an integer too large to be read exactly (past 2^53); write it in quotes to pass it as text`,
+        );
+      }
+      if (typeof value === 'number' && !Number.isFinite(value)) {
+        refuse(`the number ${escape(node.source ?? value)} has no JSON form; write it in quotes to pass it as text`);
+      }
+      return typeof value === 'number' ? value : undefined;
     };
     places.set('', placeOf(doc.contents));
     const value = walk(doc.contents, '', new Set());

@@ -35,7 +35,8 @@ class Reader {
     let node = this.located.value;
     for (const part of pointer.slice(1).split('/')) {
       const key = part.replaceAll('~1', '/').replaceAll('~0', '~');
-      node = node?.[key];
+      // Its own keys only: `constructor` is no field of a mapping that does not have it.
+      node = node !== null && typeof node === 'object' && Object.hasOwn(node, key) ? node[key] : undefined;
     }
     return node;
   }
@@ -51,7 +52,7 @@ class Reader {
       }
     }
     for (const key of required) {
-      if (!(key in node)) this.fail(pointer, `${what}: missing field \`${key}\``);
+      if (!Object.hasOwn(node, key)) this.fail(pointer, `${what}: missing field \`${key}\``);
     }
     return node;
   }

@@ -199,6 +199,55 @@ test('YAML 1.2 booleans: a tool named `no` stays a string', () => {
   });
 });
 
+test('a YAML key is kept as written: `__proto__` stays a key, two keys of one JSON form are a duplicate at their line', () => {
+  const profile = LocatedValue.parse('profile.yml', 'defer: [gh__*]\n__proto__:\n  defer: [bash]\n');
+  // The plugin gets the key, and can say it does not know it.
+  assert.equal(JSON.stringify(profile.value), '{"defer":["gh__*"],"__proto__":{"defer":["bash"]}}');
+  assert.deepEqual(Object.keys(profile.value), ['defer', '__proto__']);
+  assert.deepEqual(profile.place('/__proto__/defer/0'), { file: 'profile.yml', line: 3, column: 11 });
+  for (const [text, key] of [['1: a\n"1": b\n', '1'], ['~: a\n"null": b\n', 'null'], ['true: a\n"true": b\n', 'true'], ['a: 1\na: 2\n', 'a']]) {
+    assert.throws(() => LocatedValue.parse('p.yml', text), { message: `p.yml:2:1: duplicate key \`${key}\`` });
+  }
+  assert.throws(() => LocatedValue.parse('p.yml', 'a: 1\n"k\\e[2J": 1\nk\u001b[2J: 2\n'), { message: /^p\.yml:\d+:\d+: .*\\u\{1b\}/ });
+});
+
+test('a large YAML mapping reads in linear time, as in the Rust harness', () => {
+  // The yaml library's own duplicate check compares every key with every other: 60,000 keys
+  // took about 40 s, 125,000 keys nearly 3 minutes.
+  const text = Array.from({ length: 60_000 }, (_, i) => `tool_${String(i).padStart(6, '0')}: allowed\n`).join('');
+  const started = performance.now();
+  assert.equal(Object.keys(LocatedValue.parse('big.yml', text).value).length, 60_000);
+  const ms = performance.now() - started;
+  assert.ok(ms < 5000, `${Math.round(ms)} ms`);
+});
+
+test('a YAML number JSON cannot hold exactly is refused at its line, not rounded or made null', () => {
+  for (const [text, message] of [
+    ['a: .inf\n', 'p.yml:1:4: the number .inf has no JSON form; write it in quotes to pass it as text'],
+    ['a: [1, -.Inf]\n', 'p.yml:1:8: the number -.Inf has no JSON form; write it in quotes to pass it as text'],
+    ['a: .nan\n', 'p.yml:1:4: the number .nan has no JSON form; write it in quotes to pass it as text'],
+    [
+      'a:\n  b: 12345678901234567890\n',
+      'p.yml:2:6: the number 12345678901234567890 is an integer too large to be read exactly (past 2^53); write it in quotes to pass it as text',
+    ],
+  ]) {
+    assert.throws(() => LocatedValue.parse('p.yml', text), { message });
+  }
+  assert.deepEqual(LocatedValue.parse('p.yml', 'a: [9007199254740991, -9007199254740991, 1.5, 0x10, 1e300, "12345678901234567890"]\n').value, {
+    a: [9007199254740991, -9007199254740991, 1.5, 16, 1e300, '12345678901234567890'],
+  });
+});
+
+test('a script field `__proto__` is an unknown field, not a way around the field check', async () => {
+  const { parseScript } = await import('../src/script.js');
+  assert.throws(() => parseScript('s.yml', 'steps:\n  - visible:\n      __proto__: {agent: main, bogus: 1}\n'), {
+    message: 's.yml:3:7: visible: unknown field `__proto__`, expected one of `agent`, `exactly`, `includes`, `excludes`',
+  });
+  assert.throws(() => parseScript('s.yml', '__proto__: {steps: 5}\nsteps: []\n'), {
+    message: 's.yml:1:1: script: unknown field `__proto__`, expected one of `catalog`, `tools`, `agents`, `lazy_groups`, `steps`',
+  });
+});
+
 test('a YAML syntax error is located', () => {
   assert.throws(() => LocatedValue.parse('p.yml', 'defer: [a\nb: c: d\n'), /^YamlError: p\.yml:\d+:\d+: /);
 });
