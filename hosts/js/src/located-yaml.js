@@ -2,7 +2,7 @@
 // error found later (by the plugin, in JSON-pointer terms) is shown at the
 // user's line and column.
 
-import { LineCounter, isAlias, isMap, isPair, isScalar, isSeq, parseDocument } from 'yaml';
+import { Composer, Lexer, LineCounter, Parser, isAlias, isMap, isPair, isScalar, isSeq } from 'yaml';
 
 import { escape } from './terminal.js';
 
@@ -27,6 +27,108 @@ export const MAX_FILE_BYTES = 8 << 20;
 export const MAX_NODES = 250_000;
 export const MAX_DEPTH = 64;
 
+const TOO_MANY_NODES = `the document has more YAML nodes than a file here may have (${MAX_NODES}, an alias's counted each time it is used)`;
+const TOO_DEEP = `the document is nested deeper than a file here may be (${MAX_DEPTH})`;
+
+/** Line and column (1-based) of `offset` in `text`, as the yaml library's LineCounter gives them. */
+function linePos(text, offset) {
+  let [line, start] = [1, 0];
+  for (let nl = text.indexOf('\n'); nl !== -1 && nl < offset; nl = text.indexOf('\n', nl + 1)) {
+    line += 1;
+    start = nl + 1;
+  }
+  return { line, column: offset - start + 1 };
+}
+
+/**
+ * Refuses, from the lexer's tokens and before anything is built, a document past the node or
+ * depth budget: the library builds every node of a document before it hands one over (an
+ * 8 MiB flow list of 4 million items took 38 s and 3.7 GB). What is counted is a lower bound
+ * on what the walk counts, so nothing the walk would take is refused: a scalar, an alias and
+ * a flow collection are a node each, a `[` or `{` a level deeper. Each other mark (`-`, `?`,
+ * `:`, `,`, an anchor, a tag) belongs to a node of its own in a document that is YAML, so more
+ * of one kind than the node budget is past it too, and text that is not YAML (a flood of
+ * commas or anchors, which the library turns into as many errors) is refused as fast.
+ */
+function prescan(file, text) {
+  const refuse = (offset, message) => {
+    const { line, column } = linePos(text, offset);
+    throw new YamlError(file, line, column, message);
+  };
+  const marks = new Map();
+  let [nodes, depth, offset, scalarText] = [0, 0, 0, false];
+  for (const token of new Lexer().lex(text)) {
+    const at = offset;
+    // The lexer's markers (a document, a flow's end, a scalar next) are not text.
+    if (scalarText || !['\x02', '\x18', '\x1f'].includes(token)) offset += token.length;
+    let mark;
+    if (scalarText) {
+      // A plain or block scalar's text, after its marker.
+      scalarText = false;
+      nodes += 1;
+    } else if (token === '\x1f') {
+      scalarText = true;
+    } else if (token[0] === '"' || token[0] === "'" || token[0] === '*') {
+      nodes += 1;
+    } else if (token === '[' || token === '{') {
+      nodes += 1;
+      depth += 1;
+      // The root is at depth 0: the walk refuses a node below the 65th level.
+      if (depth > MAX_DEPTH + 1) refuse(at, TOO_DEEP);
+    } else if (token === ']' || token === '}') {
+      if (depth === 0) refuse(at, `a \`${token}\` here closes nothing`);
+      depth -= 1;
+    } else if (/^[-?:,&!%]/u.test(token) || token === '---' || token === '...') {
+      mark = token[0];
+      marks.set(mark, (marks.get(mark) ?? 0) + 1);
+    }
+    if (nodes > MAX_NODES || marks.get(mark) > MAX_NODES) refuse(at, TOO_MANY_NODES);
+  }
+}
+
+/** A YAML error found while composing, stopped at. */
+class FirstError {
+  constructor(offset, message) {
+    this.offset = offset;
+    this.message = message;
+  }
+}
+
+/**
+ * The one document in `text`, composed. The first error stops it: the library would go on
+ * and make an error object for every bad token after it (a million stray `]` took 12 s and
+ * 1.2 GB), and only the first is shown.
+ */
+function compose(file, text, lineCounter) {
+  // Integers as BigInt, so that one JSON cannot hold exactly is found rather than rounded.
+  // Keys are checked for duplicates by the walk, by their JSON form and in linear time: the
+  // library's own check tells `1` from `"1"`, and compares every key with every other.
+  const composer = new Composer({ version: '1.2', intAsBigInt: true, uniqueKeys: false });
+  let first;
+  composer.onError = (source, code, message, warning) => {
+    if (warning) return;
+    const offset = typeof source === 'number' ? source : Array.isArray(source) ? source[0] : source.offset;
+    // The library catches what a node's composing throws (this error too, on its way out) and
+    // reports it again, as running out of stack: the first error stays the one shown. Block
+    // collections nested past the stack are past the depth budget.
+    first ??= new FirstError(offset, code === 'RESOURCE_EXHAUSTION' ? TOO_DEEP : message);
+    throw first;
+  };
+  let doc;
+  try {
+    for (const next of composer.compose(new Parser(lineCounter.addNewLine).parse(text), true, text.length)) {
+      if (doc) throw new FirstError(next.range[0], 'the file holds several YAML documents; a file here holds one');
+      doc = next;
+    }
+    if (doc.errors[0]) throw new FirstError(doc.errors[0].pos[0], doc.errors[0].message);
+  } catch (e) {
+    if (!(e instanceof FirstError)) throw e;
+    const { line, col } = lineCounter.linePos(e.offset);
+    throw new YamlError(file, line, col, escape(e.message.split('\n')[0]));
+  }
+  return doc;
+}
+
 export class LocatedValue {
   /**
    * Parses `text`, read from `file` (used in messages only). Booleans are
@@ -37,32 +139,25 @@ export class LocatedValue {
     if (bytes > MAX_FILE_BYTES) {
       throw new YamlError(file, 1, 1, `the file is ${bytes} bytes, larger than ${MAX_FILE_BYTES >> 20} MiB, the most a YAML file here may have`);
     }
+    prescan(file, text);
     const lineCounter = new LineCounter();
-    // Integers as BigInt, so that one JSON cannot hold exactly is found rather than rounded.
-    // Keys are checked for duplicates below, by their JSON form and in linear time: the
-    // library's own check tells `1` from `"1"`, and compares every key with every other.
-    const doc = parseDocument(text, { version: '1.2', lineCounter, prettyErrors: false, intAsBigInt: true, uniqueKeys: false });
-    const problem = doc.errors[0];
-    if (problem) {
-      const { line, col } = lineCounter.linePos(problem.pos[0]);
-      throw new YamlError(file, line, col, problem.message.split('\n')[0]);
-    }
+    const doc = compose(file, text, lineCounter);
     const places = new Map();
     const placeOf = (node) => {
       const { line, col } = lineCounter.linePos(node?.range?.[0] ?? 0);
       return { line, column: col };
     };
     let nodes = 0;
-    const walk = (node, pointer, seen, depth = 0) => {
+    /** Counts `node` against the budgets, as serde-saphyr counts them for the Rust harness (a mapping's keys too). */
+    const count = (node, depth) => {
       nodes += 1;
       if (nodes > MAX_NODES || depth > MAX_DEPTH) {
         const { line, column } = placeOf(node);
-        const message =
-          nodes > MAX_NODES
-            ? `the document has more YAML nodes than a file here may have (${MAX_NODES}, an alias's counted each time it is used)`
-            : `the document is nested deeper than a file here may be (${MAX_DEPTH})`;
-        throw new YamlError(file, line, column, message);
+        throw new YamlError(file, line, column, nodes > MAX_NODES ? TOO_MANY_NODES : TOO_DEEP);
       }
+    };
+    const walk = (node, pointer, seen, depth = 0) => {
+      count(node, depth);
       if (isAlias(node)) {
         const target = node.resolve(doc);
         if (!target || seen.has(target)) {
@@ -75,6 +170,7 @@ export class LocatedValue {
         const object = {};
         const keys = new Set();
         for (const pair of node.items) {
+          count(pair.key, depth + 1);
           const key = isScalar(pair.key) ? String(pair.key.value) : String(pair.key);
           // Keys YAML tells apart (`1` and `"1"`, `~` and `null`) are one JSON key: the first
           // would be lost without a word.

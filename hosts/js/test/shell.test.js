@@ -544,6 +544,55 @@ test('a YAML file of aliases of aliases, nested past 64 or larger than 8 MiB is 
   });
 });
 
+test('a YAML file past the node or depth budget is refused before it is built, fast and in little memory', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const module = new URL('../src/located-yaml.js', import.meta.url);
+  // Each in a process of its own with a small heap: the library builds a document's every
+  // node first, and 4 million items took 38 s and 3.7 GB.
+  const parse = (build) => {
+    const started = performance.now();
+    const run = spawnSync(
+      process.execPath,
+      ['--max-old-space-size=256', '--input-type=module', '-e',
+        `import { LocatedValue } from '${module}';
+         try { LocatedValue.parse('big.yml', ${build}); console.log('parsed'); } catch (e) { console.log(e.message); }`],
+      { encoding: 'utf8', timeout: 60_000 },
+    );
+    return { out: run.stdout.trim() || `${run.signal ?? run.status}: ${run.stderr.slice(-200)}`, ms: performance.now() - started };
+  };
+  const nodes = "the document has more YAML nodes than a file here may have (250000, an alias's counted each time it is used)";
+  for (const [build, message] of [
+    // 8 MiB, within MAX_FILE_BYTES: 4 million items of a flow list, 2 million of a block list.
+    ["'[' + 'a,'.repeat((8 << 20) / 2 - 2) + 'a]'", `big.yml:1:500000: ${nodes}`],
+    ["'- a\\n'.repeat((8 << 20) / 4 - 1)", `big.yml:250001:1: ${nodes}`],
+    // A mapping's keys are nodes too, as serde-saphyr counts them for the Rust harness.
+    ["'{' + 'k: v, '.repeat(125_000) + '}'", `big.yml:1:749999: ${nodes}`],
+    // Text that is not YAML, which the library would make an error object of token by token.
+    ["'[' + ','.repeat((8 << 20) - 2) + ']'", `big.yml:1:250002: ${nodes}`],
+    ["'&a '.repeat((8 << 20) / 3)", `big.yml:1:750001: ${nodes}`],
+    ["']'.repeat(8 << 20)", 'big.yml:1:1: a `]` here closes nothing'],
+    ["'['.repeat(200_000) + ']'.repeat(200_000)", 'big.yml:1:66: the document is nested deeper than a file here may be (64)'],
+    ["'- '.repeat(100_000) + 'x'", /^big\.yml:1:\d+: the document is nested deeper than a file here may be \(64\)$/],
+  ]) {
+    const { out, ms } = parse(build);
+    if (typeof message === 'string') assert.equal(out, message, build);
+    else assert.match(out, message, build);
+    assert.ok(ms < 10_000, `${build}: ${Math.round(ms)} ms`);
+  }
+});
+
+test('a YAML error is the first one, located, and the text it quotes is escaped', () => {
+  assert.throws(() => LocatedValue.parse('p.yml', 'a: [b\u001b[2J'), { message: /^p\.yml:1:\d+: / });
+  assert.throws(() => LocatedValue.parse('p.yml', 'a: 1\n---\nb: 2\n'), {
+    message: 'p.yml:2:1: the file holds several YAML documents; a file here holds one',
+  });
+  assert.throws(() => LocatedValue.parse('p.yml', 'a: 1\nb: ]\u001b[2J\n'), (e) => {
+    assert.doesNotMatch(e.message, /\u001b/u);
+    assert.match(e.message, /^p\.yml:2:4: /);
+    return true;
+  });
+});
+
 test("an agent's id is its parent's and one name more, at most 64 deep and 1024 bytes, as in the Rust harness", () => {
   const shell = new Shell();
   shell.registerTools([new Tool('bash', '', builtin()), new Tool('read', '', builtin())]);
