@@ -114,9 +114,9 @@ export class ShellCore {
   /** Registers what lazy group `name` loads; counts the load. Returns the tools. */
   loadGroup(name) {
     const group = this.lazyGroups.get(name);
-    if (!group) throw new Error(`the shell has no lazy group \`${name}\``);
+    if (!group) throw new Error(`the shell has no lazy group \`${escape(name)}\``);
     group.loads += 1;
-    if (!this.groupLoader) throw new Error(`the shell cannot load group \`${name}\`: it has no loader`);
+    if (!this.groupLoader) throw new Error(`the shell cannot load group \`${escape(name)}\`: it has no loader`);
     // The loader's own time (a server may start) is not bounded by the plugin call's.
     const started = performance.now();
     let tools;
@@ -132,7 +132,7 @@ export class ShellCore {
       try {
         this.register(tool);
       } catch (e) {
-        e.message = `group \`${name}\`: ${e.message}`;
+        e.message = `group \`${escape(name)}\`: ${e.message}`;
         throw e;
       }
       this.loadedOutside = true;
@@ -192,7 +192,7 @@ export class ShellCore {
   unregister(name, scope = undefined) {
     const index = this.tools.findIndex((t) => t.name === name && t.scope === scope);
     if (index < 0) {
-      throw new ShellError(`no tool named \`${name}\` is registered in ${scopeName(scope)}`);
+      throw new ShellError(`no tool named \`${escape(name)}\` is registered in ${scopeName(scope)}`);
     }
     this.#toolsChanged(scope);
     return this.tools.splice(index, 1)[0];
@@ -249,7 +249,7 @@ export class ShellCore {
   }
 
   requireAgent(id) {
-    if (!this.agents.has(id)) throw new ShellError(`unknown agent \`${id}\``);
+    if (!this.agents.has(id)) throw new ShellError(`unknown agent \`${escape(id)}\``);
   }
 
   /** The agents from the root down to `id`. */
@@ -288,7 +288,7 @@ export class ShellCore {
     const known = new Set(this.tools.map((t) => t.name));
     const unknown = allow.filter((name) => !known.has(name));
     if (unknown.length > 0) {
-      const names = unknown.map((n) => `\`${n}\``).join(', ');
+      const names = unknown.map((n) => `\`${escape(n)}\``).join(', ');
       throw new ShellError(`cannot restrict \`${agent}\`: unknown tool ${names}`);
     }
     if (!layers.has(agent)) layers.set(agent, new Map());
@@ -391,7 +391,7 @@ export function originName(origin) {
     case 'builtin':
       return 'built-in';
     case 'mcp':
-      return `MCP server \`${origin.val}\``;
+      return `MCP server \`${escape(origin.val)}\``;
     default:
       return `agent \`${origin.val}\``;
   }

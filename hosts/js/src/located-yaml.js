@@ -162,7 +162,7 @@ export class LocatedValue {
         const target = node.resolve(doc);
         if (!target || seen.has(target)) {
           const { line, column } = placeOf(node);
-          throw new YamlError(file, line, column, `alias \`${node.source}\` does not resolve`);
+          throw new YamlError(file, line, column, `alias \`${escape(node.source)}\` does not resolve`);
         }
         return walk(target, pointer, new Set(seen).add(target), depth);
       }
@@ -255,6 +255,7 @@ export function renderConfigErrors(config, errors) {
   return errors
     .map((e) => ({ place: config.place(e.pointer), message: e.message }))
     .sort((a, b) => a.place.line - b.place.line || a.place.column - b.place.column)
-    .map(({ place, message }) => `${place.file}:${place.line}:${place.column}: ${message}`)
+    // The plugin's words, and the config's it quotes, are shown, not obeyed: one line each.
+    .map(({ place, message }) => `${place.file}:${place.line}:${place.column}: ${escape(message)}`)
     .join('\n');
 }

@@ -8,6 +8,7 @@ import { dirname, join } from 'node:path';
 
 import { LocatedValue, renderConfigErrors } from './located-yaml.js';
 import { ConfigRejected } from './shell.js';
+import { escape, json } from './terminal.js';
 import { Tool, builtin, mcp, ofAgent } from './tools.js';
 
 /** A script that says something wrong, at its place. */
@@ -48,7 +49,7 @@ class Reader {
     for (const key of Object.keys(node)) {
       if (!allowed.includes(key)) {
         const expected = allowed.map((k) => `\`${k}\``).join(', ');
-        this.fail(`${pointer}/${key}`, `${what}: unknown field \`${key}\`, expected one of ${expected}`);
+        this.fail(`${pointer}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`, `${what}: unknown field \`${escape(key)}\`, expected one of ${expected}`);
       }
     }
     for (const key of required) {
@@ -141,7 +142,7 @@ function readStep(reader, pointer) {
       const expectAt = `${at}/expect`;
       const expect = reader.object(expectAt, 'expect', ['outcome', 'by', 'reason_contains', 'text_contains', 'json'], ['outcome']);
       if (!OUTCOMES.includes(expect.outcome)) {
-        reader.fail(`${expectAt}/outcome`, `unknown outcome \`${expect.outcome}\`, expected one of ${OUTCOMES.join(', ')}`);
+        reader.fail(`${expectAt}/outcome`, `unknown outcome \`${escape(expect.outcome)}\`, expected one of ${OUTCOMES.join(', ')}`);
       }
       return {
         kind,
@@ -228,7 +229,7 @@ function readStep(reader, pointer) {
         excludes: reader.optionalStrings(`${at}/excludes`, 'prompt excludes') ?? [],
       };
     default:
-      return reader.fail(at, `unknown step \`${kind}\``);
+      return reader.fail(at, `unknown step \`${escape(kind)}\``);
   }
 }
 
@@ -306,15 +307,16 @@ export function requestBytes(shell, agent) {
   return `${JSON.stringify(request.tools)}\n${request.systemPrompt ?? ''}`;
 }
 
-/** One line a person reads. */
+/** One line a person reads: the plugin's reason or text shown, never obeyed by a terminal. */
 export function describe(outcome) {
+  const line = (text) => escape(String(text).replaceAll('\n', ' | '));
   switch (outcome.kind) {
     case 'denied':
-      return `denied by ${outcome.by}: ${outcome.reason}`;
+      return `denied by ${escape(outcome.by)}: ${line(outcome.reason)}`;
     case 'refused':
-      return `refused: ${outcome.reason}`;
+      return `refused: ${line(outcome.reason)}`;
     default:
-      return `${outcome.isError ? 'error: ' : ''}${outcome.text.replaceAll('\n', ' | ')}`;
+      return `${outcome.isError ? 'error: ' : ''}${line(outcome.text)}`;
   }
 }
 
@@ -415,7 +417,7 @@ export function runStep(shell, pluginId, step) {
       } else {
         result = instance.registryChanged();
       }
-      if (!result.ok) throw new Error(`resent ${step.event}: ${JSON.stringify(result.error)}`);
+      if (!result.ok) throw new Error(`resent ${step.event}: ${json(result.error)}`);
       return `resent ${step.event}`;
     }
     case 'dispose_plugin':
@@ -478,7 +480,7 @@ function checkOutcome(outcome, expect) {
     if (outcome.kind !== 'completed') throw new Error('no JSON result to compare');
     const differs = jsonSubset(expect.json, outcome.json, '');
     if (differs !== undefined) {
-      throw new Error(`the JSON result differs at \`${differs}\`: ${JSON.stringify(outcome.json)}`);
+      throw new Error(`the JSON result differs at \`${escape(differs)}\`: ${json(outcome.json)}`);
     }
   }
 }

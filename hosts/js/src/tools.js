@@ -1,5 +1,7 @@
 // Tools as the shell holds them, and what the model receives.
 
+import { escape } from './terminal.js';
+
 /** A tool's origin: `{tag: 'builtin'}`, `{tag: 'mcp', val: server}` or `{tag: 'agent', val: agentId}`. */
 export const builtin = () => ({ tag: 'builtin' });
 export const mcp = (server) => ({ tag: 'mcp', val: server });
@@ -44,5 +46,5 @@ export class Tool {
 
 /** Where a scope is, for messages. */
 export function scopeName(scope) {
-  return scope === undefined ? 'the global scope' : `the scope of agent \`${scope}\``;
+  return scope === undefined ? 'the global scope' : `the scope of agent \`${escape(scope)}\``;
 }

@@ -8,8 +8,10 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { loadComponent } from '../src/component.js';
-import { jsonSubset, parseScript, runCase } from '../src/script.js';
+import { describe, jsonSubset, parseScript, runCase, runStep } from '../src/script.js';
 import { Shell } from '../src/shell.js';
+import { fakeComponent } from './fake-plugin.js';
+import { shell as twoTools } from './two-tools.js';
 
 const component = await loadComponent();
 
@@ -67,6 +69,41 @@ test('unknown keys in a script are errors at their place', () => {
     () => parseScript('case.yml', 'steps:\n  - call: {agent: main, tool: x, expect: {outcome: ok, jsn: {}}}\n'),
     { message: /^case\.yml:2:56: expect: unknown field `jsn`/ },
   );
+});
+
+test("a script's keys, steps, outcomes and aliases are shown escaped in its errors", async () => {
+  const { LocatedValue, renderConfigErrors } = await import('../src/located-yaml.js');
+  assert.throws(() => parseScript('s.yml', 'steps:\n  - visible: {agent: main, "\\e]0;owned\\a": 1}\n'), {
+    message: 's.yml:2:28: visible: unknown field `\\u{1b}]0;owned\\u{7}`, expected one of `agent`, `exactly`, `includes`, `excludes`',
+  });
+  assert.throws(() => parseScript('s.yml', 'steps:\n  - "\\e[2J": 1\n'), { message: 's.yml:2:5: unknown step `\\u{1b}[2J`' });
+  assert.throws(() => parseScript('s.yml', 'steps:\n  - call: {agent: main, tool: x, expect: {outcome: "\\e[31mred"}}\n'), {
+    message: 's.yml:2:43: unknown outcome `\\u{1b}[31mred`, expected one of denied, refused, ok, error',
+  });
+  // A key holding `/` is found at its own line, not its mapping's.
+  assert.throws(() => parseScript('s.yml', 'steps:\n  - visible:\n      agent: main\n      a/b: 1\n'), {
+    message: 's.yml:4:7: visible: unknown field `a/b`, expected one of `agent`, `exactly`, `includes`, `excludes`',
+  });
+  assert.throws(() => LocatedValue.parse('p.yml', 'a: *x\u202eyz\n'), { message: 'p.yml:1:4: alias `x\\u{202e}yz` does not resolve' });
+  const config = LocatedValue.parse('profile.yml', 'defer: [x]\n');
+  assert.equal(
+    renderConfigErrors(config, [{ pointer: '/defer/0', message: 'unknown tool `x\u001b[2J`\nforged: ok' }]),
+    'profile.yml:1:9: unknown tool `x\\u{1b}[2J`\\nforged: ok',
+  );
+});
+
+test("a plugin's deny reason or result text is shown escaped in a step's line and its failure", () => {
+  const s = twoTools();
+  s.installPlugin('p', fakeComponent(() => ({ preExecute: () => ({ tag: 'deny', val: 'no\r\u001b[2K\u001b]0;owned\u0007forged: ok' }) })), null);
+  const step = { kind: 'call', agent: 'main', tool: 'bash', args: {}, expect: { outcome: 'ok', reasonContains: [], textContains: [] } };
+  assert.throws(() => runStep(s, 'p', step), {
+    message: 'main calling `bash`: denied by p: no\\r\\u{1b}[2K\\u{1b}]0;owned\\u{7}forged: ok: expected ok, got denied',
+  });
+  assert.equal(
+    describe({ kind: 'completed', isError: true, text: 'line one\nline \u009b2J two\u202e' }),
+    'error: line one | line \\u{9b}2J two\\u{202e}',
+  );
+  assert.equal(describe({ kind: 'refused', reason: 'unknown tool `x\u001b[2J`' }), 'refused: unknown tool `x\\u{1b}[2J`');
 });
 
 test('json subsets compare keys given and whole lists', () => {

@@ -705,6 +705,14 @@ test("a plugin's text that is not JSON, or a restore it refuses, is named by plu
   }
 });
 
+test("a name the shell does not know (an agent, a tool, a lazy group, a scope) is shown escaped in its error", () => {
+  const s = core();
+  assert.throws(() => s.chain('x\u001b[2J'), { message: 'unknown agent `x\\u{1b}[2J`' });
+  assert.throws(() => s.restrict('main', 'p', ['read', 'y\u202e']), { message: 'cannot restrict `main`: unknown tool `y\\u{202e}`' });
+  assert.throws(() => s.loadGroup('g\u009b'), { message: 'the shell has no lazy group `g\\u{9b}`' });
+  assert.throws(() => s.unregister('t\u0007', 'a\u001b'), { message: 'no tool named `t\\u{7}` is registered in the scope of agent `a\\u{1b}`' });
+});
+
 test('without LAZY_TOOLS_COMPONENT the component is found where the harness build puts it', async () => {
   const { BUILT_COMPONENTS, componentPath } = await import('../src/component.js');
   const { existsSync } = await import('node:fs');
