@@ -10,6 +10,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { transpile } from '@bytecodealliance/jco';
 
+import { MAX_COMPONENT_BYTES, readBounded } from './bounded.js';
 import { CALL_LIMIT_MS, LONG_CALL_LIMIT_MS, startWorker, threadedExports } from './plugin-thread.js';
 
 /** The repository's root (hosts/js/src -> ../../..). */
@@ -51,7 +52,8 @@ export async function transpiled(path = componentPath()) {
         `${BUILT_COMPONENTS.join(' or ')}) or set LAZY_TOOLS_COMPONENT`,
     );
   }
-  const bytes = readFileSync(path);
+  // LAZY_TOOLS_COMPONENT may name anything: a FIFO or /dev/zero is refused, not waited on.
+  const bytes = readBounded(path, MAX_COMPONENT_BYTES, 'a component');
   const sha256 = createHash('sha256').update(bytes).digest('hex');
   const root = process.env.LAZY_TOOLS_JS_OUT || join(REPO_ROOT, 'target/js-host');
   const outDir = join(root, sha256.slice(0, 16));

@@ -3,10 +3,10 @@
 // (`host-harness/src/script.rs`); the fixture folders under `tests/cases/`
 // are read by both hosts. Unknown keys are errors, at their line.
 
-import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
-import { LocatedValue, renderConfigErrors } from './located-yaml.js';
+import { MAX_CATALOG_BYTES, parseJsonFile, readText } from './bounded.js';
+import { LocatedValue, MAX_FILE_BYTES, renderConfigErrors } from './located-yaml.js';
 import { ConfigRejected } from './shell.js';
 import { escape, json } from './terminal.js';
 import { Tool, builtin, mcp, ofAgent } from './tools.js';
@@ -263,8 +263,11 @@ export function parseScript(file, text) {
   };
 }
 
+/** A YAML file's text, within MAX_FILE_BYTES: a regular file of UTF-8 (bounded.js). */
+const readYaml = (path) => readText(path, MAX_FILE_BYTES, 'a YAML file here');
+
 export function loadScript(path) {
-  return parseScript(path, readFileSync(path, 'utf8'));
+  return parseScript(path, readYaml(path));
 }
 
 function createAgent(shell, agent) {
@@ -278,7 +281,7 @@ function createAgent(shell, agent) {
 export function setUp(script, shell, base) {
   if (script.catalog !== undefined) {
     const path = join(base, script.catalog);
-    shell.registerCatalog(JSON.parse(readFileSync(path, 'utf8')));
+    shell.registerCatalog(parseJsonFile(path, readText(path, MAX_CATALOG_BYTES, 'a catalog'), 'the catalog'));
   }
   // Agent-scoped tools need their agent first.
   shell.registerTools(script.tools.filter((t) => t.scope === undefined));
@@ -523,13 +526,13 @@ export function runCase(dir, component, newShell, pluginId = 'lazy-tools') {
   const profilePath = join(dir, 'profile.yml');
   let config;
   try {
-    config = LocatedValue.parse('profile.yml', readFileSync(profilePath, 'utf8'));
+    config = LocatedValue.parse('profile.yml', readYaml(profilePath));
   } catch (e) {
     if (e.code !== 'ENOENT') throw e;
   }
   let expectedError;
   try {
-    expectedError = readFileSync(join(dir, 'error.txt'), 'utf8');
+    expectedError = readText(join(dir, 'error.txt'), MAX_FILE_BYTES, 'an error.txt');
   } catch (e) {
     if (e.code !== 'ENOENT') throw e;
   }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 
 import { loadComponent } from '../src/component.js';
-import { describe, jsonSubset, parseScript, runCase, runStep } from '../src/script.js';
+import { describe, jsonSubset, loadScript, parseScript, runCase, runStep } from '../src/script.js';
 import { Shell } from '../src/shell.js';
 import { fakeComponent } from './fake-plugin.js';
 import { shell as twoTools } from './two-tools.js';
@@ -104,6 +104,50 @@ test("a plugin's deny reason or result text is shown escaped in a step's line an
     'error: line one | line \\u{9b}2J two\\u{202e}',
   );
   assert.equal(describe({ kind: 'refused', reason: 'unknown tool `x\u001b[2J`' }), 'refused: unknown tool `x\\u{1b}[2J`');
+});
+
+test('a script that is not a regular file (a FIFO, /dev/zero) is refused at once, without reading it', async () => {
+  const { spawnSync } = await import('node:child_process');
+  const dir = mkdtempSync(join(tmpdir(), 'js-host-fifo-'));
+  try {
+    assert.equal(spawnSync('mkfifo', [join(dir, 'case.yml')]).status, 0);
+    for (const path of ['/dev/zero', join(dir, 'case.yml'), dir]) {
+      // In a process of its own: before, /dev/zero ran it out of memory and a FIFO hung it.
+      const run = spawnSync(
+        process.execPath,
+        ['--input-type=module', '-e',
+          `import { loadScript } from '${new URL('../src/script.js', import.meta.url)}';
+           try { loadScript(${JSON.stringify(path)}); } catch (e) { console.log(e.message); }`],
+        { timeout: 20_000, encoding: 'utf8' },
+      );
+      assert.equal(run.stdout.trim(), `reading ${path}: not a regular file; a YAML file here must be one`, `${path}: ${run.signal ?? run.status}`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a script, profile or catalog that is not UTF-8, too large or not JSON is refused, saying where', () => {
+  withCase({}, (dir) => {
+    writeFileSync(join(dir, 'case.yml'), Buffer.concat([Buffer.from('tools:\n  - [ba'), Buffer.from([0xff]), Buffer.from('sh]\n')]));
+    assert.throws(() => loadScript(join(dir, 'case.yml')), { message: `${join(dir, 'case.yml')}:2:8: not UTF-8 text (byte 14)` });
+    writeFileSync(join(dir, 'case.yml'), `# ${'x'.repeat(8 << 20)}\n`);
+    assert.throws(() => loadScript(join(dir, 'case.yml')), {
+      message: `reading ${join(dir, 'case.yml')}: the file is larger than 8 MiB, the most a YAML file here may have`,
+    });
+  });
+  const files = { 'case.yml': 'catalog: catalog.json\nagents: [main]\n', 'catalog.json': '{"servers": [\n  {"name": "gh", "tools": [}\n]}\n' };
+  withCase(files, (dir) => {
+    assert.throws(() => runCase(dir, component, () => new Shell()), {
+      message: `${join(dir, 'catalog.json')}:2:28: the catalog is not JSON here: expected a value, found \`}\``,
+    });
+  });
+  withCase({ ...files, 'catalog.json': '{"servers": [{"name": "gh\u001b[2J\u0001", "tools": []}]}' }, (dir) => {
+    assert.throws(() => runCase(dir, component, () => new Shell()), (e) => {
+      assert.equal(e.message, `${join(dir, 'catalog.json')}:1:26: the catalog is not JSON here: expected the rest of a string (a control character or a bad escape is in it, or it never ends), found \`\\u{1b}\``);
+      return true;
+    });
+  });
 });
 
 test('json subsets compare keys given and whole lists', () => {
