@@ -615,6 +615,9 @@ function parseParameters(plugin, def) {
  * the fixtures' tools use (type, required, properties, additionalProperties,
  * enum, items). A mismatch is an error result with the whole schema.
  */
+/** The most problems one error result lists (the Rust harness's `MAX_PROBLEMS`). */
+const MAX_PROBLEMS = 20;
+
 function checkArguments(tool, args) {
   const problems = [];
   schemaProblems(tool.parameters, args, '', problems);
@@ -635,36 +638,46 @@ function checkArguments(tool, args) {
 const typeOf = (v) =>
   v === null ? 'null' : Array.isArray(v) ? 'array' : Number.isInteger(v) ? 'integer' : typeof v;
 
+/** Adds to `out` why `value` does not match `schema`, up to MAX_PROBLEMS: the check stops there. */
 function schemaProblems(schema, value, at, out) {
-  if (schema === null || typeof schema !== 'object') return;
+  if (schema === null || typeof schema !== 'object' || out.length >= MAX_PROBLEMS) return;
   if (schema.type !== undefined) {
     const types = Array.isArray(schema.type) ? schema.type : [schema.type];
     const actual = typeOf(value);
     const ok = types.some((t) => t === actual || (t === 'number' && actual === 'integer'));
     if (!ok) {
-      out.push(`${at}: ${JSON.stringify(value)} is not of type ${types.map((t) => `"${t}"`).join(', ')}`);
+      problem(out, `${where(at)}${JSON.stringify(value)} is not of type ${types.map((t) => `"${t}"`).join(', ')}`);
       return;
     }
   }
   if (schema.enum !== undefined && !schema.enum.some((e) => JSON.stringify(e) === JSON.stringify(value))) {
-    out.push(`${at}: ${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
+    problem(out, `${where(at)}${JSON.stringify(value)} is not one of ${JSON.stringify(schema.enum)}`);
   }
   if (typeOf(value) === 'object') {
+    // Own keys only: `toString` is no property of the arguments nor of the schema.
     for (const key of schema.required ?? []) {
-      if (!(key in value)) out.push(`${at}: "${key}" is a required property`);
+      if (!Object.hasOwn(value, key)) problem(out, `${where(at)}"${key}" is a required property`);
     }
     const props = schema.properties ?? {};
     for (const [key, v] of Object.entries(value)) {
-      if (key in props) schemaProblems(props[key], v, `${at}/${key}`, out);
+      if (Object.hasOwn(props, key)) schemaProblems(props[key], v, `${at}/${key}`, out);
       else if (schema.additionalProperties === false) {
-        out.push(`${at}: additional property "${key}" is not allowed`);
+        problem(out, `${where(at)}additional property "${key}" is not allowed`);
       }
+      if (out.length >= MAX_PROBLEMS) return;
     }
   }
   if (typeOf(value) === 'array' && schema.items) {
-    value.forEach((v, i) => schemaProblems(schema.items, v, `${at}/${i}`, out));
+    for (let i = 0; i < value.length && out.length < MAX_PROBLEMS; i++) schemaProblems(schema.items, value[i], `${at}/${i}`, out);
   }
 }
+
+const problem = (out, text) => {
+  if (out.length < MAX_PROBLEMS) out.push(text);
+};
+
+/** A problem's place, as the Rust harness writes it: none for the arguments as a whole. */
+const where = (at) => (at === '' ? '' : `${at}: `);
 
 /** The shell does not run MCP servers or built-ins: a call that passes every check is recorded. */
 function emulatedRun(tool, args) {

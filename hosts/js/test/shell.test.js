@@ -713,6 +713,33 @@ test("a name the shell does not know (an agent, a tool, a lazy group, a scope) i
   assert.throws(() => s.unregister('t\u0007', 'a\u001b'), { message: 'no tool named `t\\u{7}` is registered in the scope of agent `a\\u{1b}`' });
 });
 
+test('a forwarded call lists at most 20 problems with its arguments, as the Rust harness, and a key Object has is no property', async () => {
+  const { fakeComponent } = await import('./fake-plugin.js');
+  const { shell } = await import('./two-tools.js');
+  const forwarding = (tool, args) => {
+    const s = shell();
+    s.registerTools([tool]);
+    s.installPlugin('p', fakeComponent(() => ({
+      guardTools: () => [{ name: 'guard', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      resolveCall: () => ({ tag: 'forward', val: { tool: tool.name, arguments: JSON.stringify(args), implicitlyLoaded: [] } }),
+    })), null);
+    return s.call('main', 'guard', {});
+  };
+  const values = Array.from({ length: 200 }, (_, i) => `value-number-${i}`);
+  const pick = new Tool('gh__pick', '', { tag: 'mcp', val: 'gh' }, { type: 'object', properties: { xs: { type: 'array', items: { enum: values } } } });
+  const out = forwarding(pick, { xs: Array(20_000).fill(0) });
+  assert.equal(out.json.problems.length, 20);
+  assert.equal(out.json.problems[19], `/xs/19: 0 is not one of ${JSON.stringify(values)}`);
+  assert.equal(out.text.split('\n- ').length, 21);
+  const strict = new Tool('gh__strict', '', { tag: 'mcp', val: 'gh' }, {
+    type: 'object', properties: { a: { type: 'string' } }, required: ['constructor'], additionalProperties: false,
+  });
+  assert.deepEqual(forwarding(strict, { toString: 1 }).json.problems, [
+    '"constructor" is a required property',
+    'additional property "toString" is not allowed',
+  ]);
+});
+
 test('without LAZY_TOOLS_COMPONENT the component is found where the harness build puts it', async () => {
   const { BUILT_COMPONENTS, componentPath } = await import('../src/component.js');
   const { existsSync } = await import('node:fs');
