@@ -51,6 +51,12 @@ export function checkAgentId(id) {
 export class ShellCore {
   /** @type {import('./tools.js').Tool[]} in registration order */
   tools = [];
+  /**
+   * name -> the tools of that name, in registration order (one per scope): registering a tool
+   * looks its name up here, not through every tool (a plugin of thousands of guard tools, or a
+   * catalog of 50,000, made each registration a walk of the registry).
+   */
+  #byName = new Map();
   /** MCP servers (and other groups) by name, with their descriptions. */
   groups = new Map();
   /** Lazy groups by name: `{decl: {name, description, toolNames}, loads}`. */
@@ -128,7 +134,7 @@ export class ShellCore {
     for (const tool of tools) {
       // As the Rust harness: a tool already registered in that scope (from a
       // cached listing, say) is kept as it is, and the load goes on.
-      if (this.tools.some((t) => t.name === tool.name && t.scope === tool.scope)) continue;
+      if (this.named(tool.name).some((t) => t.scope === tool.scope)) continue;
       try {
         this.register(tool);
       } catch (e) {
@@ -171,7 +177,7 @@ export class ShellCore {
     // A name has one owner (the shell, or one plugin) in every scope: a
     // plugin's guard tool could otherwise stand in for a tool the agent's
     // chain denies, since no restriction masks an agent's own scope.
-    const taken = this.tools.find((t) => t.name === tool.name && t.owner !== tool.owner);
+    const taken = this.named(tool.name).find((t) => t.owner !== tool.owner);
     if (taken) {
       const by =
         taken.owner !== undefined ? `plugin \`${taken.owner}\`` : `a ${originName(taken.origin)} tool`;
@@ -179,29 +185,51 @@ export class ShellCore {
         `the name \`${tool.name}\` is taken by ${by}: a tool cannot take another's name`,
       );
     }
-    if (this.tools.some((t) => t.name === tool.name && t.scope === tool.scope)) {
+    if (this.named(tool.name).some((t) => t.scope === tool.scope)) {
       throw new ShellError(
         `a tool named \`${tool.name}\` is already registered in ${scopeName(tool.scope)}`,
       );
     }
     this.tools.push(tool);
+    const same = this.#byName.get(tool.name);
+    if (same) same.push(tool);
+    else this.#byName.set(tool.name, [tool]);
     this.#toolsChanged(tool.scope);
+  }
+
+  /** The tools registered under `name`, in registration order (one per scope). */
+  named(name) {
+    return this.#byName.get(name) ?? [];
+  }
+
+  /** Keeps only the tools `keep` says to keep, in the registry and its index. */
+  #keep(keep) {
+    this.tools = this.tools.filter(keep);
+    for (const [name, same] of this.#byName) {
+      const kept = same.filter(keep);
+      if (kept.length === 0) this.#byName.delete(name);
+      else if (kept.length !== same.length) this.#byName.set(name, kept);
+    }
   }
 
   /** Removes the tool `name` from `scope` (undefined: the global scope). */
   unregister(name, scope = undefined) {
-    const index = this.tools.findIndex((t) => t.name === name && t.scope === scope);
-    if (index < 0) {
+    const tool = this.named(name).find((t) => t.scope === scope);
+    if (!tool) {
       throw new ShellError(`no tool named \`${escape(name)}\` is registered in ${scopeName(scope)}`);
     }
     this.#toolsChanged(scope);
-    return this.tools.splice(index, 1)[0];
+    this.tools.splice(this.tools.indexOf(tool), 1);
+    const same = this.#byName.get(name).filter((t) => t !== tool);
+    if (same.length === 0) this.#byName.delete(name);
+    else this.#byName.set(name, same);
+    return tool;
   }
 
   /** Removes every tool a plugin owns; returns how many. */
   unregisterOwnedBy(owner) {
     const before = this.tools.length;
-    this.tools = this.tools.filter((t) => t.owner !== owner);
+    this.#keep((t) => t.owner !== owner);
     this.#toolsChanged();
     return before - this.tools.length;
   }
@@ -238,7 +266,7 @@ export class ShellCore {
       this.restrictedAt.delete(agent);
       this.exposedAt.delete(agent);
       // Its own-scope tools reached only its subtree, which goes too.
-      this.tools = this.tools.filter((t) => t.scope !== agent);
+      this.#keep((t) => t.scope !== agent);
       this.generation += 1n;
     }
     return removed;
@@ -285,8 +313,7 @@ export class ShellCore {
       this.generation += 1n;
       return;
     }
-    const known = new Set(this.tools.map((t) => t.name));
-    const unknown = allow.filter((name) => !known.has(name));
+    const unknown = allow.filter((name) => !this.#byName.has(name));
     if (unknown.length > 0) {
       const names = unknown.map((n) => `\`${escape(n)}\``).join(', ');
       throw new ShellError(`cannot restrict \`${agent}\`: unknown tool ${names}`);
@@ -378,10 +405,10 @@ export class ShellCore {
   resolve(agent, name) {
     const chain = this.chain(agent);
     for (const scope of chain.reverse()) {
-      const tool = this.tools.find((t) => t.name === name && t.scope === scope);
+      const tool = this.named(name).find((t) => t.scope === scope);
       if (tool) return tool;
     }
-    return this.tools.find((t) => t.name === name && t.scope === undefined);
+    return this.named(name).find((t) => t.scope === undefined);
   }
 }
 

@@ -512,7 +512,7 @@ export class Shell {
         throw new Error(`plugin \`${id}\` declares its tool \`${escape(guard.name)}\` twice`);
       }
       seen.add(guard.name);
-      const taken = this.core.tools.find((t) => t.name === guard.name);
+      const taken = this.core.named(guard.name)[0];
       if (taken) {
         const by = taken.owner !== undefined ? `a tool of plugin \`${taken.owner}\`` : `a ${originName(taken.origin)} tool`;
         throw new Error(

@@ -740,6 +740,34 @@ test('a forwarded call lists at most 20 problems with its arguments, as the Rust
   ]);
 });
 
+test('registering a tool costs the same with 50,000 registered: a catalog that large, or a plugin of 20,000 guard tools on every agent, registers in well under a second', async () => {
+  const { fakeComponent } = await import('./fake-plugin.js');
+  const { shell } = await import('./two-tools.js');
+  const s = new Shell();
+  let started = performance.now();
+  s.registerCatalog({ servers: [{ name: 'srv', tools: Array.from({ length: 50_000 }, (_, i) => ({ name: `t${i}` })) }] });
+  let ms = performance.now() - started;
+  // Each registration walked the registry: 11 s.
+  assert.ok(ms < 3000, `a catalog of 50,000 tools took ${Math.round(ms)} ms`);
+  const guards = Array.from({ length: 20_000 }, (_, i) => ({ name: `g${i}`, description: 'd', parameters: '{}', origin: { tag: 'builtin' } }));
+  const t = shell();
+  started = performance.now();
+  t.installPlugin('p', fakeComponent(() => ({ guardTools: () => guards })), null);
+  t.createAgent('w1', 'main');
+  t.createAgent('w2', 'main');
+  ms = performance.now() - started;
+  assert.ok(ms < 3000, `20,000 guard tools on three agents took ${Math.round(ms)} ms`);
+  assert.equal(t.core.tools.length, 2 + 3 * 20_000);
+  // The index follows removals: an agent's guards go with it, and a name is free again.
+  t.disposeAgent('main/w2');
+  assert.equal(t.core.resolve('main/w1', 'g7').scope, 'main/w1');
+  assert.equal(t.core.resolve('main', 'g7').scope, 'main');
+  t.disposePlugin('p');
+  assert.equal(t.core.resolve('main', 'g7'), undefined);
+  t.registerTools([new Tool('g7', '', builtin())]);
+  assert.equal(t.core.resolve('main/w1', 'g7').owner, undefined);
+});
+
 test('without LAZY_TOOLS_COMPONENT the component is found where the harness build puts it', async () => {
   const { BUILT_COMPONENTS, componentPath } = await import('../src/component.js');
   const { existsSync } = await import('node:fs');
