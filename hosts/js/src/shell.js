@@ -739,6 +739,19 @@ function osaDistance(a, b) {
   return d[x.length][y.length];
 }
 
+/**
+ * Whether `key` is at most one edit from `read`, a key the shell reads (short, ASCII). One edit
+ * changes the length by at most one character, so a key longer or shorter than that is not
+ * measured: the distance's table is as large as the two lengths' product (a key of 5 MB made
+ * it 2.4 GB).
+ */
+function oneEditAway(read, key) {
+  // A character is one or two UTF-16 units: a quick bound first, then the exact one.
+  if (Math.abs(key.length - read.length) > 2) return false;
+  const chars = [...key].length;
+  return Math.abs(chars - [...read].length) <= 1 && osaDistance(read, key) <= 1;
+}
+
 /** What a JSON value is, in words. */
 function jsonKind(value) {
   if (value === null) return 'null';
@@ -771,9 +784,10 @@ function checkKeys(object, what, place) {
   const plain = (k) => k.replace(/[_-]/gu, '').toLowerCase();
   for (const key of Object.keys(object)) {
     if (READ_KEYS[what].includes(key) || UNREAD_KEYS[what].includes(key) || key.startsWith('x-')) continue;
+    const plainKey = plain(key);
     const near = READ_KEYS[what].find(
       // As the Rust harness: one edit away once case, `_` and `-` are set aside.
-      (read) => osaDistance(plain(read), plain(key)) <= 1,
+      (read) => oneEditAway(plain(read), plainKey),
     );
     if (near === undefined) continue;
     const pointer = `${place}/${key.replaceAll('~', '~0').replaceAll('/', '~1')}`;

@@ -353,6 +353,19 @@ test('a key is a misspelling one edit away, not when it only begins alike, as in
   }
 });
 
+test('a long key nothing reads is passed over without measuring its distance to every key the shell reads', () => {
+  // The distance's table was as large as the two lengths' product: a 5 MB key, 2.4 GB.
+  const long = `description${'x'.repeat(5 << 20)}`;
+  const started = performance.now();
+  const tools = catalogTools({ servers: [{ name: 's', tools: [{ name: 't', [long]: 1 }] }] });
+  assert.deepEqual(names(tools), ['s__t']);
+  assert.ok(performance.now() - started < 2000);
+  // One character more or less, or one astral character in place of another, is still one edit.
+  for (const key of ['descriptio', 'descriptionn', 'descriptio\u{1f600}']) {
+    assert.throws(() => catalogTools({ servers: [{ name: 's', tools: [{ name: 't', [key]: 1 }] }] }), /did you mean `description`\?/, key);
+  }
+});
+
 test('a server, tool or search text written as an array, or a list that is not one, is an error at its place', () => {
   const cases = [
     [[], '/: the catalog is a JSON object with named keys; this is an array'],
