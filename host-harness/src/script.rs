@@ -905,7 +905,7 @@ mod tests {
         assert_eq!(
             format!("{err:#}"),
             "the tool at line 3, column 5: invalid tool name `get forecast`: a tool's name is 1 \
-             to 256 characters without whitespace, control characters or bidirectional controls"
+             to 256 characters without whitespace, control characters, bidirectional controls or invisible characters"
         );
         assert!(shell.core().tools().is_empty(), "nothing is registered");
     }

@@ -29,7 +29,7 @@ pub enum ShellError {
     #[error("agent id `{id}` is {bytes} bytes long; an id holds at most {MAX_AGENT_ID_BYTES}")]
     AgentIdTooLong { id: String, bytes: usize },
     #[error(
-        "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace, control characters or bidirectional controls",
+        "invalid tool name `{}`: a tool's name is 1 to {MAX_TOOL_NAME_CHARS} characters without whitespace, control characters, bidirectional controls or invisible characters",
         crate::terminal::escape(.0)
     )]
     InvalidToolName(String),

@@ -8,7 +8,7 @@
 
 import { performance } from 'node:perf_hooks';
 
-import { escape, json } from './terminal.js';
+import { INVISIBLE, escape, json } from './terminal.js';
 import { scopeName } from './tools.js';
 
 export class ShellError extends Error {
@@ -154,7 +154,8 @@ export class ShellCore {
 
   register(tool) {
     // A model writes a tool's name back to call it, and the plugin's guard tools take it back:
-    // 1 to 256 characters without whitespace, control characters or bidirectional controls.
+    // 1 to 256 characters without whitespace, control characters, bidirectional controls or
+    // invisible characters.
     // Punctuation stays.
     const bidi = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/u;
     if (typeof tool.name !== 'string') {
@@ -168,9 +169,10 @@ export class ShellCore {
         `invalid tool name ${json(tool.name)}: it holds half of a character (a lone UTF-16 surrogate), which UTF-8 cannot carry to a plugin`,
       );
     }
-    if (tool.name.length === 0 || [...tool.name].length > 256 || /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name)) {
+    const unprintable = /[\s\p{Cc}]/u.test(tool.name) || bidi.test(tool.name) || INVISIBLE.test(tool.name);
+    if (tool.name.length === 0 || [...tool.name].length > 256 || unprintable) {
       throw new ShellError(
-        `invalid tool name ${json(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
+        `invalid tool name ${json(tool.name)}: a tool's name is 1 to 256 characters without whitespace, control characters, bidirectional controls or invisible characters`,
       );
     }
     if (tool.scope !== undefined) this.requireAgent(tool.scope);

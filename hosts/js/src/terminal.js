@@ -4,8 +4,12 @@
 // make text read differently from what it is. Each is shown as an escape
 // (`\u{1b}`), as the Rust harness's terminal.rs shows it.
 
-/** Control characters (Cc), the bidirectional controls and lone UTF-16 surrogates. */
-const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]|\p{Cs}/gu;
+/**
+ * Control characters (Cc), the bidirectional controls, lone UTF-16 surrogates, the line and
+ * paragraph separators and the invisible characters that make two names print alike (zero-width
+ * space, word joiner, byte-order mark, soft hyphen), as terminal.rs's `is_unprintable`.
+ */
+const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\u200b\u2060\ufeff\u00ad]|\p{Cs}/gu;
 const SHORT = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 const escapeChar = (c) => SHORT[c] ?? `\\u{${c.codePointAt(0).toString(16)}}`;
@@ -20,8 +24,11 @@ export function escapeMessage(text) {
   return String(text).replace(UNSAFE, (c) => (c === '\n' ? c : escapeChar(c)));
 }
 
-/** What JSON.stringify leaves raw in a string: DEL, the C1 controls and the bidirectional controls. */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/gu;
+/** What JSON.stringify leaves raw in a string of `UNSAFE`: DEL, C1, bidi controls, separators, invisibles. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\u200b\u2060\ufeff\u00ad]/gu;
+
+/** The invisible characters a tool name may not hold (it would print as another's). */
+export const INVISIBLE = /[\u200b\u2060\ufeff\u00ad]/u;
 
 /**
  * `value` as JSON that is safe to print (terminal.rs's `json`): JSON.stringify escapes only

@@ -437,10 +437,11 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
 
 test('a tool name the model could not call is refused', () => {
   const shell = new ShellCore();
-  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'x'.repeat(257)]) {
+  // An invisible character would make a name print as another's (`echo` and `echo`).
+  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'echo\u200b', 'e\u00adcho', 'x'.repeat(257)]) {
     assert.throws(() => shell.register(new Tool(name, 'd', builtin())), {
       // Quoted as JSON, with the controls JSON.stringify leaves raw (`\u202e`) escaped too.
-      message: `invalid tool name ${json(name)}: a tool's name is 1 to 256 characters without whitespace, control characters or bidirectional controls`,
+      message: `invalid tool name ${json(name)}: a tool's name is 1 to 256 characters without whitespace, control characters, bidirectional controls or invisible characters`,
     });
   }
   for (const name of ['x'.repeat(256), 'get.forecast', 'a?c', '名前']) shell.register(new Tool(name, 'd', builtin()));
@@ -803,4 +804,13 @@ test('a catalog of more tools than a plugin holds is refused, as the Rust harnes
   assert.throws(() => catalogTools(tools(MAX_CATALOG_TOOLS + 1)), {
     message: /^\/servers: 50001 tools; a catalog here holds at most 50000/,
   });
+});
+
+test('line separators and invisible characters are shown escaped, in text and in printed JSON, as the Rust harness shows them', async () => {
+  const { escape, escapeMessage, json: printable } = await import('../src/terminal.js');
+  assert.equal(escapeMessage('a\u2028b\u2029c\n'), 'a\\u{2028}b\\u{2029}c\n');
+  assert.equal(escape('echo\u200b\u2060\ufeff\u00ad'), 'echo\\u{200b}\\u{2060}\\u{feff}\\u{ad}');
+  // A joiner inside an emoji stays.
+  assert.equal(escape('👩\u200d💻'), '👩\u200d💻');
+  assert.equal(printable('echo\u200b\u2028'), '"echo\\u200b\\u2028"');
 });
