@@ -77,10 +77,18 @@ impl ForwardArgs {
     }
 }
 
-/// `json` (one JSON value) when it is an object; else what it is instead.
+/// `json` (one JSON value) when it is an object a host can read; else what it is instead.
 fn object_text(json: &str) -> Result<String, String> {
     let found = match json.as_bytes().first() {
-        Some(b'{') => return Ok(json.to_string()),
+        Some(b'{') => {
+            // A raw value is only scanned: it may nest past the depth a parser takes or hold a
+            // lone surrogate escape (`\ud800`), which the host's reading would refuse as the
+            // plugin's fault. Read once here (a skip does not check either), and dropped: the
+            // text goes on as written.
+            serde_json::from_str::<serde_json::Value>(json)
+                .map_err(|e| format!("arguments are not JSON a tool can take: {e}"))?;
+            return Ok(json.to_string());
+        }
         Some(b'[') => "a list",
         Some(b'"') => "a text",
         Some(b't' | b'f') => "a boolean",
@@ -229,6 +237,28 @@ mod tests {
                 .unwrap_err()
                 .starts_with("arguments is a text that is not JSON: ")
         );
+    }
+
+    /// Arguments no JSON reader takes are the model's error to read, not a call the host
+    /// cannot read: nested past serde_json's depth, or a lone surrogate in a text.
+    #[test]
+    fn forwarded_arguments_a_reader_refuses_are_an_error() {
+        let deep = format!("{{\"a\": {}1{}}}", "[".repeat(200), "]".repeat(200));
+        let surrogate = r#"{"title": "\ud800"}"#;
+        for written in [deep.as_str(), surrogate] {
+            for call in [
+                format!(r#"{{"tool_name":"t","arguments":{written}}}"#),
+                serde_json::json!({"tool_name": "t", "arguments": written}).to_string(),
+            ] {
+                // The call itself reads: only its arguments are scanned.
+                let args: ForwardArgs = serde_json::from_str(&call).unwrap();
+                let err = args.arguments_json().unwrap_err();
+                assert!(
+                    err.starts_with("arguments are not JSON a tool can take: "),
+                    "{err}"
+                );
+            }
+        }
     }
 
     /// The tool receives the arguments the model wrote, not a reading of them: numbers past
