@@ -20,12 +20,18 @@ use crate::child_process;
 /// `rev` is checked again here, and both are passed after `--`, so neither
 /// can be read as an option.
 pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
+    checkout_within(url, rev, dir, max_checkout_bytes()?)
+}
+
+/// [`checkout`], the fetch and checkout growing `dir` by at most `allowance` bytes.
+fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> Result<String> {
     if let Some(rev) = rev
         && let Err(reason) = super::source::check_rev(rev)
     {
         bail!("the revision `{}` {reason}", crate::terminal::escape(rev));
     }
-    if origin(dir).as_deref() != Some(url) {
+    let fresh = origin(dir).as_deref() != Some(url);
+    if fresh {
         if dir.exists() {
             std::fs::remove_dir_all(dir)
                 .with_context(|| format!("removing the old checkout {}", dir.display()))?;
@@ -38,9 +44,18 @@ pub fn checkout(url: &str, rev: Option<&str>, dir: &Path) -> Result<String> {
         )?;
     }
     let wanted = rev.unwrap_or("HEAD");
+    // A checkout updated in place holds its earlier revisions' packs and files: what this
+    // fetch and checkout add is what is bounded.
+    let before = if fresh {
+        0
+    } else {
+        disk_use_within(dir, u64::MAX)
+    };
     let bound = Bound {
         dir,
-        max_bytes: max_checkout_bytes()?,
+        max_bytes: before.saturating_add(allowance),
+        allowance,
+        fresh,
     };
     grown_within(
         &bound,
@@ -171,13 +186,17 @@ fn max_checkout_bytes() -> Result<u64> {
 /// A folder that a git command may grow only up to a size.
 struct Bound<'a> {
     dir: &'a Path,
+    /// The most the folder may hold: what it held before, and the allowance.
     max_bytes: u64,
+    allowance: u64,
+    /// Whether this add made the folder (a new checkout), or updates an installed one.
+    fresh: bool,
 }
 
 /// Runs a git command that writes into `bound.dir` (a fetch, a checkout), stopping it once the
 /// folder holds more than the bound, and checking the folder again when it ends (a local fetch
-/// can end between two looks). A checkout stopped so is deleted: what it holds is of no use,
-/// and the next add fetches afresh.
+/// can end between two looks). A new checkout stopped so is deleted (what it holds is of no
+/// use); an installed one keeps its earlier revision, less git's temporary packs of this fetch.
 fn grown_within(bound: &Bound, command: &mut Command, what: &str) -> Result<String> {
     let outcome = run_bounded(command, what, Some(bound));
     let past = match &outcome {
@@ -187,17 +206,41 @@ fn grown_within(bound: &Bound, command: &mut Command, what: &str) -> Result<Stri
     if !past {
         return outcome;
     }
-    let removed = std::fs::remove_dir_all(bound.dir);
+    let cleanup = if bound.fresh {
+        std::fs::remove_dir_all(bound.dir).map(|()| "the new checkout was deleted")
+    } else {
+        remove_temporary_packs(bound.dir)
+            .map(|()| "the installed checkout is kept at its earlier revision")
+    };
     let mut message = format!(
-        "{what} was stopped: the checkout in {} grew past {} MiB (a repository too large for a \
-         plugin bundle? DSH_GIT_MAX_MB sets the limit in mebibytes)",
+        "{what} was stopped: the checkout in {} grew by more than {} MiB (a repository too large \
+         for a plugin bundle? DSH_GIT_MAX_MB sets the limit in mebibytes); ",
         bound.dir.display(),
-        bound.max_bytes >> 20
+        bound.allowance >> 20
     );
-    if let Err(e) = removed {
-        message.push_str(&format!("; deleting what it held failed: {e}"));
+    match cleanup {
+        Ok(said) => message.push_str(said),
+        Err(e) => message.push_str(&format!("cleaning up failed: {e}")),
     }
     bail!(message)
+}
+
+/// Deletes the packs a stopped fetch left half-written in `dir`'s repository (git names them
+/// `tmp_*` and removes them only when it ends normally).
+fn remove_temporary_packs(dir: &Path) -> std::io::Result<()> {
+    let packs = dir.join(".git/objects/pack");
+    let entries = match std::fs::read_dir(&packs) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    for entry in entries {
+        let entry = entry?;
+        if entry.file_name().to_string_lossy().starts_with("tmp_") {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    Ok(())
 }
 
 /// A git command stopped because the folder it wrote into grew past its bound.
@@ -349,12 +392,94 @@ enum Ended {
 mod tests {
     use super::*;
 
+    /// A repository of one commit holding `blob` random bytes (xorshift: no pack shrinks it).
+    fn repo_with_blob(dir: &Path, bytes: usize, seed: u64) {
+        let mut state = seed | 1;
+        let blob: Vec<u8> = (0..bytes)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        std::fs::create_dir_all(dir).unwrap();
+        std::fs::write(dir.join(format!("blob-{seed}")), blob).unwrap();
+        let git = |args: &[&str]| {
+            let status = Command::new("git")
+                .current_dir(dir)
+                .args([
+                    "-c",
+                    "user.name=t",
+                    "-c",
+                    "user.email=t@t",
+                    "-c",
+                    "commit.gpgsign=false",
+                ])
+                .args(args)
+                .stdout(Stdio::null())
+                .status()
+                .unwrap();
+            assert!(status.success(), "git {args:?}");
+        };
+        if !dir.join(".git").exists() {
+            git(&["init", "-q", "-b", "main"]);
+        }
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", "blob"]);
+    }
+
+    /// An installed checkout updated in place is bounded by what the update adds, not by what
+    /// earlier revisions left in it, and an update past the bound keeps the installed checkout.
+    #[test]
+    fn an_update_in_place_is_bounded_by_what_it_adds_and_keeps_the_checkout() {
+        let work = tempfile::tempdir().unwrap();
+        let repo = work.path().join("repo");
+        let url = format!("file://{}", repo.display());
+        let dir = work.path().join("checkout");
+        repo_with_blob(&repo, 400_000, 1);
+        let first = checkout_within(&url, None, &dir, 1 << 20).unwrap();
+        // A second revision of 400 kB more: the folder then holds more than 1 MiB, its growth
+        // less.
+        repo_with_blob(&repo, 400_000, 2);
+        let second = checkout_within(&url, None, &dir, 1 << 20).unwrap();
+        assert_ne!(first, second);
+        assert!(disk_use_within(&dir, u64::MAX) > 1 << 20);
+        // A third of 3 MB grows it past the bound: stopped, and the second revision is kept.
+        repo_with_blob(&repo, 3_000_000, 3);
+        let err = checkout_within(&url, None, &dir, 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("grew by more than 1 MiB"), "{err}");
+        assert!(
+            err.ends_with("the installed checkout is kept at its earlier revision"),
+            "{err}"
+        );
+        assert_eq!(head_commit(&dir).as_deref(), Some(second.as_str()));
+        let packs = std::fs::read_dir(dir.join(".git/objects/pack")).unwrap();
+        assert!(
+            packs
+                .flatten()
+                .all(|p| !p.file_name().to_string_lossy().starts_with("tmp_")),
+            "a temporary pack is left"
+        );
+        // A new checkout past the bound is deleted.
+        let fresh = work.path().join("fresh");
+        let err = checkout_within(&url, None, &fresh, 1 << 20)
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("the new checkout was deleted"), "{err}");
+        assert!(!fresh.exists());
+    }
+
     #[test]
     fn a_command_that_keeps_writing_is_stopped_at_the_bound() {
         let dir = tempfile::tempdir().unwrap();
         let bound = Bound {
             dir: dir.path(),
             max_bytes: 1 << 20,
+            allowance: 1 << 20,
+            fresh: true,
         };
         // Writes 64 KiB every 10 ms for ever: only the bound stops it.
         let mut command = Command::new("sh");

@@ -1472,7 +1472,7 @@ fn a_repository_larger_than_the_checkout_bound_is_stopped_and_deleted() {
     let mut stderr = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
     assert!(
-        stderr.contains("grew past 1 MiB (a repository too large for a plugin bundle?"),
+        stderr.contains("grew by more than 1 MiB (a repository too large for a plugin bundle?"),
         "{stderr}"
     );
     // Nothing of it is kept: no staging folder, no checkout, no row.
@@ -1484,7 +1484,7 @@ fn a_repository_larger_than_the_checkout_bound_is_stopped_and_deleted() {
     // The same repository within a larger bound is fetched: the bound, not the repository,
     // stopped it (cargo then fails on its shadow manifest).
     let stderr = failed_add(&source, &[("DSH_GIT_MAX_MB", "64")], 120);
-    assert!(!stderr.contains("grew past"), "{stderr}");
+    assert!(!stderr.contains("grew by more than"), "{stderr}");
     assert_cargo_failed(&stderr);
 }
 
