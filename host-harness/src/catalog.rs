@@ -116,7 +116,7 @@ fn empty_schema() -> Value {
 }
 
 fn schema_or_empty<'de, D: serde::Deserializer<'de>>(schema: D) -> Result<Value, D::Error> {
-    let schema = Option::<crate::strict_json::StrictValue>::deserialize(schema)?;
+    let schema = Option::<crate::strict_json::JsonValue>::deserialize(schema)?;
     Ok(schema.map_or_else(empty_schema, |schema| schema.0))
 }
 
@@ -157,8 +157,10 @@ impl Catalog {
     }
 
     pub fn parse(text: &str) -> Result<Self> {
+        // A byte-order mark (an editor's) is no part of the JSON, which serde_json refuses.
         // serde reads a struct from an array too (by position): `[[...]]` would be a catalog.
-        let start = text.trim_start_matches(['\u{feff}', ' ', '\t', '\n', '\r']);
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let start = text.trim_start_matches([' ', '\t', '\n', '\r']);
         if !start.starts_with('{') {
             bail!(
                 "a catalog is a JSON object, `{{\"servers\": [{{\"name\", \"description\", \
@@ -169,8 +171,6 @@ impl Catalog {
                 }
             );
         }
-        // A byte-order mark is no part of the JSON (an editor's, which serde_json refuses).
-        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
         let mut catalog: Catalog =
@@ -743,6 +743,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(catalog.tool_count(), 1);
+        // Only at the start: one after a space is a character of the file, named.
+        let err = Catalog::parse(" \u{feff}{\"servers\": []}")
+            .unwrap_err()
+            .to_string();
+        assert!(err.ends_with("this file starts with `\\u{feff}`"), "{err}");
     }
 
     /// A tool's search text is bounded at its place, in number and in length.

@@ -1,7 +1,9 @@
 //! JSON values read from a user's files and input as they were written, or refused: a
 //! `serde_json::Value` read directly keeps the last of two equal keys and reads an integer past
 //! 64 bits as the nearest float, and neither says so. Any serde format reads through these
-//! (a catalog's JSON, a steps file's YAML, the session's typed arguments).
+//! (a steps file's YAML, the session's typed arguments). A catalog's schemas, which machines
+//! write, are read with [`JsonValue`]: its keys checked, its numbers as they come (a bound of
+//! `3.4e38` is a float, and the parser cannot tell it from an integer so written).
 
 use std::fmt;
 
@@ -31,7 +33,19 @@ pub struct StrictValue(pub Value);
 
 impl<'de> Deserialize<'de> for StrictValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(StrictVisitor).map(StrictValue)
+        let visitor = StrictVisitor { numbers: true };
+        deserializer.deserialize_any(visitor).map(StrictValue)
+    }
+}
+
+/// A JSON value with no key twice in an object; numbers as the parser reads them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct JsonValue(pub Value);
+
+impl<'de> Deserialize<'de> for JsonValue {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let visitor = StrictVisitor { numbers: false };
+        deserializer.deserialize_any(visitor).map(JsonValue)
     }
 }
 
@@ -47,7 +61,19 @@ pub fn optional_value<'de, D: Deserializer<'de>>(
     Ok(Option::<StrictValue>::deserialize(deserializer)?.map(|StrictValue(v)| v))
 }
 
-struct StrictVisitor;
+struct StrictVisitor {
+    /// Whether numbers past the 64-bit integers are refused.
+    numbers: bool,
+}
+
+impl StrictVisitor {
+    fn value<'de, D: Deserializer<'de>>(&self, deserializer: D) -> Result<Value, D::Error> {
+        let visitor = StrictVisitor {
+            numbers: self.numbers,
+        };
+        deserializer.deserialize_any(visitor)
+    }
+}
 
 impl<'de> Visitor<'de> for StrictVisitor {
     type Value = Value;
@@ -65,7 +91,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
-        value(deserializer)
+        self.value(deserializer)
     }
 
     fn visit_bool<E>(self, v: bool) -> Result<Value, E> {
@@ -81,6 +107,11 @@ impl<'de> Visitor<'de> for StrictVisitor {
     }
 
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
+        if !self.numbers {
+            return Number::from_f64(v)
+                .map(Value::Number)
+                .ok_or_else(|| E::custom(format!("the number {v} has no JSON form")));
+        }
         number_from_f64(v).map(Value::Number).map_err(E::custom)
     }
 
@@ -94,7 +125,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
 
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Value, A::Error> {
         let mut items = Vec::new();
-        while let Some(StrictValue(item)) = seq.next_element()? {
+        while let Some(item) = seq.next_element_seed(Seed(&self))? {
             items.push(item);
         }
         Ok(Value::Array(items))
@@ -103,7 +134,7 @@ impl<'de> Visitor<'de> for StrictVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Value, A::Error> {
         let mut object = Map::new();
         while let Some(key) = map.next_key::<String>()? {
-            let StrictValue(item) = map.next_value()?;
+            let item = map.next_value_seed(Seed(&self))?;
             if object.contains_key(&key) {
                 return Err(de::Error::custom(format!(
                     "duplicate key `{}`",
@@ -113,6 +144,17 @@ impl<'de> Visitor<'de> for StrictVisitor {
             object.insert(key, item);
         }
         Ok(Value::Object(object))
+    }
+}
+
+/// Reads a nested value as its parent is read.
+struct Seed<'a>(&'a StrictVisitor);
+
+impl<'de> de::DeserializeSeed<'de> for Seed<'_> {
+    type Value = Value;
+
+    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Value, D::Error> {
+        self.0.value(deserializer)
     }
 }
 
@@ -163,5 +205,16 @@ mod tests {
         assert!(strict("18446744073709551615").is_ok());
         assert!(strict("-9223372036854775808").is_ok());
         assert!(strict("1.5e18").is_ok());
+    }
+
+    /// A catalog's schema may bound a number by a large float (`3.4e38`, a float32's range):
+    /// read as written, its keys still checked.
+    #[test]
+    fn json_values_keep_large_numbers_and_refuse_repeated_keys() {
+        let json =
+            r#"{"maximum": 3.4028234663852886e38, "minimum": -9.223372036854776e18, "n": [1e300]}"#;
+        let JsonValue(read) = serde_json::from_str(json).unwrap();
+        assert_eq!(read, serde_json::from_str::<Value>(json).unwrap());
+        assert!(serde_json::from_str::<JsonValue>(r#"{"a": {"x": 1, "x": 2}}"#).is_err());
     }
 }
