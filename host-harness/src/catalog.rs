@@ -517,11 +517,11 @@ fn clean_name(name: &str) -> String {
 }
 
 /// The most texts of one kind (`keywords`, `examples`, `descriptions`) a tool's `x-lazy-tools`
-/// may hold, and the longest text: what a tool search reads (lazy-tools reads as many, each as
-/// long as a query), and a bound on what a catalog makes the plugin index, so that a catalog
+/// may hold, and the longest text: what lazy-tools reads of them (it would drop the rest
+/// without a word), and a bound on what a catalog makes the plugin index, so that a catalog
 /// too large is refused here, at its place, not later as a plugin that ran out of time.
-pub const MAX_SEARCH_TEXTS: usize = 32;
-pub const MAX_SEARCH_TEXT_CHARS: usize = 500;
+pub const MAX_SEARCH_TEXTS: usize = lazy_tools::registry::MAX_ENRICHMENT_ITEMS;
+pub const MAX_SEARCH_TEXT_CHARS: usize = lazy_tools::registry::MAX_ENRICHMENT_CHARS;
 
 fn check_search_text(text: &SearchText, place: &str) -> Result<()> {
     for (kind, texts) in [

@@ -22,14 +22,28 @@ pub fn escape_message(text: &str) -> Cow<'_, str> {
 
 /// Whether `c` is shown escaped: control characters, bidirectional controls, the line and
 /// paragraph separators (which some terminals and editors break lines at), and the invisible
-/// characters that make two names print alike (`echo` and `echo` with a zero-width space). The
-/// joiners (U+200C, U+200D) stay: scripts and emoji are written with them.
+/// characters that make two names print alike (`echo` and `echo` with a zero-width space):
+/// zero-width space, word joiner and the invisible operators, byte-order mark, soft hyphen,
+/// combining grapheme joiner, Mongolian vowel separator, Hangul fillers and the tag
+/// characters. The joiners (U+200C, U+200D) stay: scripts and emoji are written with them.
 pub fn is_unprintable(c: char) -> bool {
     c.is_control()
         || is_bidi_control(c)
         || matches!(
             c,
-            '\u{2028}' | '\u{2029}' | '\u{200b}' | '\u{2060}' | '\u{feff}' | '\u{ad}'
+            '\u{2028}'
+                | '\u{2029}'
+                | '\u{200b}'
+                | '\u{2060}'..='\u{2064}'
+                | '\u{feff}'
+                | '\u{ad}'
+                | '\u{34f}'
+                | '\u{180e}'
+                | '\u{115f}'
+                | '\u{1160}'
+                | '\u{3164}'
+                | '\u{ffa0}'
+                | '\u{e0000}'..='\u{e007f}'
         )
 }
 
@@ -188,6 +202,10 @@ mod tests {
             "echo\\u{200b}\\u{2060}\\u{feff}\\u{ad}"
         );
         assert_eq!(escape("👩\u{200d}💻"), "👩\u{200d}💻");
+        assert_eq!(
+            escape("e\u{2062}c\u{34f}h\u{3164}o\u{e0020}"),
+            "e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}"
+        );
         assert_eq!(
             json(&serde_json::json!("echo\u{200b}\u{2028}")).unwrap(),
             r#""echo\u200b\u2028""#

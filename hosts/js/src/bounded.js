@@ -146,6 +146,8 @@ function jsonError(text) {
 
 /** `text`, read from `path`, as JSON; else where it is not (`file:line:column`) and what was expected there. */
 export function parseJsonFile(path, text, what) {
+  // A byte-order mark at the very start (an editor's) is no part of the JSON, as in catalog.rs.
+  if (text.startsWith('\ufeff')) text = text.slice(1);
   try {
     return JSON.parse(text);
   } catch {

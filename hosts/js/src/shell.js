@@ -689,6 +689,9 @@ function emulatedRun(tool, args) {
   };
 }
 
+/** The most texts of one kind a tool's `x-lazy-tools` holds, and the longest (catalog.rs). */
+export const MAX_SEARCH_TEXTS = 32;
+export const MAX_SEARCH_TEXT_CHARS = 500;
 /** The longest tool name the plugin's guard tools take back; a longer one is cut. */
 export const MAX_SHELL_NAME_CHARS = 256;
 
@@ -940,6 +943,20 @@ function readCatalog(catalog) {
           mustBeList(list, `${place}/x-lazy-tools/${key}`);
           const one = { keywords: 'a keyword', examples: 'an example', descriptions: 'a description' }[key];
           list.forEach((text, i) => mustBeString(text, `${place}/x-lazy-tools/${key}/${i}`, `${one} of ${of}`));
+          // What lazy-tools reads of them, as the Rust harness bounds them (catalog.rs).
+          if (list.length > MAX_SEARCH_TEXTS) {
+            throw new Error(
+              `${place}/x-lazy-tools/${key}: ${list.length} texts; a tool's \`${key}\` holds at most ${MAX_SEARCH_TEXTS}`,
+            );
+          }
+          list.forEach((text, i) => {
+            const chars = [...text].length;
+            if (chars > MAX_SEARCH_TEXT_CHARS) {
+              throw new Error(
+                `${place}/x-lazy-tools/${key}/${i}: ${chars} characters; a text here holds at most ${MAX_SEARCH_TEXT_CHARS}`,
+              );
+            }
+          });
           return list;
         };
         registered.searchText = {

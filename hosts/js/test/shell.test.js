@@ -813,4 +813,26 @@ test('line separators and invisible characters are shown escaped, in text and in
   // A joiner inside an emoji stays.
   assert.equal(escape('👩\u200d💻'), '👩\u200d💻');
   assert.equal(printable('echo\u200b\u2028'), '"echo\\u200b\\u2028"');
+  assert.equal(escape('e\u2062c\u034fh\u3164o\u{e0020}'), 'e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}');
+  // A character of two UTF-16 units is written as both, and reads back.
+  assert.equal(printable('o\u{e0020}'), '"o\\udb40\\udc20"');
+  assert.equal(JSON.parse(printable('o\u{e0020}')), 'o\u{e0020}');
+});
+
+test("a tool's search text past its bounds is an error at its place, as in the Rust harness", () => {
+  const withText = (text) => () => catalogTools({ servers: [{ name: 's', tools: [{ name: 't', 'x-lazy-tools': text }] }] });
+  assert.throws(withText({ keywords: Array(33).fill('k') }), {
+    message: "/servers/0/tools/0/x-lazy-tools/keywords: 33 texts; a tool's `keywords` holds at most 32",
+  });
+  assert.throws(withText({ examples: ['ok', 'é'.repeat(501)] }), {
+    message: '/servers/0/tools/0/x-lazy-tools/examples/1: 501 characters; a text here holds at most 500',
+  });
+  const full = Array(32).fill('é'.repeat(500));
+  withText({ keywords: full, examples: full, descriptions: full })();
+});
+
+test('a catalog may start with a byte-order mark, as in the Rust harness', async () => {
+  const { parseJsonFile } = await import('../src/bounded.js');
+  assert.deepEqual(parseJsonFile('c.json', '\ufeff{"servers": []}', 'the catalog'), { servers: [] });
+  assert.throws(() => parseJsonFile('c.json', ' \ufeff{}', 'the catalog'), /^Error: c\.json:1:2: the catalog is not JSON here/);
 });
