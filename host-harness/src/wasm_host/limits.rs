@@ -73,64 +73,14 @@ pub enum LimitExceeded {
     Memory { desired: usize, limit: usize },
 }
 
-/// Time since a point, on the wall and on the calling thread's CPU.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Spent {
-    pub wall: Duration,
-    pub cpu: Duration,
-}
-
-/// A point in time on both clocks.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Stamp {
-    wall: Instant,
-    cpu: Duration,
-}
-
-impl Stamp {
-    pub(crate) fn now() -> Self {
-        Self {
-            wall: Instant::now(),
-            cpu: thread_cpu_time(),
-        }
-    }
-
-    pub(crate) fn elapsed(&self) -> Spent {
-        Spent {
-            wall: self.wall.elapsed(),
-            cpu: thread_cpu_time().saturating_sub(self.cpu),
-        }
-    }
-}
-
-/// The CPU time the calling thread has used: a plugin runs on the thread that calls it, so
-/// this is what it spent, not the time the machine gave to other work meanwhile.
-fn thread_cpu_time() -> Duration {
-    let mut now = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: clock_gettime(2) writes the timespec it is given and nothing else.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut now) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(
-        u64::try_from(now.tv_sec).unwrap_or(0),
-        u32::try_from(now.tv_nsec).unwrap_or(0),
-    )
-}
-
-/// The clock of one call, kept in the store. The plugin's limit is on its own CPU time: time
-/// spent in the shell's imports is the shell's, and time the machine gave to other work while
-/// the call waited to run is no one's (on a loaded machine a call that needs microseconds can
-/// wait 50 ms for a core). The whole call is bounded on the wall too ([`WALL_FACTOR`]), but
-/// for imports bounded by timeouts of their own.
+/// The clock of one call, kept in the store: time spent in the shell's own
+/// imports is the shell's, not charged to the plugin; the whole call is bounded
+/// too ([`WALL_FACTOR`]), but for imports bounded by timeouts of their own.
 #[derive(Debug)]
 pub(crate) struct CallClock {
-    started: Stamp,
-    in_host: Spent,
-    /// Of `in_host`'s wall time, the time in imports with timeouts of their own (a lazy
+    started: Instant,
+    in_host: Duration,
+    /// Of `in_host`, the time in imports with timeouts of their own (a lazy
     /// group's server starting), which the whole call's bound leaves out.
     in_timed_host: Duration,
     limit: Duration,
@@ -139,8 +89,8 @@ pub(crate) struct CallClock {
 impl Default for CallClock {
     fn default() -> Self {
         Self {
-            started: Stamp::now(),
-            in_host: Spent::default(),
+            started: Instant::now(),
+            in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit: Limits::default().call,
         }
@@ -150,47 +100,45 @@ impl Default for CallClock {
 impl CallClock {
     pub(crate) fn start(&mut self, limit: Duration) {
         *self = Self {
-            started: Stamp::now(),
-            in_host: Spent::default(),
+            started: Instant::now(),
+            in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit,
         };
     }
 
-    pub(crate) fn charge_host(&mut self, spent: Spent) {
-        self.in_host.wall += spent.wall;
-        self.in_host.cpu += spent.cpu;
+    pub(crate) fn charge_host(&mut self, spent: Duration) {
+        self.in_host += spent;
     }
 
     /// Leaves `spent`, time of the shell's already charged with
     /// [`CallClock::charge_host`] that has a timeout of its own (a lazy
     /// group's server starting), out of the whole call's bound.
     pub(crate) fn exempt_from_wall(&mut self, spent: Duration) {
-        self.in_timed_host = (self.in_timed_host + spent).min(self.in_host.wall);
+        self.in_timed_host = (self.in_timed_host + spent).min(self.in_host);
     }
 
     /// Called when the epoch deadline passes: more ticks if the plugin still
-    /// has time (the shell's imports ran in between, or the machine ran other
-    /// work), else the trap.
+    /// has time (the shell's imports ran in between), else the trap.
     pub(crate) fn on_deadline(&self) -> wasmtime::Result<UpdateDeadline> {
         self.on_deadline_at(self.started.elapsed())
     }
 
     /// [`CallClock::on_deadline`] when `elapsed` has passed since the call began.
-    fn on_deadline_at(&self, elapsed: Spent) -> wasmtime::Result<UpdateDeadline> {
-        let spent = elapsed.cpu.saturating_sub(self.in_host.cpu);
+    fn on_deadline_at(&self, elapsed: Duration) -> wasmtime::Result<UpdateDeadline> {
+        let spent = elapsed.saturating_sub(self.in_host);
         if spent >= self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Time {
                 spent,
                 limit: self.limit,
             }));
         }
-        let bounded = elapsed.wall.saturating_sub(self.in_timed_host);
+        let bounded = elapsed.saturating_sub(self.in_timed_host);
         let wall_limit = self.limit.saturating_mul(WALL_FACTOR);
         if bounded >= wall_limit {
             return Err(wasmtime::Error::new(LimitExceeded::WallTime {
-                elapsed: elapsed.wall,
-                in_host: self.in_host.wall,
+                elapsed,
+                in_host: self.in_host,
                 limit: self.limit,
                 wall_limit,
             }));
@@ -326,14 +274,6 @@ mod tests {
         assert_eq!(ticks(Duration::from_millis(50)), 25);
     }
 
-    /// `wall` and `cpu` milliseconds.
-    fn spent(wall: u64, cpu: u64) -> Spent {
-        Spent {
-            wall: Duration::from_millis(wall),
-            cpu: Duration::from_millis(cpu),
-        }
-    }
-
     #[test]
     fn a_call_that_spends_its_time_in_the_shells_imports_is_bounded_too() {
         let limit = Duration::from_millis(20);
@@ -341,13 +281,14 @@ mod tests {
         clock.start(limit);
         // Just under the whole call's bound, almost all of it in imports: goes on, and the
         // next look is due when the bound is reached.
-        clock.charge_host(spent(190, 190));
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(spent(195, 195)) else {
+        clock.charge_host(Duration::from_millis(190));
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(Duration::from_millis(195))
+        else {
             panic!("a call within both bounds is stopped");
         };
         assert_eq!(next, ticks(Duration::from_millis(5)));
         // Past it: stopped, though the plugin itself spent 10 ms of its 20.
-        let Err(err) = clock.on_deadline_at(spent(200, 200)) else {
+        let Err(err) = clock.on_deadline_at(Duration::from_millis(200)) else {
             panic!("a call past ten times its limit goes on");
         };
         assert_eq!(
@@ -366,65 +307,21 @@ mod tests {
         );
         // A server starting for a lazy group has its own timeout: not counted.
         clock.start(limit);
-        clock.charge_host(spent(5_000, 10));
+        clock.charge_host(Duration::from_secs(5));
         clock.exempt_from_wall(Duration::from_secs(5));
-        assert!(clock.on_deadline_at(spent(5_010, 15)).is_ok());
+        assert!(clock.on_deadline_at(Duration::from_millis(5_010)).is_ok());
         // What the shell spent around it is bounded as before.
         clock.start(limit);
-        clock.charge_host(spent(5_000, 10));
+        clock.charge_host(Duration::from_secs(5));
         clock.exempt_from_wall(Duration::from_secs(4));
-        assert!(clock.on_deadline_at(spent(5_010, 15)).is_err());
-    }
-
-    /// On a loaded machine a call waits for a core: the wait is not the plugin's time. A
-    /// call that needed 5 ms of CPU and was descheduled for 60 ms goes on (it was quarantined
-    /// at 50 ms of wall time); the whole call is still bounded on the wall.
-    #[test]
-    fn time_the_machine_gave_to_other_work_is_not_the_plugins() {
-        let limit = Duration::from_millis(50);
-        let mut clock = CallClock::default();
-        clock.start(limit);
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(spent(60, 5)) else {
-            panic!("a call that waited for a core is stopped");
-        };
-        assert_eq!(next, ticks(Duration::from_millis(45)));
-        let Err(err) = clock.on_deadline_at(spent(80, 50)) else {
-            panic!("a call past its CPU limit goes on");
-        };
-        assert_eq!(
-            err.downcast_ref::<LimitExceeded>(),
-            Some(&LimitExceeded::Time {
-                spent: limit,
-                limit
-            })
-        );
-        assert!(
-            clock.on_deadline_at(spent(500, 5)).is_err(),
-            "the wall bound holds"
-        );
-    }
-
-    /// The thread's CPU clock runs while the thread works, not while it sleeps.
-    #[test]
-    fn a_stamp_counts_the_threads_work_not_its_sleep() {
-        let stamp = Stamp::now();
-        std::thread::sleep(Duration::from_millis(30));
-        let slept = stamp.elapsed();
-        assert!(slept.wall >= Duration::from_millis(30), "{slept:?}");
-        assert!(slept.cpu < Duration::from_millis(15), "{slept:?}");
-        let stamp = Stamp::now();
-        let mut x = 0u64;
-        while stamp.elapsed().cpu < Duration::from_millis(5) {
-            x = std::hint::black_box(x.wrapping_add(1));
-        }
-        assert!(stamp.elapsed().cpu >= Duration::from_millis(5));
+        assert!(clock.on_deadline_at(Duration::from_millis(5_010)).is_err());
     }
 
     #[test]
     fn a_clock_charges_only_the_plugin() {
         let mut clock = CallClock::default();
         clock.start(Duration::from_millis(20));
-        clock.charge_host(spent(10_000, 10_000));
+        clock.charge_host(Duration::from_secs(10));
         assert!(clock.on_deadline().is_ok(), "host time is not the plugin's");
         clock.start(Duration::ZERO);
         let Err(err) = clock.on_deadline() else {
