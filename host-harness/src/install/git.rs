@@ -195,8 +195,10 @@ struct Bound<'a> {
 
 /// Runs a git command that writes into `bound.dir` (a fetch, a checkout), stopping it once the
 /// folder holds more than the bound, and checking the folder again when it ends (a local fetch
-/// can end between two looks). A new checkout stopped so is deleted (what it holds is of no
-/// use); an installed one keeps its earlier revision, less git's temporary packs of this fetch.
+/// can end between two looks). The checkout is then deleted, a new one or an installed one: a
+/// stopped fetch or checkout leaves objects, locks (`shallow.lock`, `index.lock`) and a work
+/// tree between two revisions that no later add could trust. An installed plugin's component
+/// does not need it; the next add fetches afresh.
 fn grown_within(bound: &Bound, command: &mut Command, what: &str) -> Result<String> {
     let outcome = run_bounded(command, what, Some(bound));
     let past = match &outcome {
@@ -206,41 +208,21 @@ fn grown_within(bound: &Bound, command: &mut Command, what: &str) -> Result<Stri
     if !past {
         return outcome;
     }
-    let cleanup = if bound.fresh {
-        std::fs::remove_dir_all(bound.dir).map(|()| "the new checkout was deleted")
-    } else {
-        remove_temporary_packs(bound.dir)
-            .map(|()| "the installed checkout is kept at its earlier revision")
-    };
     let mut message = format!(
         "{what} was stopped: the checkout in {} grew by more than {} MiB (a repository too large \
          for a plugin bundle? DSH_GIT_MAX_MB sets the limit in mebibytes); ",
         bound.dir.display(),
         bound.allowance >> 20
     );
-    match cleanup {
-        Ok(said) => message.push_str(said),
-        Err(e) => message.push_str(&format!("cleaning up failed: {e}")),
+    match std::fs::remove_dir_all(bound.dir) {
+        Ok(()) if bound.fresh => message.push_str("the new checkout was deleted"),
+        Ok(()) => message.push_str(
+            "the checkout was deleted (the installed component is kept; the next add fetches \
+             afresh)",
+        ),
+        Err(e) => message.push_str(&format!("deleting the checkout failed: {e}")),
     }
     bail!(message)
-}
-
-/// Deletes the packs a stopped fetch left half-written in `dir`'s repository (git names them
-/// `tmp_*` and removes them only when it ends normally).
-fn remove_temporary_packs(dir: &Path) -> std::io::Result<()> {
-    let packs = dir.join(".git/objects/pack");
-    let entries = match std::fs::read_dir(&packs) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        if entry.file_name().to_string_lossy().starts_with("tmp_") {
-            std::fs::remove_file(entry.path())?;
-        }
-    }
-    Ok(())
 }
 
 /// A git command stopped because the folder it wrote into grew past its bound.
@@ -430,9 +412,11 @@ mod tests {
     }
 
     /// An installed checkout updated in place is bounded by what the update adds, not by what
-    /// earlier revisions left in it, and an update past the bound keeps the installed checkout.
+    /// earlier revisions left in it; an update past the bound deletes the checkout (what a
+    /// stopped fetch leaves, locks included, no later add could trust), and the next add
+    /// fetches afresh.
     #[test]
-    fn an_update_in_place_is_bounded_by_what_it_adds_and_keeps_the_checkout() {
+    fn an_update_in_place_is_bounded_by_what_it_adds() {
         let work = tempfile::tempdir().unwrap();
         let repo = work.path().join("repo");
         let url = format!("file://{}", repo.display());
@@ -445,25 +429,18 @@ mod tests {
         let second = checkout_within(&url, None, &dir, 1 << 20).unwrap();
         assert_ne!(first, second);
         assert!(disk_use_within(&dir, u64::MAX) > 1 << 20);
-        // A third of 3 MB grows it past the bound: stopped, and the second revision is kept.
+        // A third of 3 MB grows it past the bound: stopped, and the checkout deleted.
         repo_with_blob(&repo, 3_000_000, 3);
         let err = checkout_within(&url, None, &dir, 1 << 20)
             .unwrap_err()
             .to_string();
         assert!(err.contains("grew by more than 1 MiB"), "{err}");
-        assert!(
-            err.ends_with("the installed checkout is kept at its earlier revision"),
-            "{err}"
-        );
-        assert_eq!(head_commit(&dir).as_deref(), Some(second.as_str()));
-        let packs = std::fs::read_dir(dir.join(".git/objects/pack")).unwrap();
-        assert!(
-            packs
-                .flatten()
-                .all(|p| !p.file_name().to_string_lossy().starts_with("tmp_")),
-            "a temporary pack is left"
-        );
-        // A new checkout past the bound is deleted.
+        assert!(err.ends_with("the next add fetches afresh)"), "{err}");
+        assert!(!dir.exists());
+        // Within a larger bound the same revision is fetched afresh.
+        let third = checkout_within(&url, None, &dir, 16 << 20).unwrap();
+        assert_eq!(head_commit(&dir).as_deref(), Some(third.as_str()));
+        // A new checkout past the bound is deleted as well.
         let fresh = work.path().join("fresh");
         let err = checkout_within(&url, None, &fresh, 1 << 20)
             .unwrap_err()
