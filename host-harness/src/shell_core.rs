@@ -48,14 +48,13 @@ pub const MAX_TOOL_NAME_CHARS: usize = lazy_tools::guards::MAX_TOOL_NAME_CHARS;
 
 /// Whether `name` can name a tool: a model writes it back to call the tool, and the plugin's
 /// guard tools take it back, so it is 1 to 256 characters without whitespace, control
-/// characters or bidirectional controls (a name that reads as another). Punctuation stays:
+/// characters, bidirectional controls or characters that display as nothing (a name that
+/// reads as another; [`crate::terminal::is_name_char`]). Punctuation stays:
 /// shells differ in what they allow (`.`, `/`), and patterns take it literally.
 pub fn check_tool_name(name: &str) -> Result<(), ShellError> {
     let fits = !name.is_empty()
         && name.chars().count() <= MAX_TOOL_NAME_CHARS
-        && !name
-            .chars()
-            .any(|c| c.is_whitespace() || crate::terminal::is_unprintable(c));
+        && name.chars().all(crate::terminal::is_name_char);
     if fits {
         Ok(())
     } else {
@@ -1207,6 +1206,8 @@ mod tests {
             "a\u{202e}b",
             "echo\u{200b}",
             "e\u{ad}cho",
+            "echo\u{206a}",
+            "echo\u{fe00}",
             &too_long,
         ] {
             assert_eq!(

@@ -20,31 +20,55 @@ pub fn escape_message(text: &str) -> Cow<'_, str> {
     escape_except(text, |c| c == '\n')
 }
 
+/// Whether `c` is one of Unicode's Default_Ignorable_Code_Point characters: characters that
+/// display as nothing (zero-width space, word joiner, invisible operators, byte-order mark,
+/// soft hyphen, Hangul fillers, variation selectors, tags, ...). A name holding one prints as
+/// another name.
+pub fn is_default_ignorable(c: char) -> bool {
+    matches!(
+        c,
+        '\u{ad}'
+            | '\u{34f}'
+            | '\u{61c}'
+            | '\u{115f}'..='\u{1160}'
+            | '\u{17b4}'..='\u{17b5}'
+            | '\u{180b}'..='\u{180f}'
+            | '\u{200b}'..='\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2060}'..='\u{206f}'
+            | '\u{3164}'
+            | '\u{fe00}'..='\u{fe0f}'
+            | '\u{feff}'
+            | '\u{ffa0}'
+            | '\u{fff0}'..='\u{fff8}'
+            | '\u{1bca0}'..='\u{1bca3}'
+            | '\u{1d173}'..='\u{1d17a}'
+            | '\u{e0000}'..='\u{e0fff}'
+    )
+}
+
+/// Whether `c` may be written in a name: whitespace, controls and characters that display as
+/// nothing may not, but for the joiners (U+200C, U+200D), which scripts are written with.
+pub fn is_name_char(c: char) -> bool {
+    !(c.is_whitespace()
+        || c.is_control()
+        || is_bidi_control(c)
+        || (is_default_ignorable(c) && !matches!(c, '\u{200c}' | '\u{200d}')))
+}
+
 /// Whether `c` is shown escaped: control characters, bidirectional controls, the line and
-/// paragraph separators (which some terminals and editors break lines at), and the invisible
-/// characters that make two names print alike (`echo` and `echo` with a zero-width space):
-/// zero-width space, word joiner and the invisible operators, byte-order mark, soft hyphen,
-/// combining grapheme joiner, Mongolian vowel separator, Hangul fillers and the tag
-/// characters. The joiners (U+200C, U+200D) stay: scripts and emoji are written with them.
+/// paragraph separators (which some terminals and editors break lines at), and the characters
+/// that display as nothing ([`is_default_ignorable`]), but for the joiners and the variation
+/// selectors, which emoji and CJK text are written with (`❤️` is U+2764 U+FE0F).
 pub fn is_unprintable(c: char) -> bool {
     c.is_control()
         || is_bidi_control(c)
-        || matches!(
-            c,
-            '\u{2028}'
-                | '\u{2029}'
-                | '\u{200b}'
-                | '\u{2060}'..='\u{2064}'
-                | '\u{feff}'
-                | '\u{ad}'
-                | '\u{34f}'
-                | '\u{180e}'
-                | '\u{115f}'
-                | '\u{1160}'
-                | '\u{3164}'
-                | '\u{ffa0}'
-                | '\u{e0000}'..='\u{e007f}'
-        )
+        || matches!(c, '\u{2028}' | '\u{2029}')
+        || (is_default_ignorable(c)
+            && !matches!(
+                c,
+                '\u{200c}' | '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}'
+            ))
 }
 
 fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
@@ -203,9 +227,29 @@ mod tests {
         );
         assert_eq!(escape("👩\u{200d}💻"), "👩\u{200d}💻");
         assert_eq!(
-            escape("e\u{2062}c\u{34f}h\u{3164}o\u{e0020}"),
-            "e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}"
+            escape("e\u{2062}c\u{34f}h\u{3164}o\u{e0020}\u{206a}"),
+            "e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}\\u{206a}"
         );
+        // Emoji and CJK variation selectors show as written.
+        assert_eq!(
+            escape("\u{2764}\u{fe0f} 葛\u{e0100}"),
+            "\u{2764}\u{fe0f} 葛\u{e0100}"
+        );
+        // A name holds none of them, but for the joiners.
+        for c in [
+            '\u{200b}',
+            '\u{206a}',
+            '\u{fe00}',
+            '\u{e0100}',
+            '\u{ad}',
+            ' ',
+            '\u{1b}',
+        ] {
+            assert!(!is_name_char(c), "{c:?}");
+        }
+        for c in ['\u{200c}', '\u{200d}', 'é', '名', '-'] {
+            assert!(is_name_char(c), "{c:?}");
+        }
         assert_eq!(
             json(&serde_json::json!("echo\u{200b}\u{2028}")).unwrap(),
             r#""echo\u200b\u2028""#

@@ -5,12 +5,12 @@
 // (`\u{1b}`), as the Rust harness's terminal.rs shows it.
 
 /**
- * Control characters (Cc), the bidirectional controls, lone UTF-16 surrogates, the line and
- * paragraph separators and the invisible characters that make two names print alike (zero-width
- * space, word joiner, byte-order mark, soft hyphen, Hangul fillers, tags, ...), as terminal.rs's
- * `is_unprintable`.
+ * What is shown escaped (terminal.rs's `is_unprintable`): control characters (Cc), lone UTF-16
+ * surrogates, the bidirectional controls, the line and paragraph separators, and the characters
+ * that display as nothing (Default_Ignorable_Code_Point) but for the joiners (U+200C, U+200D)
+ * and the variation selectors, which emoji and CJK text are written with.
  */
-const UNSAFE = /[\p{Cc}\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\u200b\u2060-\u2064\ufeff\u00ad\u034f\u180e\u115f\u1160\u3164\uffa0\u{e0000}-\u{e007f}]|\p{Cs}/gu;
+const UNSAFE = /[\p{Cc}\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e00ff}\u{e01f0}-\u{e0fff}\u2028\u2029]|\p{Cs}/gu;
 const SHORT = { '\t': '\\t', '\n': '\\n', '\r': '\\r' };
 
 const escapeChar = (c) => SHORT[c] ?? `\\u{${c.codePointAt(0).toString(16)}}`;
@@ -25,11 +25,14 @@ export function escapeMessage(text) {
   return String(text).replace(UNSAFE, (c) => (c === '\n' ? c : escapeChar(c)));
 }
 
-/** What JSON.stringify leaves raw in a string of `UNSAFE`: DEL, C1, bidi controls, separators, invisibles. */
-const UNSAFE_IN_JSON = /[\u007f-\u009f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\u2028\u2029\u200b\u2060-\u2064\ufeff\u00ad\u034f\u180e\u115f\u1160\u3164\uffa0\u{e0000}-\u{e007f}]/gu;
+/** What JSON.stringify leaves raw of `UNSAFE`: DEL, C1, and the rest but C0 and surrogates. */
+const UNSAFE_IN_JSON = /[\u007f-\u009f\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e00ff}\u{e01f0}-\u{e0fff}\u2028\u2029]/gu;
 
-/** The invisible characters a tool name may not hold (it would print as another's). */
-export const INVISIBLE = /[\u200b\u2060-\u2064\ufeff\u00ad\u034f\u180e\u115f\u1160\u3164\uffa0\u{e0000}-\u{e007f}]/u;
+/**
+ * The characters a tool name may not hold besides whitespace and controls: those that display
+ * as nothing (Default_Ignorable_Code_Point) but for the joiners (terminal.rs's `is_name_char`).
+ */
+export const INVISIBLE = /[\u00ad\u034f\u061c\u115f\u1160\u17b4\u17b5\u180b-\u180f\u200b\u200e\u200f\u202a-\u202e\u2060-\u206f\u3164\ufe00-\ufe0f\ufeff\uffa0\ufff0-\ufff8\u{1bca0}-\u{1bca3}\u{1d173}-\u{1d17a}\u{e0000}-\u{e0fff}]/u;
 
 /**
  * `value` as JSON that is safe to print (terminal.rs's `json`): JSON.stringify escapes only

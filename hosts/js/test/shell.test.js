@@ -438,7 +438,7 @@ test('a catalog key nothing reads, a schema that is not an object schema, a serv
 test('a tool name the model could not call is refused', () => {
   const shell = new ShellCore();
   // An invisible character would make a name print as another's (`echo` and `echo`).
-  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'echo\u200b', 'e\u00adcho', 'x'.repeat(257)]) {
+  for (const name of ['', 'a b', 'tab\t', 't\u001b[2J', 'a\u202eb', 'echo\u200b', 'e\u00adcho', 'echo\u206a', 'echo\ufe00', 'x'.repeat(257)]) {
     assert.throws(() => shell.register(new Tool(name, 'd', builtin())), {
       // Quoted as JSON, with the controls JSON.stringify leaves raw (`\u202e`) escaped too.
       message: `invalid tool name ${json(name)}: a tool's name is 1 to 256 characters without whitespace, control characters, bidirectional controls or invisible characters`,
@@ -813,7 +813,9 @@ test('line separators and invisible characters are shown escaped, in text and in
   // A joiner inside an emoji stays.
   assert.equal(escape('👩\u200d💻'), '👩\u200d💻');
   assert.equal(printable('echo\u200b\u2028'), '"echo\\u200b\\u2028"');
-  assert.equal(escape('e\u2062c\u034fh\u3164o\u{e0020}'), 'e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}');
+  assert.equal(escape('e\u2062c\u034fh\u3164o\u{e0020}\u206a'), 'e\\u{2062}c\\u{34f}h\\u{3164}o\\u{e0020}\\u{206a}');
+  // Emoji and CJK variation selectors show as written.
+  assert.equal(escape('\u2764\ufe0f \u845b\u{e0100}'), '\u2764\ufe0f \u845b\u{e0100}');
   // A character of two UTF-16 units is written as both, and reads back.
   assert.equal(printable('o\u{e0020}'), '"o\\udb40\\udc20"');
   assert.equal(JSON.parse(printable('o\u{e0020}')), 'o\u{e0020}');
