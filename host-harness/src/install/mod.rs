@@ -291,7 +291,20 @@ pub fn remove(
     let dir = existing_profile_dir(home, profile)?;
     let _lock = home.lock(progress)?;
     let mut rows = Profile::load_installed(&dir).map_err(|e| invalid(profile, e))?;
-    let patch = Profile::load_patch(&dir).ok();
+    // A broken patch file does not stop a remove (it rewrites only cordis.yml), but the user
+    // hears that its rows naming the plugin went unchecked.
+    let patch = match Profile::load_patch(&dir) {
+        Ok(patch) => Some(patch),
+        Err(e) => {
+            writeln!(
+                progress,
+                "warning: your {PATCH_FILE} cannot be read, so its rows naming `{}` were not \
+                 checked:\n{e}",
+                escape(id)
+            )?;
+            None
+        }
+    };
     let Some(index) = rows.iter().position(|r| r.id == id) else {
         if let Some(row) = patch
             .as_ref()

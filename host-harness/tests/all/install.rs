@@ -648,6 +648,37 @@ fn remove_takes_the_plugin_out_of_the_profile() {
     assert!(stderr.contains("has no plugin `lazy-tools`"), "{stderr}");
 }
 
+/// `remove` rewrites only cordis.yml, so a broken cordis.patch.yml does not stop it; but its
+/// rows naming the plugin went unchecked, and the user hears so (it was passed over silently).
+#[test]
+fn a_remove_past_a_broken_patch_file_says_it_went_unchecked() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = home.path().join("profiles/p");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("cordis.yml"),
+        "- id: x\n  name: x\n  component: /nowhere/x.wasm\n",
+    )
+    .unwrap();
+    std::fs::write(dir.join("cordis.patch.yml"), "- disabld: true\n").unwrap();
+    let (ok, _, stderr) = harness_in(
+        home.path(),
+        &["plugin", "--profile", "p", "remove", "x"],
+        "",
+    );
+    assert!(ok, "{stderr}");
+    assert!(
+        stderr.contains("warning: your cordis.patch.yml cannot be read, so its rows naming `x` were not checked:"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("cordis.patch.yml:1:"), "{stderr}");
+    assert!(
+        !std::fs::read_to_string(dir.join("cordis.yml"))
+            .unwrap()
+            .contains("id: x")
+    );
+}
+
 #[test]
 fn a_broken_profile_is_never_rewritten() {
     let w = world();
