@@ -126,29 +126,22 @@ pub fn same_git_url(a: &str, b: &str) -> bool {
     a == b || path(a).is_some_and(|a| path(b).is_some_and(|b| a == b))
 }
 
-/// Unicode's bidirectional controls and the formatting characters that print
-/// as nothing (zero-width spaces and joiners, soft hyphen, BOM, tags): a
-/// source holding one is not what it reads as.
+/// Unicode's bidirectional controls, the characters that display as nothing
+/// ([`crate::terminal::is_default_ignorable`]: zero-width spaces and joiners, soft hyphen, BOM,
+/// variation selectors, tags) and the other format characters that print as something else
+/// (the line separators, Arabic and Syriac number signs, interlinear annotations): a source
+/// holding one is not what it reads as.
 fn is_formatting(c: char) -> bool {
     crate::terminal::is_bidi_control(c)
+        || crate::terminal::is_default_ignorable(c)
         || matches!(
             c,
-            '\u{ad}'
-                | '\u{600}'..='\u{605}'
-                | '\u{6dd}'
-                | '\u{70f}'
-                | '\u{180e}'
-                | '\u{200b}'..='\u{200f}'
-                | '\u{2028}'..='\u{202e}'
-                | '\u{2060}'..='\u{206f}'
-                | '\u{feff}'
-                | '\u{fff9}'..='\u{fffb}'
-                | '\u{e0000}'..='\u{e007f}'
+            '\u{600}'..='\u{605}' | '\u{6dd}' | '\u{70f}' | '\u{2028}' | '\u{2029}' | '\u{fff9}'..='\u{fffb}'
         )
 }
 
-/// `text` with its control and formatting characters escaped (the
-/// terminal's escape leaves the invisible ones as they are).
+/// `text` with its control and formatting characters escaped (the terminal's escape shows
+/// the joiners and variation selectors as written, which a source may not hold).
 fn shown(text: &str) -> String {
     text.chars()
         .map(|c| {

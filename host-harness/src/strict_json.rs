@@ -33,8 +33,9 @@ pub struct StrictValue(pub Value);
 
 impl<'de> Deserialize<'de> for StrictValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let visitor = StrictVisitor { numbers: true };
-        deserializer.deserialize_any(visitor).map(StrictValue)
+        StrictVisitor { numbers: true }
+            .value(deserializer)
+            .map(StrictValue)
     }
 }
 
@@ -44,8 +45,9 @@ pub struct JsonValue(pub Value);
 
 impl<'de> Deserialize<'de> for JsonValue {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let visitor = StrictVisitor { numbers: false };
-        deserializer.deserialize_any(visitor).map(JsonValue)
+        StrictVisitor { numbers: false }
+            .value(deserializer)
+            .map(JsonValue)
     }
 }
 

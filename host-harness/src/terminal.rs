@@ -47,13 +47,16 @@ pub fn is_default_ignorable(c: char) -> bool {
     )
 }
 
-/// Whether `c` may be written in a name: whitespace, controls and characters that display as
-/// nothing may not, but for the joiners (U+200C, U+200D), which scripts are written with.
+/// Whether `c` may be written in a name: whitespace and what is shown escaped
+/// ([`is_unprintable`]) may not, nor the variation selectors it shows as written; the joiners
+/// (U+200C, U+200D) may, as scripts are written with them.
 pub fn is_name_char(c: char) -> bool {
-    !(c.is_whitespace()
-        || c.is_control()
-        || is_bidi_control(c)
-        || (is_default_ignorable(c) && !matches!(c, '\u{200c}' | '\u{200d}')))
+    !(c.is_whitespace() || is_unprintable(c) || is_variation_selector(c))
+}
+
+/// The variation selectors: they choose a glyph's form (emoji presentation, a CJK variant).
+fn is_variation_selector(c: char) -> bool {
+    matches!(c, '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}')
 }
 
 /// Whether `c` is shown escaped: control characters, bidirectional controls, the line and
@@ -65,10 +68,8 @@ pub fn is_unprintable(c: char) -> bool {
         || is_bidi_control(c)
         || matches!(c, '\u{2028}' | '\u{2029}')
         || (is_default_ignorable(c)
-            && !matches!(
-                c,
-                '\u{200c}' | '\u{200d}' | '\u{fe00}'..='\u{fe0f}' | '\u{e0100}'..='\u{e01ef}'
-            ))
+            && !matches!(c, '\u{200c}' | '\u{200d}')
+            && !is_variation_selector(c))
 }
 
 fn escape_except(text: &str, keep: impl Fn(char) -> bool) -> Cow<'_, str> {
