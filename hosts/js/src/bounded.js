@@ -144,18 +144,69 @@ function jsonError(text) {
   }
 }
 
-/** `text`, read from `path`, as JSON; else where it is not (`file:line:column`) and what was expected there. */
+/**
+ * The first key that one object of `text` (JSON that JSON.parse has read) names twice, and
+ * where: JSON.parse keeps the last and drops the first without a word (a schema's second
+ * `properties` replaced the first), where the Rust harness refuses the file.
+ */
+function repeatedKey(text) {
+  const STRING = /"(?:[^"\\]|\\.)*"/y;
+  const open = []; // a Set of keys per open object, null per open array
+  let keyNext = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (c === '"') {
+      STRING.lastIndex = i;
+      STRING.test(text);
+      if (keyNext) {
+        const key = JSON.parse(text.slice(i, STRING.lastIndex));
+        const keys = open.at(-1);
+        if (keys.has(key)) return { offset: i, key };
+        keys.add(key);
+        keyNext = false;
+      }
+      i = STRING.lastIndex - 1;
+    } else if (c === '{') {
+      open.push(new Set());
+      keyNext = true;
+    } else if (c === '[') {
+      open.push(null);
+    } else if (c === '}' || c === ']') {
+      open.pop();
+      keyNext = false;
+    } else if (c === ',') {
+      keyNext = open.at(-1) instanceof Set;
+    }
+  }
+  return null;
+}
+
+/** The line and column of `offset` in `text`, both from 1. */
+function place(text, offset) {
+  const before = text.slice(0, offset);
+  return { line: before.split('\n').length, column: before.length - before.lastIndexOf('\n') };
+}
+
+/**
+ * `text`, read from `path`, as JSON; else where it is not (`file:line:column`) and what was
+ * expected there, or where an object names a key twice.
+ */
 export function parseJsonFile(path, text, what) {
   // A byte-order mark at the very start (an editor's) is no part of the JSON, as in catalog.rs.
   if (text.startsWith('\ufeff')) text = text.slice(1);
+  let value;
   try {
-    return JSON.parse(text);
+    value = JSON.parse(text);
   } catch {
     const { offset, expected } = jsonError(text);
-    const before = text.slice(0, offset);
-    const line = before.split('\n').length;
-    const column = before.length - before.lastIndexOf('\n');
+    const { line, column } = place(text, offset);
     const found = offset >= text.length ? 'the end of the file' : `\`${escape(String.fromCodePoint(text.codePointAt(offset)))}\``;
     throw new Error(`${escape(path)}:${line}:${column}: ${what} is not JSON here: expected ${expected}, found ${found}`);
   }
+  const repeated = repeatedKey(text);
+  if (repeated) {
+    const { line, column } = place(text, repeated.offset);
+    throw new Error(`${escape(path)}:${line}:${column}: ${what} names the key \`${escape(repeated.key)}\` twice in one object (only one can be meant)`);
+  }
+  return value;
 }

@@ -833,6 +833,24 @@ test("a tool's search text past its bounds is an error at its place, as in the R
   withText({ keywords: full, examples: full, descriptions: full })();
 });
 
+test('a key written twice in one object of a catalog is an error at its place, as in the Rust harness', async () => {
+  const { parseJsonFile } = await import('../src/bounded.js');
+  // JSON.parse keeps the second `properties`: the tool lost its parameter `a` without a word.
+  const text = '{"servers": [{"name": "s", "tools": [{"name": "t", "inputSchema":\n {"type": "object", "properties": {"a": {}}, "properties": {"b": {}}}}]}]}';
+  assert.throws(() => parseJsonFile('c.json', text, 'the catalog'), {
+    message: 'c.json:2:46: the catalog names the key `properties` twice in one object (only one can be meant)',
+  });
+  // Spelt apart by an escape, a key is still the same key; the same key in two objects, or as
+  // a value, or inside a string, is not repeated.
+  assert.throws(() => parseJsonFile('c.json', '{"a\u0062": 1, "ab": 2}', 'the catalog'), /names the key `ab` twice/);
+  assert.deepEqual(
+    parseJsonFile('c.json', '{"a": {"a": "a"}, "b": [{"a": 1}, {"a": "\\"a\\": {,"}], "c": "a"}', 'the catalog'),
+    { a: { a: 'a' }, b: [{ a: 1 }, { a: '"a": {,' }], c: 'a' },
+  );
+  // Its name reaches the terminal escaped.
+  assert.throws(() => parseJsonFile('c.json', '{"\\u001b[2J": 1, "\\u001b[2J": 2}', 'the catalog'), /names the key `\\u\{1b\}\[2J` twice/);
+});
+
 test('a catalog may start with a byte-order mark, as in the Rust harness', async () => {
   const { parseJsonFile } = await import('../src/bounded.js');
   assert.deepEqual(parseJsonFile('c.json', '\ufeff{"servers": []}', 'the catalog'), { servers: [] });
