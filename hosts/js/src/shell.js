@@ -394,7 +394,9 @@ export class Shell {
       );
       if (this.core.loadedOutside) {
         this.core.loadedOutside = false;
-        this.#notifyRegistryChanged();
+        // A plugin's refusal is logged: the call's own result must not be lost for a change
+        // that was applied (the Rust harness's `logging_refusals`).
+        this.#notifyRegistryChangedLogging();
       }
       if (resolution === TRAPPED) return this.#failedTool(envelope, owning);
       const resolved = unwrap(owning, resolution);
@@ -563,11 +565,7 @@ export class Shell {
     this.core.unregisterOwnedBy(plugin.id);
     this.core.liftAll(plugin.id);
     // A plugin's error value can only be logged here.
-    try {
-      this.#notifyRegistryChanged();
-    } catch (e) {
-      pushLog(plugin.instance.logs, 'warn', e.message);
-    }
+    this.#notifyRegistryChangedLogging();
   }
 
   /**
@@ -585,7 +583,19 @@ export class Shell {
     }
     if (refusals.length > 0) {
       const each = refusals.map(([id, error]) => `plugin \`${escape(id)}\` could not take it in (registry-changed): ${error}`);
-      throw new Error(`the registry change is in force and every plugin was told of it, but ${each.join('; ')}`);
+      throw Object.assign(new Error(`the registry change is in force and every plugin was told of it, but ${each.join('; ')}`), {
+        refusedBy: refusals.map(([id]) => id),
+      });
+    }
+  }
+
+  /** `#notifyRegistryChanged`, with the refusals in each refusing plugin's log instead of thrown. */
+  #notifyRegistryChangedLogging() {
+    try {
+      this.#notifyRegistryChanged();
+    } catch (e) {
+      if (!e.refusedBy) throw e;
+      for (const id of e.refusedBy) pushLog(this.plugin(id).instance.logs, 'warn', e.message);
     }
   }
 }

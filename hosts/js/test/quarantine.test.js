@@ -8,7 +8,7 @@ import { test } from 'node:test';
 import { loadComponent } from '../src/component.js';
 import { MAX_PLUGIN_RETURNED_BYTES, MAX_STATE_BYTES, returnedBytes } from '../src/plugin.js';
 import { Shell } from '../src/shell.js';
-import { Tool, builtin } from '../src/tools.js';
+import { Tool, builtin, mcp } from '../src/tools.js';
 import { fakeComponent } from './fake-plugin.js';
 import { hostileComponent } from './hostile-component.js';
 import { names, shell } from './two-tools.js';
@@ -151,6 +151,42 @@ test('one plugin refusing registry-changed does not keep the others from hearing
   assert.deepEqual(heard, ['a', 'b', 'c']);
   // The change is in force, and nobody is quarantined for an error value.
   assert.ok(names(s.core.effective('main')).includes('grep'));
+  assert.deepEqual(s.quarantined(), []);
+});
+
+test("a refusal of the change a forwarded call's lazy load made is logged, and the call's result is kept, as in the Rust harness", () => {
+  const s = shell();
+  s.setLazyGroups([{ name: 'db', description: 'A SQL database.', toolNames: ['db__query'] }], () => [
+    new Tool('db__query', 'Run a SQL query.', mcp('db')),
+  ]);
+  let told = 0;
+  s.installPlugin('busy', fakeComponent(() => ({
+    registryChanged() {
+      told += 1;
+      throw { payload: { tag: 'host', val: 'busy' } };
+    },
+  })), null);
+  // A dispatcher that loads the group the forwarded tool is in, as lazy-tools' `deferred_tool_call`.
+  s.installPlugin('dispatch', fakeComponent((imports) => {
+    const host = imports['dsh:tool-restriction/host'];
+    return {
+      guardTools: () => [{ name: 'call_deferred', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      resolveCall(agent) {
+        host.loadGroup(agent, 'db');
+        return { tag: 'forward', val: { tool: 'db__query', arguments: '{"sql": "select 1"}', implicitlyLoaded: ['db__query'] } };
+      },
+    };
+  }), null);
+  told = 0;
+  const outcome = s.call('main', 'call_deferred', { tool: 'db__query' });
+  assert.equal(outcome.kind, 'completed', JSON.stringify(outcome));
+  assert.deepEqual(outcome.json, { emulated: true, tool: 'db__query', arguments: { sql: 'select 1' } });
+  assert.equal(told, 1, 'the plugins heard of the load');
+  assert.deepEqual(s.plugin('busy').instance.logs.at(-1), {
+    level: 'warn',
+    message: 'the registry change is in force and every plugin was told of it, but plugin `busy` could not take it in (registry-changed): the host refused: busy',
+  });
+  assert.deepEqual(s.plugin('dispatch').instance.logs, []);
   assert.deepEqual(s.quarantined(), []);
 });
 
