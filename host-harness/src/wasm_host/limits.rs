@@ -1,6 +1,12 @@
 //! What one plugin call may spend: time (wasmtime epoch interruption, a
 //! deadline per call) and memory (a cap per instance). A plugin that goes
 //! past either traps with a [`LimitExceeded`] the shell can name.
+//!
+//! A call's own time is what its thread ran, not what the wall clock shows: on a loaded
+//! machine a call of a microsecond may wait tens of milliseconds for a core, and stopping it
+//! there would quarantine a healthy plugin. Reading the thread's CPU clock is a system call
+//! (about 0.4 µs, where a verdict takes about 1 µs), so it is read only at the epoch checks
+//! of a call that lasts past a tick, never at a call's start (see [`CallClock`]).
 
 use std::time::{Duration, Instant};
 
@@ -56,7 +62,10 @@ pub enum CallKind {
 /// Why a plugin call was stopped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LimitExceeded {
-    #[error("ran out of time: still running after {}ms (limit {}ms)", .spent.as_millis(), .limit.as_millis())]
+    #[error(
+        "ran out of time: still running after {}ms of its own (limit {}ms)",
+        .spent.as_millis(), .limit.as_millis()
+    )]
     Time { spent: Duration, limit: Duration },
     #[error(
         "ran out of time: still running {}ms after the call began, {}ms of it in the shell's \
@@ -76,6 +85,11 @@ pub enum LimitExceeded {
 /// The clock of one call, kept in the store: time spent in the shell's own
 /// imports is the shell's, not charged to the plugin; the whole call is bounded
 /// too ([`WALL_FACTOR`]), but for imports bounded by timeouts of their own.
+///
+/// The plugin's own time is the lesser of two bounds on it: the wall time outside the
+/// shell's imports (too high when the thread waited for a core) and the thread's CPU time
+/// (too high when an import ran on the CPU). The CPU clock is first read at the call's first
+/// epoch check, a tick in; the wall time to that check stands in for the CPU time before it.
 #[derive(Debug)]
 pub(crate) struct CallClock {
     started: Instant,
@@ -84,6 +98,15 @@ pub(crate) struct CallClock {
     /// group's server starting), which the whole call's bound leaves out.
     in_timed_host: Duration,
     limit: Duration,
+    /// The first epoch check's wall time since the call began, and the thread's CPU clock
+    /// then: `None` before it, or where the thread has no CPU clock.
+    cpu_mark: Option<CpuMark>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct CpuMark {
+    elapsed: Duration,
+    cpu: Duration,
 }
 
 impl Default for CallClock {
@@ -93,18 +116,23 @@ impl Default for CallClock {
             in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit: Limits::default().call,
+            cpu_mark: None,
         }
     }
 }
 
 impl CallClock {
-    pub(crate) fn start(&mut self, limit: Duration) {
+    /// Starts a call of `limit`; returns its first epoch deadline, in ticks from now (the
+    /// next tick: a call that lasts past it has its CPU clock read there).
+    pub(crate) fn start(&mut self, limit: Duration) -> u64 {
         *self = Self {
             started: Instant::now(),
             in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit,
+            cpu_mark: None,
         };
+        1
     }
 
     pub(crate) fn charge_host(&mut self, spent: Duration) {
@@ -119,14 +147,24 @@ impl CallClock {
     }
 
     /// Called when the epoch deadline passes: more ticks if the plugin still
-    /// has time (the shell's imports ran in between), else the trap.
-    pub(crate) fn on_deadline(&self) -> wasmtime::Result<UpdateDeadline> {
-        self.on_deadline_at(self.started.elapsed())
+    /// has time (it waited, or the shell's imports ran in between), else the trap.
+    pub(crate) fn on_deadline(&mut self) -> wasmtime::Result<UpdateDeadline> {
+        self.on_deadline_at(self.started.elapsed(), thread_cpu_time())
     }
 
-    /// [`CallClock::on_deadline`] when `elapsed` has passed since the call began.
-    fn on_deadline_at(&self, elapsed: Duration) -> wasmtime::Result<UpdateDeadline> {
-        let spent = elapsed.saturating_sub(self.in_host);
+    /// [`CallClock::on_deadline`] when `elapsed` has passed since the call began and the
+    /// thread's CPU clock reads `cpu`.
+    fn on_deadline_at(
+        &mut self,
+        elapsed: Duration,
+        cpu: Option<Duration>,
+    ) -> wasmtime::Result<UpdateDeadline> {
+        let mut spent = elapsed.saturating_sub(self.in_host);
+        if let Some(cpu) = cpu {
+            let mark = *self.cpu_mark.get_or_insert(CpuMark { elapsed, cpu });
+            let ran = mark.elapsed + cpu.saturating_sub(mark.cpu);
+            spent = spent.min(ran);
+        }
         if spent >= self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Time {
                 spent,
@@ -169,15 +207,31 @@ pub(crate) fn start_ticker(engine: &Engine) {
         .expect("the epoch ticker thread can start");
 }
 
+/// The CPU time the calling thread has run, where the OS keeps it.
+fn thread_cpu_time() -> Option<Duration> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Some(Duration::new(
+            u64::try_from(now.tv_sec).ok()?,
+            u32::try_from(now.tv_nsec).ok()?,
+        ))
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        None
+    }
+}
+
 /// The epoch-deadline callback of a plugin store.
 pub(crate) fn deadline_callback<T: AsClock>(
-    ctx: StoreContextMut<'_, T>,
+    mut ctx: StoreContextMut<'_, T>,
 ) -> wasmtime::Result<UpdateDeadline> {
-    ctx.data().clock().on_deadline()
+    ctx.data_mut().clock_mut().on_deadline()
 }
 
 pub(crate) trait AsClock {
-    fn clock(&self) -> &CallClock;
+    fn clock_mut(&mut self) -> &mut CallClock;
 }
 
 /// What one table element holds in the host (a pointer or two), as counted against the
@@ -282,13 +336,14 @@ mod tests {
         // Just under the whole call's bound, almost all of it in imports: goes on, and the
         // next look is due when the bound is reached.
         clock.charge_host(Duration::from_millis(190));
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(Duration::from_millis(195))
+        let Ok(UpdateDeadline::Continue(next)) =
+            clock.on_deadline_at(Duration::from_millis(195), None)
         else {
             panic!("a call within both bounds is stopped");
         };
         assert_eq!(next, ticks(Duration::from_millis(5)));
         // Past it: stopped, though the plugin itself spent 10 ms of its 20.
-        let Err(err) = clock.on_deadline_at(Duration::from_millis(200)) else {
+        let Err(err) = clock.on_deadline_at(Duration::from_millis(200), None) else {
             panic!("a call past ten times its limit goes on");
         };
         assert_eq!(
@@ -309,12 +364,93 @@ mod tests {
         clock.start(limit);
         clock.charge_host(Duration::from_secs(5));
         clock.exempt_from_wall(Duration::from_secs(5));
-        assert!(clock.on_deadline_at(Duration::from_millis(5_010)).is_ok());
+        assert!(
+            clock
+                .on_deadline_at(Duration::from_millis(5_010), None)
+                .is_ok()
+        );
         // What the shell spent around it is bounded as before.
         clock.start(limit);
         clock.charge_host(Duration::from_secs(5));
         clock.exempt_from_wall(Duration::from_secs(4));
-        assert!(clock.on_deadline_at(Duration::from_millis(5_010)).is_err());
+        assert!(
+            clock
+                .on_deadline_at(Duration::from_millis(5_010), None)
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn a_call_is_charged_what_its_thread_ran_not_its_wait_for_a_core() {
+        let limit = Duration::from_millis(50);
+        let ms = Duration::from_millis;
+        let mut clock = CallClock::default();
+        assert_eq!(clock.start(limit), 1, "the first look is a tick in");
+        // The first look, 2 ms in: the CPU clock is marked; the 2 ms count as the plugin's.
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(2), Some(ms(900))) else {
+            panic!("a call 2 ms in is stopped");
+        };
+        assert_eq!(next, ticks(ms(48)));
+        // 200 ms of wall time later the thread had run 30 ms (it waited for a core): 32 of 50.
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(202), Some(ms(930)))
+        else {
+            panic!("a call that waited for a core is stopped");
+        };
+        assert_eq!(next, ticks(ms(18)));
+        // Once it has run 50 ms, it is stopped, and told what it spent.
+        let Err(err) = clock.on_deadline_at(ms(260), Some(ms(948))) else {
+            panic!("a call that ran past its limit goes on");
+        };
+        assert_eq!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(&LimitExceeded::Time {
+                spent: limit,
+                limit
+            })
+        );
+        // Its whole call stays bounded, however little it ran.
+        clock.start(limit);
+        clock.on_deadline_at(ms(2), Some(ms(0))).unwrap();
+        let Err(err) = clock.on_deadline_at(ms(500), Some(ms(1))) else {
+            panic!("a call past ten times its limit goes on");
+        };
+        assert!(matches!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(LimitExceeded::WallTime { .. })
+        ));
+    }
+
+    #[test]
+    fn a_shells_imports_on_the_cpu_are_not_charged_to_the_plugin() {
+        // The CPU clock counts the imports too; the wall time outside them is the lesser bound.
+        let ms = Duration::from_millis;
+        let mut clock = CallClock::default();
+        clock.start(ms(50));
+        clock.on_deadline_at(ms(2), Some(ms(0))).unwrap();
+        clock.charge_host(ms(100));
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(130), Some(ms(128)))
+        else {
+            panic!("a call whose imports ran on the CPU is stopped");
+        };
+        assert_eq!(next, ticks(ms(20)));
+        // Where the thread has no CPU clock, the wall time outside the imports is all there is.
+        clock.start(ms(50));
+        assert!(clock.on_deadline_at(ms(60), None).is_err());
+    }
+
+    #[test]
+    fn the_thread_cpu_clock_counts_only_what_the_thread_ran() {
+        let Some(before) = thread_cpu_time() else {
+            return;
+        };
+        std::thread::sleep(Duration::from_millis(30));
+        let slept = thread_cpu_time().unwrap() - before;
+        assert!(slept < Duration::from_millis(15), "{slept:?}");
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_millis(30) {
+            std::hint::black_box(0u64);
+        }
+        assert!(thread_cpu_time().unwrap() - before > slept);
     }
 
     #[test]

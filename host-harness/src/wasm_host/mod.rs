@@ -368,8 +368,8 @@ impl WasmHost {
         store.limiter(|state| &mut state.memory);
         if self.epochs {
             store.epoch_deadline_callback(limits::deadline_callback);
-            store.data_mut().clock.start(limits.long_call);
-            store.set_epoch_deadline(limits::ticks(limits.long_call));
+            let first_look = store.data_mut().clock.start(limits.long_call);
+            store.set_epoch_deadline(first_look);
         }
         let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
             .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
@@ -398,8 +398,8 @@ pub struct PluginState {
 }
 
 impl AsClock for PluginState {
-    fn clock(&self) -> &CallClock {
-        &self.clock
+    fn clock_mut(&mut self) -> &mut CallClock {
+        &mut self.clock
     }
 }
 
@@ -682,7 +682,7 @@ impl PluginInstance {
     }
 }
 
-/// Starts the clock of one call: its deadline, in epoch ticks.
+/// Starts the clock of one call, and its first epoch deadline.
 fn begin<'a>(
     store: &'a mut Store<PluginState>,
     limits: &Limits,
@@ -694,8 +694,8 @@ fn begin<'a>(
             CallKind::Short => limits.call,
             CallKind::Long => limits.long_call,
         };
-        store.data_mut().clock.start(limit);
-        store.set_epoch_deadline(limits::ticks(limit));
+        let first_look = store.data_mut().clock.start(limit);
+        store.set_epoch_deadline(first_look);
     }
     store
 }

@@ -441,6 +441,87 @@ fn the_default_limits_stop_a_loop_in_tens_of_milliseconds() {
     assert!(q.reason.contains("ran out of time"), "{q}");
 }
 
+/// A healthy plugin on a machine whose cores are busy: a call that computes for about 12 ms
+/// waits for a core for most of a 50 ms limit or more, and is charged what it ran, not the
+/// wait. (Stopping it would quarantine the plugin for the rest of the session.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+
+    fn thread_cpu() -> Duration {
+        let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
+        Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
+    }
+    let installed = |work: u64, limits: Limits| {
+        let mut shell = Shell::new();
+        shell.set_plugin_limits(limits);
+        shell.create_agent("main", None).unwrap();
+        let config = format!("fail=pre-execute how=work work={work} guards=g");
+        shell
+            .install_plugin(HOSTILE, &hostile(), &json!(config))
+            .unwrap();
+        shell
+    };
+
+    // How many rounds make 12 ms of this thread's CPU time, however busy the machine is.
+    let calibration = Limits {
+        call: Duration::from_secs(2),
+        ..Limits::default()
+    };
+    let rounds = 4_000_000;
+    let mut shell = installed(rounds, calibration);
+    let before = thread_cpu();
+    shell.call("main", "g", &Value::Null).unwrap();
+    let ran = thread_cpu() - before;
+    let rounds = (rounds as f64 * 12.0 / (ran.as_secs_f64() * 1e3)) as u64;
+
+    // This thread and eleven spinning ones share one core: the call waits most of the time.
+    let mut shell = installed(rounds, Limits::default());
+    let all = sched_getaffinity(None).unwrap();
+    let core = (0..CpuSet::MAX_CPU).find(|&c| all.is_set(c)).unwrap();
+    let mut one = CpuSet::new();
+    one.set(core);
+    sched_setaffinity(None, &one).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let hogs: Vec<_> = (0..11)
+        .map(|_| {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                sched_setaffinity(None, &one).unwrap();
+                while !stop.load(Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            })
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(20));
+    // The scheduler shares the core unevenly: calls until one has waited past the limit.
+    let limit = Limits::default().call;
+    let mut calls = Vec::new();
+    while calls.len() < 5 && calls.last().is_none_or(|&(took, _)| took <= limit) {
+        let started = Instant::now();
+        let before = thread_cpu();
+        let outcome = shell.call("main", "g", &Value::Null);
+        let (took, ran) = (started.elapsed(), thread_cpu() - before);
+        let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+        if outcome.is_err() || !quarantined.is_empty() {
+            stop.store(true, Ordering::Relaxed);
+            panic!("stopped after {took:?}, {ran:?} on the CPU: {outcome:?} {quarantined:?}");
+        }
+        calls.push((took, ran));
+    }
+    stop.store(true, Ordering::Relaxed);
+    hogs.into_iter().for_each(|h| h.join().unwrap());
+    sched_setaffinity(None, &all).unwrap();
+    assert!(
+        calls.iter().any(|&(took, _)| took > limit),
+        "no call waited past the limit, so nothing was tested: {calls:?}"
+    );
+}
+
 #[test]
 fn guard_tools_cannot_take_another_tools_name() {
     let mut shell = Shell::new();

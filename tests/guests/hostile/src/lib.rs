@@ -8,6 +8,7 @@
 //!   runs; `imports` asks the shell for `main`'s allow set in a loop, `loads`
 //!   asks it to load lazy group `big` for `main` in a loop;
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
+//!   `work` computes for `work=<n>` rounds and then behaves (a slow call, not a hung one);
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //!   `big` returns a value holding 2 MiB of text there (an error value where
 //!   the export has no text to return; also in `guard-tools` and
@@ -38,6 +39,7 @@ struct Settings {
     how: String,
     guards: Vec<String>,
     hide: Vec<String>,
+    work: u64,
 }
 
 thread_local! {
@@ -64,6 +66,7 @@ fn parse(config: &str) -> Settings {
             "how" => settings.how = value.to_string(),
             "guards" => settings.guards = list(),
             "hide" => settings.hide = list(),
+            "work" => settings.work = value.parse().unwrap_or(0),
             _ => {}
         }
     }
@@ -72,11 +75,17 @@ fn parse(config: &str) -> Settings {
 
 /// Misbehaves if the config says so for `export`.
 fn maybe_fail(export: &str) {
-    let how = SETTINGS.with(|s| {
+    let (how, work) = SETTINGS.with(|s| {
         let s = s.borrow();
-        (s.fail == export).then(|| s.how.clone())
+        ((s.fail == export).then(|| s.how.clone()), s.work)
     });
     match how.as_deref() {
+        Some("work") => {
+            let mut x: u64 = 1;
+            for _ in 0..work {
+                x = std::hint::black_box(x ^ (x << 13) ^ (x >> 7));
+            }
+        }
         Some("loop") => {
             let mut n: u64 = 0;
             loop {
