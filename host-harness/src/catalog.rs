@@ -355,9 +355,12 @@ fn misspelt_key(key: &[String]) -> Option<String> {
             .flat_map(char::to_lowercase)
             .collect()
     };
-    let near = read
-        .iter()
-        .find(|read| is_misspelling(&plain(read), &plain(last)))?;
+    // A key much longer than the one it is near is no slip of the keyboard (`___description`
+    // padded to a megabyte), and is not quoted back whole: it loads as unread.
+    let near = read.iter().find(|read| {
+        last.chars().count() <= read.len() + MAX_SEPARATORS
+            && is_misspelling(&plain(read), &plain(last))
+    })?;
     Some(format!(
         "unknown key `{}` in {what}: did you mean `{near}`? The shell reads {}; an extension's \
          key starts with `x-`",
@@ -368,6 +371,10 @@ fn misspelt_key(key: &[String]) -> Option<String> {
             .join(", ")
     ))
 }
+
+/// The most characters a misspelt key may have past the key it is near: separators
+/// (`input_schema`, `x_lazy_tools`) and the one edit.
+const MAX_SEPARATORS: usize = 3;
 
 /// True when `key` is `read` mistyped, both `plain`: one edit away (a letter added, lost or
 /// changed, or two side by side swapped). A key two edits away is more often another key
@@ -979,6 +986,10 @@ mod tests {
         ("url", None),
         ("params", None),
         ("category", None),
+        // Separators past a few make no slip of the keyboard (and are not quoted back whole).
+        ("d_e_s_c_r_i_p_t_o_n", None),
+        ("-_-_-_name", None),
+        ("input__schema", Some("inputSchema")),
     ];
 
     #[test]

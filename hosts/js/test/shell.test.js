@@ -341,6 +341,10 @@ test('a key is a misspelling one edit away, not when it only begins alike, as in
     ['url', null],
     ['params', null],
     ['category', null],
+    // Separators past a few make no slip of the keyboard (and are not quoted back whole).
+    ['d_e_s_c_r_i_p_t_o_n', null],
+    ['-_-_-_name', null],
+    ['input__schema', 'inputSchema'],
   ];
   for (const [key, near] of typos) {
     const catalog = { servers: [{ name: 's', tools: [{ name: 't', [key]: 1 }] }] };
