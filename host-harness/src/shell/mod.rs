@@ -796,6 +796,11 @@ impl Shell {
     /// the model why a hidden tool is refused and what to do instead.
     pub fn call(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
         let outcome = self.call_checked(agent, tool, arguments)?;
+        // A guard tool may have loaded a lazy group (lazy-tools' `load_tools`): every plugin
+        // hears of its tools now, not at some later forwarded call.
+        if self.core().take_loaded_outside() {
+            logging_refusals(self.notify_registry_changed().map_err(Into::into))?;
+        }
         // A call may have loaded tools (a backend starts their server) or
         // changed a server's tools.
         logging_refusals(self.sync_backend())?;

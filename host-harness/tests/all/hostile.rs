@@ -358,6 +358,49 @@ impl host_harness::shell_core::GroupLoader for NeverLoads {
     }
 }
 
+/// A group that a guard tool loads (lazy-tools' `load_tools`, in `execute`) registers tools:
+/// every plugin hears of it when the call ends, not at some later forwarded call. Here the
+/// hostile plugin loops when it hears, so it is quarantined by that call.
+#[test]
+fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
+    #[derive(Debug)]
+    struct Database;
+    impl host_harness::shell_core::GroupLoader for Database {
+        fn load(&self, _group: &str) -> Result<Vec<Tool>, String> {
+            let query = Tool::new("db__query", "Run a SQL query.", Origin::Mcp("db".into()));
+            Ok(vec![query])
+        }
+    }
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    shell.create_agent("main", None).unwrap();
+    let db = host_harness::shell_core::LazyGroupDecl {
+        name: "db".into(),
+        description: "A SQL database".into(),
+        tool_names: vec!["db__query".into()],
+    };
+    shell.set_lazy_groups(vec![db], Arc::new(Database)).unwrap();
+    let lazy = WasmHost::global().lazy_tools().unwrap();
+    shell
+        .install_plugin("lazy-tools", &lazy, &json!({"defer": ["db__*"]}))
+        .unwrap();
+    shell
+        .install_plugin(
+            HOSTILE,
+            &hostile(),
+            &json!("fail=registry-changed how=loop"),
+        )
+        .unwrap();
+
+    let outcome = shell
+        .call("main", "load_tools", &json!({"group_id": "db"}))
+        .unwrap();
+    assert!(matches!(outcome, CallOutcome::Completed(_)), "{outcome:?}");
+    let during: Vec<_> = shell.quarantined().map(|q| q.during.clone()).collect();
+    assert_eq!(during, ["registry-changed"]);
+    assert!(names(&mut shell, "main").contains(&"db__query".to_string()));
+}
+
 #[test]
 fn a_plugin_that_loops_on_refused_group_loads_is_stopped_within_ten_times_its_limit() {
     // Only a loader's run (a server starting) is left out of the whole call's bound; a load the

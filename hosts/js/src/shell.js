@@ -392,12 +392,7 @@ export class Shell {
       const resolution = this.#contain(owning, 'resolve-call', () =>
         owning.instance.resolveCall(agent, envelope, JSON.stringify(envelopeArgs)),
       );
-      if (this.core.loadedOutside) {
-        this.core.loadedOutside = false;
-        // A plugin's refusal is logged: the call's own result must not be lost for a change
-        // that was applied (the Rust harness's `logging_refusals`).
-        this.#notifyRegistryChangedLogging();
-      }
+      this.#tellOfLoads();
       if (resolution === TRAPPED) return this.#failedTool(envelope, owning);
       const resolved = unwrap(owning, resolution);
       if (resolved.tag === 'reject') {
@@ -453,6 +448,8 @@ export class Shell {
       throw new Error(`tool \`${tool}\` belongs to plugin \`${resolved.owner}\`, which is gone`);
     }
     const result = this.#contain(owner, 'execute', () => owner.instance.execute(agent, tool, argumentsJson));
+    // A guard tool may have loaded a lazy group (lazy-tools' `load_tools`).
+    this.#tellOfLoads();
     if (result === TRAPPED) return this.#failedTool(tool, owner);
     if (!result.ok) {
       throw new Error(
@@ -587,6 +584,17 @@ export class Shell {
         refusedBy: refusals.map(([id]) => id),
       });
     }
+  }
+
+  /**
+   * Tells every plugin of the tools a lazy load registered during a plugin's call, if one did.
+   * A refusal is logged: the call's own result must not be lost for a change that was applied
+   * (the Rust harness's `logging_refusals`).
+   */
+  #tellOfLoads() {
+    if (!this.core.loadedOutside) return;
+    this.core.loadedOutside = false;
+    this.#notifyRegistryChangedLogging();
   }
 
   /** `#notifyRegistryChanged`, with the refusals in each refusing plugin's log instead of thrown. */

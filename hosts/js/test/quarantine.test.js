@@ -190,6 +190,20 @@ test("a refusal of the change a forwarded call's lazy load made is logged, and t
   assert.deepEqual(s.quarantined(), []);
 });
 
+test('a group a guard tool loads is told to every plugin when the call ends, as in the Rust harness', async () => {
+  const s = shell();
+  s.setLazyGroups([{ name: 'db', description: 'A SQL database.', toolNames: ['db__query'] }], () => [
+    new Tool('db__query', 'Run a SQL query.', mcp('db')),
+  ]);
+  s.installPlugin('lazy-tools', component, { defer: ['db__*'] });
+  let told = 0;
+  s.installPlugin('other', fakeComponent(() => ({ registryChanged: () => void (told += 1) })), null);
+  told = 0;
+  assert.equal(s.call('main', 'load_tools', { group_id: 'db' }).kind, 'completed');
+  assert.equal(told, 1);
+  assert.ok(names(s.nextRequest('main')).includes('db__query'));
+});
+
 /** A plugin like `trapping`'s that returns more text than a call may at export `at`. */
 const talkative = (at) =>
   fakeComponent((imports) => {
