@@ -67,6 +67,12 @@ fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> 
             "http.lowSpeedLimit=1000",
             "-c",
             "http.lowSpeedTime=60",
+            // No gc of git's own choosing, in the background, while the bound is measured:
+            // an update runs its own below.
+            "-c",
+            "gc.auto=0",
+            "-c",
+            "maintenance.auto=false",
             "fetch",
             "--depth",
             "1",
@@ -93,7 +99,33 @@ fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> 
     // Leftovers of an earlier revision must not reach the build.
     run(git(dir)?.args(["clean", "-q", "-ffdx"]), "git clean")?;
     let commit = run(git(dir)?.args(["rev-parse", "HEAD"]), "git rev-parse")?;
+    if !fresh {
+        drop_earlier_revisions(dir);
+    }
     Ok(commit.trim().to_string())
+}
+
+/// Deletes what earlier revisions left in an updated checkout's repository: only the
+/// revision checked out is ever built, and each update's pack stayed, so a plugin updated
+/// often held every revision it ever had. The earlier commits are reachable from HEAD's
+/// reflog alone (the fetches are shallow). The update stands if this fails: it is only
+/// disk.
+fn drop_earlier_revisions(dir: &Path) {
+    let dropped = git(dir)
+        .and_then(|mut git| {
+            run(
+                git.args(["reflog", "expire", "--expire=now", "--all"]),
+                "git reflog expire",
+            )
+        })
+        .and_then(|_| git(dir))
+        .and_then(|mut git| run(git.args(["gc", "--prune=now", "--quiet"]), "git gc"));
+    if let Err(e) = dropped {
+        tracing::warn!(
+            "{}: the earlier revisions stay on disk: {e:#}",
+            dir.display()
+        );
+    }
 }
 
 /// The URL `dir`'s checkout was fetched from, when it is one: as recorded,
@@ -447,6 +479,28 @@ mod tests {
             .to_string();
         assert!(err.ends_with("the new checkout was deleted"), "{err}");
         assert!(!fresh.exists());
+    }
+
+    /// Updated in place again and again, a checkout holds its one revision: each update's
+    /// pack of 400 kB stayed before, 2.4 MB after six.
+    #[test]
+    fn an_updated_checkout_keeps_only_its_revision() {
+        let work = tempfile::tempdir().unwrap();
+        let repo = work.path().join("repo");
+        let url = format!("file://{}", repo.display());
+        let dir = work.path().join("checkout");
+        repo_with_blob(&repo, 400_000, 1);
+        checkout_within(&url, None, &dir, 16 << 20).unwrap();
+        for seed in 2..=6 {
+            // The same file, new bytes: one revision holds 400 kB.
+            std::fs::remove_file(repo.join(format!("blob-{}", seed - 1))).unwrap();
+            repo_with_blob(&repo, 400_000, seed);
+            let commit = checkout_within(&url, None, &dir, 16 << 20).unwrap();
+            assert_eq!(head_commit(&dir).as_deref(), Some(commit.as_str()));
+        }
+        assert!(dir.join("blob-6").exists() && !dir.join("blob-5").exists());
+        let repository = disk_use_within(&dir.join(".git"), u64::MAX);
+        assert!(repository < 600_000, "{repository} bytes in .git");
     }
 
     #[test]
