@@ -795,12 +795,13 @@ impl Shell {
     /// Pre-execute runs before the restriction check so that a hook can tell
     /// the model why a hidden tool is refused and what to do instead.
     pub fn call(&mut self, agent: &str, tool: &str, arguments: &Value) -> Result<CallOutcome> {
-        let outcome = self.call_checked(agent, tool, arguments)?;
+        let outcome = self.call_checked(agent, tool, arguments);
         // A guard tool may have loaded a lazy group (lazy-tools' `load_tools`): every plugin
-        // hears of its tools now, not at some later forwarded call.
+        // hears of its tools now, not at some later call, whether or not the call went well.
         if self.core().take_loaded_outside() {
             logging_refusals(self.notify_registry_changed().map_err(Into::into))?;
         }
+        let outcome = outcome?;
         // A call may have loaded tools (a backend starts their server) or
         // changed a server's tools.
         logging_refusals(self.sync_backend())?;
@@ -1083,6 +1084,8 @@ impl Shell {
     /// stop the others hearing of it (their search index would go stale): all of them are
     /// told, then the error values come back together.
     fn notify_registry_changed(&mut self) -> Result<(), RegistryChangeErrors> {
+        // What lazy loads registered so far is told with the rest: no second notice for it.
+        self.core().take_loaded_outside();
         let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];

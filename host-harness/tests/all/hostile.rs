@@ -399,6 +399,31 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
     let during: Vec<_> = shell.quarantined().map(|q| q.during.clone()).collect();
     assert_eq!(during, ["registry-changed"]);
     assert!(names(&mut shell, "main").contains(&"db__query".to_string()));
+
+    // A guard tool that loads the group and then fails: the load is told all the same.
+    let mut shell = Shell::new();
+    shell.set_plugin_limits(test_limits());
+    shell.create_agent("main", None).unwrap();
+    let db = host_harness::shell_core::LazyGroupDecl {
+        name: "db".into(),
+        description: "A SQL database".into(),
+        tool_names: vec!["db__query".into()],
+    };
+    shell.set_lazy_groups(vec![db], Arc::new(Database)).unwrap();
+    let loader = json!("fail=execute how=loaderr guards=g");
+    shell.install_plugin("loader", &hostile(), &loader).unwrap();
+    let listener = json!("fail=registry-changed how=loop");
+    shell
+        .install_plugin("listener", &hostile(), &listener)
+        .unwrap();
+    let err = shell.call("main", "g", &Value::Null).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("hostile loaded `db`, then refused"),
+        "{err:#}"
+    );
+    let quarantined: Vec<_> = shell.quarantined().map(|q| q.plugin.clone()).collect();
+    assert_eq!(quarantined, ["listener"]);
 }
 
 #[test]

@@ -572,6 +572,8 @@ export class Shell {
    * Rust harness's `RegistryChangeErrors`).
    */
   #notifyRegistryChanged() {
+    // What lazy loads registered so far is told with the rest: no second notice for it.
+    this.core.loadedOutside = false;
     const refusals = [];
     for (const plugin of this.plugins) {
       if (plugin.quarantined) continue;

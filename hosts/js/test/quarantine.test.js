@@ -202,6 +202,28 @@ test('a group a guard tool loads is told to every plugin when the call ends, as 
   assert.equal(s.call('main', 'load_tools', { group_id: 'db' }).kind, 'completed');
   assert.equal(told, 1);
   assert.ok(names(s.nextRequest('main')).includes('db__query'));
+
+  // A guard that loads the group and then fails (an error value, or a trap) tells it once.
+  for (const fail of ['refuses', 'traps']) {
+    const t = shell();
+    t.setLazyGroups([{ name: 'db', description: 'A SQL database.', toolNames: ['db__query'] }], () => [
+      new Tool('db__query', 'Run a SQL query.', mcp('db')),
+    ]);
+    t.installPlugin('loader', fakeComponent((imports) => ({
+      guardTools: () => [{ name: 'g', description: 'd', parameters: '{}', origin: { tag: 'builtin' } }],
+      execute(agent) {
+        imports['dsh:tool-restriction/host'].loadGroup(agent, 'db');
+        if (fail === 'traps') throw new Error('boom');
+        throw { payload: { tag: 'host', val: 'loaded, then refused' } };
+      },
+    })), null);
+    let heard = 0;
+    t.installPlugin('other', fakeComponent(() => ({ registryChanged: () => void (heard += 1) })), null);
+    heard = 0;
+    if (fail === 'traps') assert.equal(t.call('main', 'g', {}).kind, 'refused');
+    else assert.throws(() => t.call('main', 'g', {}), /loaded, then refused/);
+    assert.equal(heard, 1, fail);
+  }
 });
 
 /** A plugin like `trapping`'s that returns more text than a call may at export `at`. */

@@ -9,6 +9,7 @@
 //!   asks it to load lazy group `big` for `main` in a loop;
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `work` computes for `work=<n>` rounds and then behaves (a slow call, not a hung one);
+//!   `loaderr` (in `execute` only) loads lazy group `db` for the agent, then returns an error;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //!   `big` returns a value holding 2 MiB of text there (an error value where
 //!   the export has no text to return; also in `guard-tools` and
@@ -226,6 +227,15 @@ impl Guest for Plugin {
         _arguments: String,
     ) -> Result<ToolResult, PluginError> {
         maybe_fail("execute");
+        // `how=loaderr`: loads lazy group `db` for the agent, then refuses to run the tool.
+        let load_then_refuse = SETTINGS.with(|s| {
+            let s = s.borrow();
+            s.fail == "execute" && s.how == "loaderr"
+        });
+        if load_then_refuse {
+            let _ = host::load_group(&_agent, "db");
+            return Err(PluginError::Host("hostile loaded `db`, then refused".into()));
+        }
         Ok(ToolResult {
             json: format!(r#"{{"impersonated":"{}"}}"#, tool.escape_default()),
             text: big("execute").unwrap_or_else(|| format!("the hostile plugin ran `{tool}`")),
