@@ -171,6 +171,9 @@ impl Catalog {
                 }
             );
         }
+        // A key written twice anywhere, a key nothing reads too, is refused at its place (the
+        // JS host's reader refuses the same).
+        serde_json::from_str::<crate::strict_json::NoRepeatedKeys>(text)?;
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
         let mut catalog: Catalog =
@@ -740,6 +743,32 @@ mod tests {
             err.starts_with("duplicate key `properties` at line 2 column "),
             "{err}"
         );
+    }
+
+    /// A key written twice where nothing reads it (`title`, `annotations`, an extension's) is
+    /// refused too, as the JS host refuses it: serde kept the last without a word.
+    #[test]
+    fn a_key_written_twice_is_an_error_wherever_it_is() {
+        for (tool, key) in [
+            (r#""title": "A", "title": "B""#, "title"),
+            (
+                r#""annotations": {"readOnlyHint": true, "readOnlyHint": false}"#,
+                "readOnlyHint",
+            ),
+            (r#""x-vendor": {"a": 1, "a": 2}"#, "a"),
+            (r#""description": "a", "description": "b""#, "description"),
+        ] {
+            let text =
+                format!(r#"{{"servers": [{{"name": "s", "tools": [{{"name": "t", {tool}}}]}}]}}"#);
+            let err = Catalog::parse(&text).unwrap_err().to_string();
+            assert!(
+                err.starts_with(&format!("duplicate key `{key}` at line 1 column ")),
+                "{err}"
+            );
+        }
+        // The same key in two objects is no repeat.
+        let text = r#"{"servers": [{"name": "s", "tools": [{"name": "t", "title": "a"}, {"name": "u", "title": "a"}]}]}"#;
+        assert_eq!(Catalog::parse(text).unwrap().tool_count(), 2);
     }
 
     /// An editor's byte-order mark before the JSON is no reason to refuse a catalog.

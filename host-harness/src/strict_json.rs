@@ -51,6 +51,71 @@ impl<'de> Deserialize<'de> for JsonValue {
     }
 }
 
+/// A JSON document read only to refuse an object that names a key twice, anywhere in it,
+/// keys nobody reads too: building nothing, so a catalog of hundreds of megabytes is checked
+/// in its own size. (A struct's reader refuses a repeated field, but the keys it passes over
+/// are read as `IgnoredAny`, where the last of two equal ones is kept without a word.)
+pub struct NoRepeatedKeys;
+
+impl<'de> Deserialize<'de> for NoRepeatedKeys {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(KeysVisitor)
+    }
+}
+
+struct KeysVisitor;
+
+impl<'de> Visitor<'de> for KeysVisitor {
+    type Value = NoRepeatedKeys;
+
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_unit<E>(self) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_bool<E>(self, _: bool) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_i64<E>(self, _: i64) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_u64<E>(self, _: u64) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_f64<E>(self, _: f64) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_str<E>(self, _: &str) -> Result<NoRepeatedKeys, E> {
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NoRepeatedKeys, A::Error> {
+        while seq.next_element::<NoRepeatedKeys>()?.is_some() {}
+        Ok(NoRepeatedKeys)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NoRepeatedKeys, A::Error> {
+        let mut keys = std::collections::HashSet::new();
+        while let Some(key) = map.next_key::<String>()? {
+            if let Some(key) = keys.replace(key) {
+                return Err(de::Error::custom(format!(
+                    "duplicate key `{}`",
+                    escape(&key)
+                )));
+            }
+            map.next_value::<NoRepeatedKeys>()?;
+        }
+        Ok(NoRepeatedKeys)
+    }
+}
+
 /// For `#[serde(deserialize_with)]` on a `Value` field.
 pub fn value<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Value, D::Error> {
     StrictValue::deserialize(deserializer).map(|StrictValue(v)| v)

@@ -851,6 +851,13 @@ test('a key written twice in one object of a catalog is an error at its place, a
     parseJsonFile('c.json', '{"a": {"a": "a"}, "b": [{"a": 1}, {"a": "\\"a\\": {,"}], "c": "a"}', 'the catalog'),
     { a: { a: 'a' }, b: [{ a: 1 }, { a: '"a": {,' }], c: 'a' },
   );
+  // A string of millions of characters, escapes and backslashes before a quote among them.
+  const icon = `data:image/png;base64,${'A'.repeat(12 << 20)}`;
+  const big = JSON.stringify({ servers: [{ name: 's', tools: [{ name: 't', icons: [{ src: icon }], title: '\\"\\\\' }] }] });
+  assert.equal(parseJsonFile('c.json', big, 'the catalog').servers[0].tools[0].icons[0].src.length, icon.length);
+  const escapes = JSON.stringify({ a: '\\"'.repeat(1 << 20), b: 1 });
+  assert.deepEqual(Object.keys(parseJsonFile('c.json', escapes, 'the catalog')), ['a', 'b']);
+  assert.throws(() => parseJsonFile('c.json', '{"a\\\\": 1, "b": "\\\\\\"", "a\\\\": 2}', 'the catalog'), /names the key `a\\` twice/);
   // Its name reaches the terminal escaped.
   assert.throws(() => parseJsonFile('c.json', '{"\\u001b[2J": 1, "\\u001b[2J": 2}', 'the catalog'), /names the key `\\u\{1b\}\[2J` twice/);
 });
