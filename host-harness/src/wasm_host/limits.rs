@@ -7,6 +7,10 @@
 //! there would quarantine a healthy plugin. Reading the thread's CPU clock is a system call
 //! (about 0.4 µs, where a verdict takes about 1 µs), so it is read only at the epoch checks
 //! of a call that lasts past a tick, never at a call's start (see [`CallClock`]).
+//!
+//! Every deadline is kept by a ticker thread, so a ticker that runs late stretches it: the
+//! old wall-time deadline by the lateness of the tick it waited for, this one also by how late
+//! the first tick after a call's start came.
 
 use std::time::{Duration, Instant};
 
@@ -89,7 +93,8 @@ pub enum LimitExceeded {
 /// The plugin's own time is the lesser of two bounds on it: the wall time outside the
 /// shell's imports (too high when the thread waited for a core) and the thread's CPU time
 /// (too high when an import ran on the CPU). The CPU clock is first read at the call's first
-/// epoch check, a tick in; the wall time to that check stands in for the CPU time before it.
+/// epoch check, which the first tick after the call began brings, however long the thread
+/// then waits for a core: until the tick the call ran at most a tick ([`TICK`]).
 #[derive(Debug)]
 pub(crate) struct CallClock {
     started: Instant,
@@ -98,14 +103,14 @@ pub(crate) struct CallClock {
     /// group's server starting), which the whole call's bound leaves out.
     in_timed_host: Duration,
     limit: Duration,
-    /// The first epoch check's wall time since the call began, and the thread's CPU clock
-    /// then: `None` before it, or where the thread has no CPU clock.
+    /// At the first epoch check: what the call had run, and the thread's CPU clock. `None`
+    /// before it, or where the thread has no CPU clock.
     cpu_mark: Option<CpuMark>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct CpuMark {
-    elapsed: Duration,
+    ran: Duration,
     cpu: Duration,
 }
 
@@ -161,9 +166,11 @@ impl CallClock {
     ) -> wasmtime::Result<UpdateDeadline> {
         let mut spent = elapsed.saturating_sub(self.in_host);
         if let Some(cpu) = cpu {
-            let mark = *self.cpu_mark.get_or_insert(CpuMark { elapsed, cpu });
-            let ran = mark.elapsed + cpu.saturating_sub(mark.cpu);
-            spent = spent.min(ran);
+            let mark = *self.cpu_mark.get_or_insert(CpuMark {
+                ran: spent.min(TICK),
+                cpu,
+            });
+            spent = spent.min(mark.ran + cpu.saturating_sub(mark.cpu));
         }
         if spent >= self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Time {
@@ -418,6 +425,30 @@ mod tests {
             err.downcast_ref::<LimitExceeded>(),
             Some(LimitExceeded::WallTime { .. })
         ));
+    }
+
+    /// A call whose thread waited for a core before its first check (or ran an import): it
+    /// ran at most a tick before the check, not the whole wait.
+    #[test]
+    fn a_wait_before_the_first_check_is_not_charged_either() {
+        let ms = Duration::from_millis;
+        let mut clock = CallClock::default();
+        clock.start(ms(50));
+        // The tick came 2 ms in; the thread ran again 45 ms in.
+        clock.on_deadline_at(ms(45), Some(ms(1_000))).unwrap();
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(100), Some(ms(1_006)))
+        else {
+            panic!("a call that ran 8 ms is stopped");
+        };
+        assert_eq!(next, ticks(ms(42)));
+        // 40 ms in an import, then the first check: the import is the shell's.
+        clock.start(ms(50));
+        clock.charge_host(ms(40));
+        clock.on_deadline_at(ms(41), Some(ms(0))).unwrap();
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(100), Some(ms(11))) else {
+            panic!("a call that ran 12 ms is stopped");
+        };
+        assert_eq!(next, ticks(ms(38)));
     }
 
     #[test]

@@ -509,21 +509,18 @@ fn the_default_limits_stop_a_loop_in_tens_of_milliseconds() {
     assert!(q.reason.contains("ran out of time"), "{q}");
 }
 
-/// A healthy plugin on a machine whose cores are busy: a call that computes for about 12 ms
-/// waits for a core for most of a 50 ms limit or more, and is charged what it ran, not the
-/// wait. (Stopping it would quarantine the plugin for the rest of the session.)
+/// What the busy-core tests share: this thread's CPU clock, a shell whose plugin computes for
+/// `work` rounds in pre-execute, and how many rounds make `ms` of CPU time here.
 #[cfg(target_os = "linux")]
-#[test]
-fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+mod busy_core {
+    use super::*;
 
-    use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-
-    fn thread_cpu() -> Duration {
+    pub fn thread_cpu() -> Duration {
         let now = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
         Duration::new(now.tv_sec as u64, now.tv_nsec as u32)
     }
-    let installed = |work: u64, limits: Limits| {
+
+    pub fn working(work: u64, limits: Limits) -> Shell {
         let mut shell = Shell::new();
         shell.set_plugin_limits(limits);
         shell.create_agent("main", None).unwrap();
@@ -532,41 +529,65 @@ fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
             .install_plugin(HOSTILE, &hostile(), &json!(config))
             .unwrap();
         shell
-    };
+    }
 
-    // How many rounds make 12 ms of this thread's CPU time, however busy the machine is.
-    let calibration = Limits {
-        call: Duration::from_secs(2),
-        ..Limits::default()
-    };
-    let rounds = 4_000_000;
-    let mut shell = installed(rounds, calibration);
-    let before = thread_cpu();
-    shell.call("main", "g", &Value::Null).unwrap();
-    let ran = thread_cpu() - before;
-    let rounds = (rounds as f64 * 12.0 / (ran.as_secs_f64() * 1e3)) as u64;
+    /// Measured in CPU time, so however busy the machine is.
+    pub fn rounds_for(ms: f64) -> u64 {
+        let calibration = Limits {
+            call: Duration::from_secs(2),
+            ..Limits::default()
+        };
+        let rounds = 4_000_000;
+        let mut shell = working(rounds, calibration);
+        let before = thread_cpu();
+        shell.call("main", "g", &Value::Null).unwrap();
+        let ran = thread_cpu() - before;
+        (rounds as f64 * ms / (ran.as_secs_f64() * 1e3)) as u64
+    }
 
+    /// One busy-core test at a time: two on one core would starve each other's calls.
+    pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+    /// Pins this thread to one core; returns the core and the threads it may run on.
+    pub fn pin() -> (rustix::thread::CpuSet, rustix::thread::CpuSet) {
+        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+        let all = sched_getaffinity(None).unwrap();
+        let core = (0..CpuSet::MAX_CPU).find(|&c| all.is_set(c)).unwrap();
+        let mut one = CpuSet::new();
+        one.set(core);
+        sched_setaffinity(None, &one).unwrap();
+        (one, all)
+    }
+}
+
+/// A healthy plugin on a machine whose cores are busy: a call that computes for about 12 ms
+/// waits for a core for most of a 50 ms limit or more, and is charged what it ran, not the
+/// wait. (Stopping it would quarantine the plugin for the rest of the session.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use busy_core::{pin, rounds_for, thread_cpu, working};
+
+    let _alone = busy_core::ONE_AT_A_TIME.lock();
+    let mut shell = working(rounds_for(12.0), Limits::default());
     // This thread and eleven spinning ones share one core: the call waits most of the time.
-    let mut shell = installed(rounds, Limits::default());
-    let all = sched_getaffinity(None).unwrap();
-    let core = (0..CpuSet::MAX_CPU).find(|&c| all.is_set(c)).unwrap();
-    let mut one = CpuSet::new();
-    one.set(core);
-    sched_setaffinity(None, &one).unwrap();
+    let (one, all) = pin();
     let stop = Arc::new(AtomicBool::new(false));
     let hogs: Vec<_> = (0..11)
         .map(|_| {
             let stop = Arc::clone(&stop);
             std::thread::spawn(move || {
-                sched_setaffinity(None, &one).unwrap();
+                rustix::thread::sched_setaffinity(None, &one).unwrap();
                 while !stop.load(Ordering::Relaxed) {
                     std::hint::spin_loop();
                 }
             })
         })
         .collect();
-    std::thread::sleep(Duration::from_millis(20));
-    // The scheduler shares the core unevenly: calls until one has waited past the limit.
+    // The scheduler shares the core unevenly, and a call may wait before its first epoch
+    // check as well as after it: calls until one has waited past the limit.
     let limit = Limits::default().call;
     let mut calls = Vec::new();
     while calls.len() < 5 && calls.last().is_none_or(|&(took, _)| took <= limit) {
@@ -583,9 +604,73 @@ fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
     }
     stop.store(true, Ordering::Relaxed);
     hogs.into_iter().for_each(|h| h.join().unwrap());
-    sched_setaffinity(None, &all).unwrap();
+    rustix::thread::sched_setaffinity(None, &all).unwrap();
     assert!(
         calls.iter().any(|&(took, _)| took > limit),
+        "no call waited past the limit, so nothing was tested: {calls:?}"
+    );
+}
+
+/// The same when the wait comes before the call's first epoch check: a real-time thread on
+/// the call's core spins 45 ms in every 48, so a call of about 8 ms is mostly descheduled at
+/// the tick that brings its first check. It ran until that tick, not until the check (13 of
+/// 30 such calls were stopped when the whole wait counted).
+#[cfg(target_os = "linux")]
+#[test]
+fn a_call_that_waits_before_its_first_check_is_charged_only_what_it_ran() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    use busy_core::{pin, rounds_for, working};
+
+    let _alone = busy_core::ONE_AT_A_TIME.lock();
+    let rounds = rounds_for(8.0);
+    let (one, all) = pin();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (tx, rx) = std::sync::mpsc::channel();
+    let spinner = {
+        let stop = Arc::clone(&stop);
+        std::thread::spawn(move || {
+            rustix::thread::sched_setaffinity(None, &one).unwrap();
+            let param = libc::sched_param { sched_priority: 10 };
+            // SAFETY: sets this thread's own policy; `param` is a valid sched_param.
+            let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+            tx.send(set == 0).unwrap();
+            while set == 0 && !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_millis(3));
+                let burst = Instant::now();
+                while burst.elapsed() < Duration::from_millis(45) {
+                    std::hint::spin_loop();
+                }
+            }
+        })
+    };
+    if !rx.recv().unwrap() {
+        spinner.join().unwrap();
+        rustix::thread::sched_setaffinity(None, &all).unwrap();
+        eprintln!("skipped: no real-time scheduling here (it needs CAP_SYS_NICE)");
+        return;
+    }
+    let limit = Limits::default().call;
+    let mut calls = Vec::new();
+    for _ in 0..10 {
+        let mut shell = working(rounds, Limits::default());
+        let started = Instant::now();
+        let outcome = shell.call("main", "g", &Value::Null);
+        calls.push(started.elapsed());
+        let quarantined: Vec<_> = shell.quarantined().cloned().collect();
+        if outcome.is_err() || !quarantined.is_empty() {
+            stop.store(true, Ordering::Relaxed);
+            panic!(
+                "stopped after {:?}: {outcome:?} {quarantined:?}",
+                calls.last()
+            );
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    spinner.join().unwrap();
+    rustix::thread::sched_setaffinity(None, &all).unwrap();
+    assert!(
+        calls.iter().any(|&took| took > limit),
         "no call waited past the limit, so nothing was tested: {calls:?}"
     );
 }
