@@ -358,11 +358,8 @@ impl host_harness::shell_core::GroupLoader for NeverLoads {
     }
 }
 
-/// A group that a guard tool loads (lazy-tools' `load_tools`, in `execute`) registers tools:
-/// every plugin hears of it when the call ends, not at some later forwarded call. Here the
-/// hostile plugin loops when it hears, so it is quarantined by that call.
-#[test]
-fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
+/// A shell with `main` and a lazy group `db` of one tool, `db__query`, under the tests' limits.
+fn shell_with_a_database() -> Shell {
     #[derive(Debug)]
     struct Database;
     impl host_harness::shell_core::GroupLoader for Database {
@@ -380,16 +377,22 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
         tool_names: vec!["db__query".into()],
     };
     shell.set_lazy_groups(vec![db], Arc::new(Database)).unwrap();
+    shell
+}
+
+/// A group that a guard tool loads (lazy-tools' `load_tools`, in `execute`) registers tools:
+/// every plugin hears of it when the call ends, not at some later forwarded call. Here the
+/// hostile plugin loops when it hears, so it is quarantined by that call.
+#[test]
+fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
+    let mut shell = shell_with_a_database();
     let lazy = WasmHost::global().lazy_tools().unwrap();
     shell
         .install_plugin("lazy-tools", &lazy, &json!({"defer": ["db__*"]}))
         .unwrap();
+    let listener = json!("fail=registry-changed how=loop");
     shell
-        .install_plugin(
-            HOSTILE,
-            &hostile(),
-            &json!("fail=registry-changed how=loop"),
-        )
+        .install_plugin(HOSTILE, &hostile(), &listener)
         .unwrap();
 
     let outcome = shell
@@ -401,18 +404,9 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
     assert!(names(&mut shell, "main").contains(&"db__query".to_string()));
 
     // A guard tool that loads the group and then fails: the load is told all the same.
-    let mut shell = Shell::new();
-    shell.set_plugin_limits(test_limits());
-    shell.create_agent("main", None).unwrap();
-    let db = host_harness::shell_core::LazyGroupDecl {
-        name: "db".into(),
-        description: "A SQL database".into(),
-        tool_names: vec!["db__query".into()],
-    };
-    shell.set_lazy_groups(vec![db], Arc::new(Database)).unwrap();
+    let mut shell = shell_with_a_database();
     let loader = json!("fail=execute how=loaderr guards=g");
     shell.install_plugin("loader", &hostile(), &loader).unwrap();
-    let listener = json!("fail=registry-changed how=loop");
     shell
         .install_plugin("listener", &hostile(), &listener)
         .unwrap();
