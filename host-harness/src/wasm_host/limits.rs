@@ -4,13 +4,10 @@
 //!
 //! A call's own time is what its thread ran, not what the wall clock shows: on a loaded
 //! machine a call of a microsecond may wait tens of milliseconds for a core, and stopping it
-//! there would quarantine a healthy plugin. Reading the thread's CPU clock is a system call
-//! (about 0.4 µs, where a verdict takes about 1 µs), so it is read only at the epoch checks
-//! of a call that lasts past a tick, never at a call's start (see [`CallClock`]).
-//!
-//! Every deadline is kept by a ticker thread, so a ticker that runs late stretches it: the
-//! old wall-time deadline by the lateness of the tick it waited for, this one also by how late
-//! the first tick after a call's start came.
+//! there would quarantine a healthy plugin. The thread's CPU clock is read when a call starts
+//! and at its epoch checks: a system call, about 0.4 µs a call. Reading it only at the checks
+//! could not tell what the call ran before the first one, in WASI's imports or copying an
+//! import's arguments as much as in its own code (see [`CallClock`]).
 
 use std::time::{Duration, Instant};
 
@@ -92,9 +89,7 @@ pub enum LimitExceeded {
 ///
 /// The plugin's own time is the lesser of two bounds on it: the wall time outside the
 /// shell's imports (too high when the thread waited for a core) and the thread's CPU time
-/// (too high when an import ran on the CPU). The CPU clock is first read at the call's first
-/// epoch check, which the first tick after the call began brings, however long the thread
-/// then waits for a core: until the tick the call ran at most a tick ([`TICK`]).
+/// since the call began (too high when an import ran on the CPU).
 #[derive(Debug)]
 pub(crate) struct CallClock {
     started: Instant,
@@ -103,15 +98,8 @@ pub(crate) struct CallClock {
     /// group's server starting), which the whole call's bound leaves out.
     in_timed_host: Duration,
     limit: Duration,
-    /// At the first epoch check: what the call had run, and the thread's CPU clock. `None`
-    /// before it, or where the thread has no CPU clock.
-    cpu_mark: Option<CpuMark>,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct CpuMark {
-    ran: Duration,
-    cpu: Duration,
+    /// The thread's CPU clock when the call began, where the OS keeps one.
+    started_cpu: Option<Duration>,
 }
 
 impl Default for CallClock {
@@ -121,23 +109,22 @@ impl Default for CallClock {
             in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit: Limits::default().call,
-            cpu_mark: None,
+            started_cpu: thread_cpu_time(),
         }
     }
 }
 
 impl CallClock {
-    /// Starts a call of `limit`; returns its first epoch deadline, in ticks from now (the
-    /// next tick: a call that lasts past it has its CPU clock read there).
+    /// Starts a call of `limit`; returns its first epoch deadline, in ticks from now.
     pub(crate) fn start(&mut self, limit: Duration) -> u64 {
         *self = Self {
             started: Instant::now(),
             in_host: Duration::ZERO,
             in_timed_host: Duration::ZERO,
             limit,
-            cpu_mark: None,
+            started_cpu: thread_cpu_time(),
         };
-        1
+        ticks(limit)
     }
 
     pub(crate) fn charge_host(&mut self, spent: Duration) {
@@ -165,12 +152,8 @@ impl CallClock {
         cpu: Option<Duration>,
     ) -> wasmtime::Result<UpdateDeadline> {
         let mut spent = elapsed.saturating_sub(self.in_host);
-        if let Some(cpu) = cpu {
-            let mark = *self.cpu_mark.get_or_insert(CpuMark {
-                ran: spent.min(TICK),
-                cpu,
-            });
-            spent = spent.min(mark.ran + cpu.saturating_sub(mark.cpu));
+        if let (Some(started), Some(cpu)) = (self.started_cpu, cpu) {
+            spent = spent.min(cpu.saturating_sub(started));
         }
         if spent >= self.limit {
             return Err(wasmtime::Error::new(LimitExceeded::Time {
@@ -392,20 +375,16 @@ mod tests {
         let limit = Duration::from_millis(50);
         let ms = Duration::from_millis;
         let mut clock = CallClock::default();
-        assert_eq!(clock.start(limit), 1, "the first look is a tick in");
-        // The first look, 2 ms in: the CPU clock is marked; the 2 ms count as the plugin's.
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(2), Some(ms(900))) else {
-            panic!("a call 2 ms in is stopped");
-        };
-        assert_eq!(next, ticks(ms(48)));
-        // 200 ms of wall time later the thread had run 30 ms (it waited for a core): 32 of 50.
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(202), Some(ms(930)))
+        assert_eq!(clock.start(limit), ticks(limit));
+        clock.started_cpu = Some(ms(900));
+        // 200 ms of wall time in, the thread had run 32 ms (it waited for a core): 32 of 50.
+        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(202), Some(ms(932)))
         else {
             panic!("a call that waited for a core is stopped");
         };
         assert_eq!(next, ticks(ms(18)));
         // Once it has run 50 ms, it is stopped, and told what it spent.
-        let Err(err) = clock.on_deadline_at(ms(260), Some(ms(948))) else {
+        let Err(err) = clock.on_deadline_at(ms(260), Some(ms(950))) else {
             panic!("a call that ran past its limit goes on");
         };
         assert_eq!(
@@ -417,7 +396,7 @@ mod tests {
         );
         // Its whole call stays bounded, however little it ran.
         clock.start(limit);
-        clock.on_deadline_at(ms(2), Some(ms(0))).unwrap();
+        clock.started_cpu = Some(ms(0));
         let Err(err) = clock.on_deadline_at(ms(500), Some(ms(1))) else {
             panic!("a call past ten times its limit goes on");
         };
@@ -427,28 +406,23 @@ mod tests {
         ));
     }
 
-    /// A call whose thread waited for a core before its first check (or ran an import): it
-    /// ran at most a tick before the check, not the whole wait.
+    /// What the thread ran from the call's start is the plugin's, outside the shell's charged
+    /// imports: a WASI import (random bytes by the megabyte) or an import's arguments copied
+    /// in, before the first epoch check as after it.
     #[test]
-    fn a_wait_before_the_first_check_is_not_charged_either() {
+    fn what_the_thread_ran_in_wasi_is_charged_from_the_calls_start() {
         let ms = Duration::from_millis;
         let mut clock = CallClock::default();
         clock.start(ms(50));
-        // The tick came 2 ms in; the thread ran again 45 ms in.
-        clock.on_deadline_at(ms(45), Some(ms(1_000))).unwrap();
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(100), Some(ms(1_006)))
-        else {
-            panic!("a call that ran 8 ms is stopped");
+        clock.started_cpu = Some(ms(0));
+        assert!(clock.on_deadline_at(ms(45), Some(ms(40))).is_ok());
+        let Err(err) = clock.on_deadline_at(ms(60), Some(ms(52))) else {
+            panic!("a call that ran 52 ms in WASI goes on");
         };
-        assert_eq!(next, ticks(ms(42)));
-        // 40 ms in an import, then the first check: the import is the shell's.
-        clock.start(ms(50));
-        clock.charge_host(ms(40));
-        clock.on_deadline_at(ms(41), Some(ms(0))).unwrap();
-        let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(100), Some(ms(11))) else {
-            panic!("a call that ran 12 ms is stopped");
-        };
-        assert_eq!(next, ticks(ms(38)));
+        assert!(matches!(
+            err.downcast_ref::<LimitExceeded>(),
+            Some(LimitExceeded::Time { .. })
+        ));
     }
 
     #[test]
@@ -457,7 +431,7 @@ mod tests {
         let ms = Duration::from_millis;
         let mut clock = CallClock::default();
         clock.start(ms(50));
-        clock.on_deadline_at(ms(2), Some(ms(0))).unwrap();
+        clock.started_cpu = Some(ms(0));
         clock.charge_host(ms(100));
         let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(130), Some(ms(128)))
         else {
@@ -466,7 +440,8 @@ mod tests {
         assert_eq!(next, ticks(ms(20)));
         // Where the thread has no CPU clock, the wall time outside the imports is all there is.
         clock.start(ms(50));
-        assert!(clock.on_deadline_at(ms(60), None).is_err());
+        clock.started_cpu = None;
+        assert!(clock.on_deadline_at(ms(60), Some(ms(1))).is_err());
     }
 
     #[test]

@@ -368,8 +368,8 @@ impl WasmHost {
         store.limiter(|state| &mut state.memory);
         if self.epochs {
             store.epoch_deadline_callback(limits::deadline_callback);
-            let first_look = store.data_mut().clock.start(limits.long_call);
-            store.set_epoch_deadline(first_look);
+            let deadline = store.data_mut().clock.start(limits.long_call);
+            store.set_epoch_deadline(deadline);
         }
         let bindings = PluginBindings::instantiate(&mut store, &component.component, &self.linker)
             .with_context(|| format!("instantiating plugin `{plugin_id}`"))?;
@@ -694,8 +694,8 @@ fn begin<'a>(
             CallKind::Short => limits.call,
             CallKind::Long => limits.long_call,
         };
-        let first_look = store.data_mut().clock.start(limit);
-        store.set_epoch_deadline(first_look);
+        let deadline = store.data_mut().clock.start(limit);
+        store.set_epoch_deadline(deadline);
     }
     store
 }

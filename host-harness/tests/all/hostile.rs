@@ -542,15 +542,50 @@ mod busy_core {
     /// One busy-core test at a time: two on one core would starve each other's calls.
     pub static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
-    /// Pins this thread to one core; returns the core and the threads it may run on.
-    pub fn pin() -> (rustix::thread::CpuSet, rustix::thread::CpuSet) {
-        use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
-        let all = sched_getaffinity(None).unwrap();
-        let core = (0..CpuSet::MAX_CPU).find(|&c| all.is_set(c)).unwrap();
-        let mut one = CpuSet::new();
-        one.set(core);
-        sched_setaffinity(None, &one).unwrap();
-        (one, all)
+    /// This thread pinned to one core, with threads that keep that core busy until dropped
+    /// (a failed assertion included): then they stop, and this thread may run anywhere again.
+    pub struct BusyCore {
+        pub core: rustix::thread::CpuSet,
+        all: rustix::thread::CpuSet,
+        stop: Arc<std::sync::atomic::AtomicBool>,
+        threads: Vec<std::thread::JoinHandle<()>>,
+    }
+
+    impl BusyCore {
+        pub fn pin() -> Self {
+            use rustix::thread::{CpuSet, sched_getaffinity, sched_setaffinity};
+            let all = sched_getaffinity(None).unwrap();
+            let first = (0..CpuSet::MAX_CPU).find(|&c| all.is_set(c)).unwrap();
+            let mut core = CpuSet::new();
+            core.set(first);
+            sched_setaffinity(None, &core).unwrap();
+            Self {
+                core,
+                all,
+                stop: Arc::default(),
+                threads: Vec::new(),
+            }
+        }
+
+        /// Runs `busy` on a thread of the core until the guard drops; `busy` is given the flag
+        /// that says to stop.
+        pub fn run(&mut self, busy: impl FnOnce(&std::sync::atomic::AtomicBool) + Send + 'static) {
+            let (core, stop) = (self.core, Arc::clone(&self.stop));
+            self.threads.push(std::thread::spawn(move || {
+                rustix::thread::sched_setaffinity(None, &core).unwrap();
+                busy(&stop);
+            }));
+        }
+    }
+
+    impl Drop for BusyCore {
+        fn drop(&mut self) {
+            self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+            for thread in self.threads.drain(..) {
+                let _ = thread.join();
+            }
+            let _ = rustix::thread::sched_setaffinity(None, &self.all);
+        }
     }
 }
 
@@ -560,28 +595,22 @@ mod busy_core {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
 
-    use busy_core::{pin, rounds_for, thread_cpu, working};
+    use busy_core::{BusyCore, rounds_for, thread_cpu, working};
 
     let _alone = busy_core::ONE_AT_A_TIME.lock();
     let mut shell = working(rounds_for(12.0), Limits::default());
     // This thread and eleven spinning ones share one core: the call waits most of the time.
-    let (one, all) = pin();
-    let stop = Arc::new(AtomicBool::new(false));
-    let hogs: Vec<_> = (0..11)
-        .map(|_| {
-            let stop = Arc::clone(&stop);
-            std::thread::spawn(move || {
-                rustix::thread::sched_setaffinity(None, &one).unwrap();
-                while !stop.load(Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
-        .collect();
-    // The scheduler shares the core unevenly, and a call may wait before its first epoch
-    // check as well as after it: calls until one has waited past the limit.
+    let mut busy = BusyCore::pin();
+    for _ in 0..11 {
+        busy.run(|stop| {
+            while !stop.load(Ordering::Relaxed) {
+                std::hint::spin_loop();
+            }
+        });
+    }
+    // The scheduler shares the core unevenly: calls until one has waited past the limit.
     let limit = Limits::default().call;
     let mut calls = Vec::new();
     while calls.len() < 5 && calls.last().is_none_or(|&(took, _)| took <= limit) {
@@ -590,15 +619,13 @@ fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
         let outcome = shell.call("main", "g", &Value::Null);
         let (took, ran) = (started.elapsed(), thread_cpu() - before);
         let quarantined: Vec<_> = shell.quarantined().cloned().collect();
-        if outcome.is_err() || !quarantined.is_empty() {
-            stop.store(true, Ordering::Relaxed);
-            panic!("stopped after {took:?}, {ran:?} on the CPU: {outcome:?} {quarantined:?}");
-        }
+        assert!(
+            outcome.is_ok() && quarantined.is_empty(),
+            "stopped after {took:?}, {ran:?} on the CPU: {outcome:?} {quarantined:?}"
+        );
         calls.push((took, ran));
     }
-    stop.store(true, Ordering::Relaxed);
-    hogs.into_iter().for_each(|h| h.join().unwrap());
-    rustix::thread::sched_setaffinity(None, &all).unwrap();
+    drop(busy);
     assert!(
         calls.iter().any(|&(took, _)| took > limit),
         "no call waited past the limit, so nothing was tested: {calls:?}"
@@ -607,40 +634,33 @@ fn a_call_that_waits_for_a_busy_core_is_charged_only_what_it_ran() {
 
 /// The same when the wait comes before the call's first epoch check: a real-time thread on
 /// the call's core spins 45 ms in every 48, so a call of about 8 ms is mostly descheduled at
-/// the tick that brings its first check. It ran until that tick, not until the check (13 of
-/// 30 such calls were stopped when the whole wait counted).
+/// its first check (13 of 30 such calls were stopped while the wall time to the first check
+/// counted as the plugin's).
 #[cfg(target_os = "linux")]
 #[test]
 fn a_call_that_waits_before_its_first_check_is_charged_only_what_it_ran() {
-    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::atomic::Ordering;
 
-    use busy_core::{pin, rounds_for, working};
+    use busy_core::{BusyCore, rounds_for, working};
 
     let _alone = busy_core::ONE_AT_A_TIME.lock();
     let rounds = rounds_for(8.0);
-    let (one, all) = pin();
-    let stop = Arc::new(AtomicBool::new(false));
+    let mut busy = BusyCore::pin();
     let (tx, rx) = std::sync::mpsc::channel();
-    let spinner = {
-        let stop = Arc::clone(&stop);
-        std::thread::spawn(move || {
-            rustix::thread::sched_setaffinity(None, &one).unwrap();
-            let param = libc::sched_param { sched_priority: 10 };
-            // SAFETY: sets this thread's own policy; `param` is a valid sched_param.
-            let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
-            tx.send(set == 0).unwrap();
-            while set == 0 && !stop.load(Ordering::Relaxed) {
-                std::thread::sleep(Duration::from_millis(3));
-                let burst = Instant::now();
-                while burst.elapsed() < Duration::from_millis(45) {
-                    std::hint::spin_loop();
-                }
+    busy.run(move |stop| {
+        let param = libc::sched_param { sched_priority: 10 };
+        // SAFETY: sets this thread's own policy; `param` is a valid sched_param.
+        let set = unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) };
+        tx.send(set == 0).unwrap();
+        while set == 0 && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(3));
+            let burst = Instant::now();
+            while burst.elapsed() < Duration::from_millis(45) {
+                std::hint::spin_loop();
             }
-        })
-    };
+        }
+    });
     if !rx.recv().unwrap() {
-        spinner.join().unwrap();
-        rustix::thread::sched_setaffinity(None, &all).unwrap();
         eprintln!("skipped: no real-time scheduling here (it needs CAP_SYS_NICE)");
         return;
     }
@@ -652,17 +672,13 @@ fn a_call_that_waits_before_its_first_check_is_charged_only_what_it_ran() {
         let outcome = shell.call("main", "g", &Value::Null);
         calls.push(started.elapsed());
         let quarantined: Vec<_> = shell.quarantined().cloned().collect();
-        if outcome.is_err() || !quarantined.is_empty() {
-            stop.store(true, Ordering::Relaxed);
-            panic!(
-                "stopped after {:?}: {outcome:?} {quarantined:?}",
-                calls.last()
-            );
-        }
+        assert!(
+            outcome.is_ok() && quarantined.is_empty(),
+            "stopped after {:?}: {outcome:?} {quarantined:?}",
+            calls.last()
+        );
     }
-    stop.store(true, Ordering::Relaxed);
-    spinner.join().unwrap();
-    rustix::thread::sched_setaffinity(None, &all).unwrap();
+    drop(busy);
     assert!(
         calls.iter().any(|&took| took > limit),
         "no call waited past the limit, so nothing was tested: {calls:?}"
