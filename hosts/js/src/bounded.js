@@ -84,6 +84,30 @@ export function readText(path, limit, what) {
 }
 
 /**
+ * Where the string that starts at `start` in `text` ends (its closing quote), or where it
+ * stops being a JSON string (a control character, a bad escape, the text's end). A loop, not a
+ * regular expression: V8's backtracking overflowed its stack on a string of some millions of
+ * characters (an icon's data URL).
+ */
+function stringRest(text, start) {
+  let i = start + 1;
+  while (i < text.length) {
+    const c = text.charCodeAt(i);
+    if (c === 34) return i;
+    if (c < 0x20) return i;
+    if (c === 92) {
+      const e = text[i + 1];
+      if (e !== undefined && '"\\/bfnrt'.includes(e)) i += 2;
+      else if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(text.slice(i + 2, i + 6))) i += 6;
+      else return i;
+    } else {
+      i += 1;
+    }
+  }
+  return i;
+}
+
+/**
  * Where JSON.parse found `text` not to be JSON, and what it expected there: V8's message
  * quotes the text rather than saying where, for some errors. Found without recursion, as
  * JSON.parse reads any depth.
@@ -92,7 +116,6 @@ function jsonError(text) {
   const stack = [];
   let i = 0;
   let want = 'value';
-  const STRING = /"(?:[^"\\\u0000-\u001f]|\\(?:["\\/bfnrt]|u[0-9a-fA-F]{4}))*/y;
   const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
   const LITERAL = /true|false|null/y;
   const at = (re) => {
@@ -110,7 +133,7 @@ function jsonError(text) {
         stack.push(c);
         [i, want] = [i + 1, c === '{' ? 'a key or `}`' : 'value or `]`'];
       } else if (c === '"') {
-        const end = at(STRING);
+        const end = stringRest(text, i);
         if (text[end] !== '"') return { offset: end, expected: 'the rest of a string (a control character or a bad escape is in it, or it never ends)' };
         [i, want] = [end + 1, 'end'];
       } else {
@@ -123,7 +146,7 @@ function jsonError(text) {
         stack.pop();
         [i, want] = [i + 1, 'end'];
       } else if (c === '"') {
-        const end = at(STRING);
+        const end = stringRest(text, i);
         if (text[end] !== '"') return { offset: end, expected: 'the rest of a string (a control character or a bad escape is in it, or it never ends)' };
         [i, want] = [end + 1, '`:`'];
       } else {
@@ -155,7 +178,7 @@ function repeatedKey(text) {
   for (let i = 0; i < text.length; i += 1) {
     const c = text[i];
     if (c === '"') {
-      const end = stringEnd(text, i);
+      const end = stringRest(text, i) + 1;
       if (keyNext) {
         const key = JSON.parse(text.slice(i, end));
         const keys = open.at(-1);
@@ -177,22 +200,6 @@ function repeatedKey(text) {
     }
   }
   return null;
-}
-
-/**
- * The offset just past the string that starts at `start` in `text` (JSON that JSON.parse has
- * read). A loop, not a regular expression: V8's backtracking overflowed its stack on a string of
- * some millions of characters (an icon's data URL).
- */
-function stringEnd(text, start) {
-  let i = start + 1;
-  for (;;) {
-    const quote = text.indexOf('"', i);
-    let slashes = 0;
-    while (text.charCodeAt(quote - 1 - slashes) === 92) slashes += 1;
-    if (slashes % 2 === 0) return quote + 1;
-    i = quote + 1;
-  }
 }
 
 /** The line and column of `offset` in `text`, both from 1. */

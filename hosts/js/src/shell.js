@@ -383,6 +383,18 @@ export class Shell {
    * `{kind: 'completed', json, text, isError}`.
    */
   call(agent, envelope, envelopeArgs) {
+    try {
+      return this.#callChecked(agent, envelope, envelopeArgs);
+    } finally {
+      // A plugin may have loaded a lazy group in any of its calls (lazy-tools' `load_tools`
+      // in execute, a forwarded call's group in resolve-call, a pre-execute hook's): every
+      // plugin hears of its tools when the call ends, whatever its outcome, as in the Rust
+      // harness's `Shell::call`.
+      this.#tellOfLoads();
+    }
+  }
+
+  #callChecked(agent, envelope, envelopeArgs) {
     // The plugin that owns the tool unwraps a forwarded call first: every
     // hook and check below sees the real tool and arguments.
     let [tool, args, forwarded] = [envelope, envelopeArgs, false];
@@ -448,8 +460,6 @@ export class Shell {
       throw new Error(`tool \`${tool}\` belongs to plugin \`${resolved.owner}\`, which is gone`);
     }
     const result = this.#contain(owner, 'execute', () => owner.instance.execute(agent, tool, argumentsJson));
-    // A guard tool may have loaded a lazy group (lazy-tools' `load_tools`).
-    this.#tellOfLoads();
     if (result === TRAPPED) return this.#failedTool(tool, owner);
     if (!result.ok) {
       throw new Error(

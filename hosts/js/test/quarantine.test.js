@@ -224,6 +224,25 @@ test('a group a guard tool loads is told to every plugin when the call ends, as 
     else assert.throws(() => t.call('main', 'g', {}), /loaded, then refused/);
     assert.equal(heard, 1, fail);
   }
+
+  // A plugin's pre-execute that loads it, for a call then denied or run by the shell.
+  for (const deny of [true, false]) {
+    const t = shell();
+    t.setLazyGroups([{ name: 'db', description: 'A SQL database.', toolNames: ['db__query'] }], () => [
+      new Tool('db__query', 'Run a SQL query.', mcp('db')),
+    ]);
+    t.installPlugin('loader', fakeComponent((imports) => ({
+      preExecute(agent) {
+        imports['dsh:tool-restriction/host'].loadGroup(agent, 'db');
+        return deny ? { tag: 'deny', val: 'no' } : { tag: 'pass' };
+      },
+    })), null);
+    let heard = 0;
+    t.installPlugin('other', fakeComponent(() => ({ registryChanged: () => void (heard += 1) })), null);
+    heard = 0;
+    assert.equal(t.call('main', 'bash', {}).kind, deny ? 'denied' : 'completed');
+    assert.equal(heard, 1, `denied: ${deny}`);
+  }
 });
 
 /** A plugin like `trapping`'s that returns more text than a call may at export `at`. */

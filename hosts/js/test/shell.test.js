@@ -855,6 +855,10 @@ test('a key written twice in one object of a catalog is an error at its place, a
   const icon = `data:image/png;base64,${'A'.repeat(12 << 20)}`;
   const big = JSON.stringify({ servers: [{ name: 's', tools: [{ name: 't', icons: [{ src: icon }], title: '\\"\\\\' }] }] });
   assert.equal(parseJsonFile('c.json', big, 'the catalog').servers[0].tools[0].icons[0].src.length, icon.length);
+  // Not JSON after such a string: where, not a stack overflow.
+  assert.throws(() => parseJsonFile('c.json', `${big.slice(0, -1)},}`, 'the catalog'), {
+    message: `c.json:1:${big.length + 1}: the catalog is not JSON here: expected a key, in double quotes, found \`}\``,
+  });
   const escapes = JSON.stringify({ a: '\\"'.repeat(1 << 20), b: 1 });
   assert.deepEqual(Object.keys(parseJsonFile('c.json', escapes, 'the catalog')), ['a', 'b']);
   assert.throws(() => parseJsonFile('c.json', '{"a\\\\": 1, "b": "\\\\\\"", "a\\\\": 2}', 'the catalog'), /names the key `a\\` twice/);
