@@ -171,14 +171,22 @@ impl Catalog {
                 }
             );
         }
-        // A key written twice anywhere, a key nothing reads too, is refused at its place (the
-        // JS host's reader refuses the same).
-        serde_json::from_str::<crate::strict_json::NoRepeatedKeys>(text)?;
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
         let mut catalog: Catalog =
             serde_ignored::deserialize(&mut json, |path| unread.push(pointer(&path)))?;
         json.end()?;
+        // A key written twice anywhere, a key nothing reads too, is refused at its place (the
+        // JS host refuses the same).
+        if let Some((at, key)) = crate::strict_json::repeated_key(text) {
+            let before = &text[..at];
+            let line = before.matches('\n').count() + 1;
+            let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+            bail!(
+                "duplicate key `{}` at line {line} column {column}",
+                escape(&key)
+            );
+        }
         for key in unread.iter().filter(|key| !may_go_unread(key)) {
             if let Some(problem) = misspelt_key(key) {
                 bail!("{}: {problem}", join(key));
@@ -756,16 +764,42 @@ mod tests {
                 "readOnlyHint",
             ),
             (r#""x-vendor": {"a": 1, "a": 2}"#, "a"),
+            // A field serde reads is refused by serde, in its words.
             (r#""description": "a", "description": "b""#, "description"),
         ] {
             let text =
                 format!(r#"{{"servers": [{{"name": "s", "tools": [{{"name": "t", {tool}}}]}}]}}"#);
             let err = Catalog::parse(&text).unwrap_err().to_string();
+            let word = if key == "description" { "field" } else { "key" };
             assert!(
-                err.starts_with(&format!("duplicate key `{key}` at line 1 column ")),
+                err.starts_with(&format!("duplicate {word} `{key}` at line 1 column ")),
                 "{err}"
             );
         }
+        // What serde passes over in a key nobody reads is not judged here either.
+        for unread in [
+            r#""x-vendor": {"max": 1e400}"#,
+            r#""title": "\ud800""#,
+            &format!(r#""x-deep": {}{}"#, "[".repeat(200), "]".repeat(200)),
+        ] {
+            let text = format!(
+                r#"{{"servers": [{{"name": "s", "tools": [{{"name": "t", {unread}}}]}}]}}"#
+            );
+            assert!(Catalog::parse(&text).is_ok(), "{unread}");
+        }
+        // A repeat spelt with an escape is a repeat; a type error before it is said first.
+        let text =
+            r#"{"servers": [{"name": "s", "tools": [{"name": "t", "a\u0062": 1, "ab": 2}]}]}"#;
+        assert!(
+            Catalog::parse(text)
+                .unwrap_err()
+                .to_string()
+                .starts_with("duplicate key `ab`")
+        );
+        let text =
+            r#"{"servers": [{"name": 5, "tools": [{"name": "t", "title": 1, "title": 2}]}]}"#;
+        let err = Catalog::parse(text).unwrap_err().to_string();
+        assert!(err.starts_with("invalid type: integer `5`"), "{err}");
         // The same key in two objects is no repeat.
         let text = r#"{"servers": [{"name": "s", "tools": [{"name": "t", "title": "a"}, {"name": "u", "title": "a"}]}]}"#;
         assert_eq!(Catalog::parse(text).unwrap().tool_count(), 2);

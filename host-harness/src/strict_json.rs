@@ -5,6 +5,7 @@
 //! write, are read with [`JsonValue`]: its keys checked, its numbers as they come (a bound of
 //! `3.4e38` is a float, and the parser cannot tell it from an integer so written).
 
+use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -51,69 +52,68 @@ impl<'de> Deserialize<'de> for JsonValue {
     }
 }
 
-/// A JSON document read only to refuse an object that names a key twice, anywhere in it,
-/// keys nobody reads too: building nothing, so a catalog of hundreds of megabytes is checked
-/// in its own size. (A struct's reader refuses a repeated field, but the keys it passes over
-/// are read as `IgnoredAny`, where the last of two equal ones is kept without a word.)
-pub struct NoRepeatedKeys;
-
-impl<'de> Deserialize<'de> for NoRepeatedKeys {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        deserializer.deserialize_any(KeysVisitor)
+/// The first key that one object of `text` (a JSON document a parser has read) names twice,
+/// and its byte offset: a scan of the text, so keys nobody reads are checked as written (a
+/// struct's reader passes over them as `IgnoredAny`, keeping the last of two equal ones), and
+/// nothing else about their values is judged (a `1e400` or a lone surrogate that serde skips).
+/// The JS host's `repeatedKey` scans the same way.
+pub fn repeated_key(text: &str) -> Option<(usize, String)> {
+    let bytes = text.as_bytes();
+    // A set of keys per open object, `None` per open array.
+    let mut open: Vec<Option<std::collections::HashSet<Cow<str>>>> = Vec::new();
+    let mut key_next = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'"' => {
+                let end = string_end(bytes, i);
+                if key_next && let Some(Some(keys)) = open.last_mut() {
+                    // Keys are compared as written: `"a"` and `"\u0061"` are one key only to
+                    // a reader that unescapes; decoded where they hold an escape.
+                    let written = &text[i + 1..end - 1];
+                    let key: Cow<str> = if written.contains('\\') {
+                        serde_json::from_str::<String>(&text[i..end])
+                            .map_or(written.into(), Into::into)
+                    } else {
+                        written.into()
+                    };
+                    if keys.contains(&key) {
+                        return Some((i, key.into_owned()));
+                    }
+                    keys.insert(key);
+                    key_next = false;
+                }
+                i = end;
+                continue;
+            }
+            b'{' => {
+                open.push(Some(Default::default()));
+                key_next = true;
+            }
+            b'[' => open.push(None),
+            b'}' | b']' => {
+                open.pop();
+                key_next = false;
+            }
+            b',' => key_next = matches!(open.last(), Some(Some(_))),
+            _ => {}
+        }
+        i += 1;
     }
+    None
 }
 
-struct KeysVisitor;
-
-impl<'de> Visitor<'de> for KeysVisitor {
-    type Value = NoRepeatedKeys;
-
-    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-        f.write_str("any JSON value")
-    }
-
-    fn visit_unit<E>(self) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_bool<E>(self, _: bool) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_i64<E>(self, _: i64) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_u64<E>(self, _: u64) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_f64<E>(self, _: f64) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_str<E>(self, _: &str) -> Result<NoRepeatedKeys, E> {
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<NoRepeatedKeys, A::Error> {
-        while seq.next_element::<NoRepeatedKeys>()?.is_some() {}
-        Ok(NoRepeatedKeys)
-    }
-
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<NoRepeatedKeys, A::Error> {
-        let mut keys = std::collections::HashSet::new();
-        while let Some(key) = map.next_key::<String>()? {
-            if let Some(key) = keys.replace(key) {
-                return Err(de::Error::custom(format!(
-                    "duplicate key `{}`",
-                    escape(&key)
-                )));
-            }
-            map.next_value::<NoRepeatedKeys>()?;
+/// The offset just past the string that starts at `start` (a quote) in `bytes`.
+fn string_end(bytes: &[u8], start: usize) -> usize {
+    let mut i = start + 1;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 2,
+            b'"' => return i + 1,
+            _ => i += 1,
         }
-        Ok(NoRepeatedKeys)
     }
+    bytes.len()
 }
 
 /// For `#[serde(deserialize_with)]` on a `Value` field.
@@ -228,6 +228,15 @@ impl<'de> de::DeserializeSeed<'de> for Seed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_repeated_key_is_found_past_strings_that_look_like_structure() {
+        let found = repeated_key;
+        assert_eq!(found(r#"{"a": "x\"}{[,", "a": 1}"#), Some((17, "a".into())));
+        assert_eq!(found(r#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}], "c": "\\"}"#), None);
+        assert_eq!(found(r#"[{"k": 1, "k\u00e9": 2, "ké": 3}]"#), Some((24, "ké".into())));
+        assert_eq!(found(r#"{"\ud800": 1, "\ud800": 2}"#), Some((14, "\\ud800".into())));
+    }
 
     fn strict(json: &str) -> Result<Value, String> {
         serde_json::from_str::<StrictValue>(json)
