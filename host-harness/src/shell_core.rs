@@ -297,14 +297,14 @@ impl ShellCore {
         self.tools.iter()
     }
 
-    /// Declares a group (an MCP server) with its description.
-    pub fn set_group(&mut self, name: &str, description: &str) {
+    /// Declares a group (an MCP server) with its description; whether that changed anything.
+    pub fn set_group(&mut self, name: &str, description: &str) -> bool {
         let before = self
             .groups
             .insert(name.to_string(), description.to_string());
-        if before.as_deref() != Some(description) {
-            self.metadata_revision += 1;
-        }
+        let changed = before.as_deref() != Some(description);
+        self.metadata_revision += u64::from(changed);
+        changed
     }
 
     pub fn groups(&self) -> impl Iterator<Item = (&str, &str)> {

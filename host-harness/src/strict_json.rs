@@ -233,9 +233,18 @@ mod tests {
     fn a_repeated_key_is_found_past_strings_that_look_like_structure() {
         let found = repeated_key;
         assert_eq!(found(r#"{"a": "x\"}{[,", "a": 1}"#), Some((17, "a".into())));
-        assert_eq!(found(r#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}], "c": "\\"}"#), None);
-        assert_eq!(found(r#"[{"k": 1, "k\u00e9": 2, "ké": 3}]"#), Some((24, "ké".into())));
-        assert_eq!(found(r#"{"\ud800": 1, "\ud800": 2}"#), Some((14, "\\ud800".into())));
+        assert_eq!(
+            found(r#"{"a": {"a": 1}, "b": [{"a": 1}, {"a": 2}], "c": "\\"}"#),
+            None
+        );
+        assert_eq!(
+            found(r#"[{"k": 1, "k\u00e9": 2, "ké": 3}]"#),
+            Some((24, "ké".into()))
+        );
+        assert_eq!(
+            found(r#"{"\ud800": 1, "\ud800": 2}"#),
+            Some((14, "\\ud800".into()))
+        );
     }
 
     fn strict(json: &str) -> Result<Value, String> {

@@ -77,7 +77,8 @@ pub fn attach_interruptible(
         match change {
             RegistryChange::Register(tool) => tools.push(tool),
             RegistryChange::Group { name, description } => {
-                shell.core().set_group(&name, &description)
+                // The tools' registration below tells every plugin.
+                shell.core().set_group(&name, &description);
             }
             RegistryChange::Unregister(_) => {}
         }

@@ -239,6 +239,8 @@ pub struct Shell {
     limits: Limits,
     /// Runs the tools the shell does not run itself (MCP servers').
     backend: Option<Box<dyn ToolBackend>>,
+    /// How many times the plugins were told the registry changed.
+    registry_notices: u64,
 }
 
 impl Shell {
@@ -260,6 +262,12 @@ impl Shell {
     /// The time and memory limits of plugins installed from now on.
     pub fn set_plugin_limits(&mut self, limits: Limits) {
         self.limits = limits;
+    }
+
+    /// How many times the plugins were told the registry changed (each time, every plugin):
+    /// a notice costs lazy-tools an index update, a full build if much changed.
+    pub fn registry_notices(&self) -> u64 {
+        self.registry_notices
     }
 
     /// The plugins the shell stopped calling, and why.
@@ -835,6 +843,9 @@ impl Shell {
         // applied; one that fails does not stop the rest.
         let mut last: IndexMap<String, Option<Tool>> = IndexMap::new();
         let mut failed = Vec::new();
+        // Whether the batch changed anything: a lazy load registers what its server lists, and
+        // the backend then hands the same tools back, which the call that loaded them told.
+        let mut changed = false;
         {
             let mut core = self.core();
             for change in changes {
@@ -846,22 +857,26 @@ impl Shell {
                         last.insert(name, None);
                     }
                     RegistryChange::Group { name, description } => {
-                        core.set_group(&name, &description)
+                        changed |= core.set_group(&name, &description);
                     }
                 }
             }
             for (name, tool) in last {
                 let applied = match tool {
-                    Some(tool) => core.define(tool).map(drop),
+                    Some(tool) => core.define(tool),
                     None => match core.unregister(&name, None) {
-                        Err(ShellError::NoSuchTool { .. }) => Ok(()),
-                        removed => removed.map(drop),
+                        Err(ShellError::NoSuchTool { .. }) => Ok(false),
+                        removed => removed.map(|_| true),
                     },
                 };
-                if let Err(e) = applied {
-                    failed.push(e.to_string());
+                match applied {
+                    Ok(applied) => changed |= applied,
+                    Err(e) => failed.push(e.to_string()),
                 }
             }
+        }
+        if !changed && failed.is_empty() {
+            return Ok(());
         }
         let told = self.notify_registry_changed();
         if !failed.is_empty() {
@@ -1086,6 +1101,7 @@ impl Shell {
     fn notify_registry_changed(&mut self) -> Result<(), RegistryChangeErrors> {
         // What lazy loads registered so far is told with the rest: no second notice for it.
         self.core().take_loaded_outside();
+        self.registry_notices += 1;
         let mut refusals = Vec::new();
         for index in 0..self.plugins.len() {
             let plugin = &mut self.plugins[index];

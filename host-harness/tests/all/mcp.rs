@@ -169,8 +169,12 @@ fn a_lazy_server_whose_tools_changed_since_they_were_cached_loads_the_live_ones(
         vec![fixture_server("fx", &[])],
         Some(dispatch),
     );
+    // The load registers the live tools and tells the plugins once: the backend's own
+    // report of the same tools changes nothing, so it tells nobody again.
+    let notices = shell.registry_notices();
     let loaded = call(&mut shell, "load_tools", json!({"group_id": "fx"}));
     assert!(!loaded.is_error, "{}", loaded.text);
+    assert_eq!(shell.registry_notices() - notices, 1);
     let echoed = call(
         &mut shell,
         "deferred_tool_call",

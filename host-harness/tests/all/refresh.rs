@@ -235,7 +235,7 @@ fn a_registry_change_fetches_groups_and_search_text_only_when_they_changed() {
             .unwrap();
         });
         change(&mut plugin, &|core| {
-            core.set_group("slack", "Personal notebook and memo pad.")
+            core.set_group("slack", "Personal notebook and memo pad.");
         });
         // Each fetch asks for all three lists.
         let expected = if deltas { [0, 3, 3, 0] } else { [3, 3, 3, 3] };
