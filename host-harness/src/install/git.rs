@@ -77,6 +77,9 @@ fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> 
             "--depth",
             "1",
             "--no-tags",
+            // No remote-tracking branch: it would keep the branch's revision after the
+            // checkout moved to another (see `drop_earlier_revisions`).
+            "--refmap=",
             "--",
             "origin",
             wanted,
@@ -108,10 +111,23 @@ fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> 
 /// Deletes what earlier revisions left in an updated checkout's repository: only the
 /// revision checked out is ever built, and each update's pack stayed, so a plugin updated
 /// often held every revision it ever had. The earlier commits are reachable from HEAD's
-/// reflog alone (the fetches are shallow). The update stands if this fails: it is only
-/// disk.
+/// reflog and, in checkouts fetched before `--refmap=`, from remote-tracking branches. The
+/// update stands if this fails: it is only disk.
 fn drop_earlier_revisions(dir: &Path) {
     let dropped = git(dir)
+        .and_then(|mut git| {
+            run(
+                git.args(["for-each-ref", "--format=%(refname)", "refs/remotes/"]),
+                "git for-each-ref",
+            )
+        })
+        .and_then(|refs| {
+            refs.lines().try_for_each(|name| {
+                let mut git = git(dir)?;
+                run(git.args(["update-ref", "-d", "--", name]), "git update-ref").map(drop)
+            })
+        })
+        .and_then(|()| git(dir))
         .and_then(|mut git| {
             run(
                 git.args(["reflog", "expire", "--expire=now", "--all"]),
@@ -499,6 +515,27 @@ mod tests {
             assert_eq!(head_commit(&dir).as_deref(), Some(commit.as_str()));
         }
         assert!(dir.join("blob-6").exists() && !dir.join("blob-5").exists());
+        let repository = disk_use_within(&dir.join(".git"), u64::MAX);
+        assert!(repository < 600_000, "{repository} bytes in .git");
+
+        // From one branch to another: the first branch's revision goes too.
+        let git = |dir: &Path, args: &[&str]| {
+            let out = Command::new("git")
+                .current_dir(dir)
+                .args(args)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "git {args:?}");
+            String::from_utf8(out.stdout).unwrap()
+        };
+        git(&repo, &["branch", "-q", "stable"]);
+        checkout_within(&url, Some("stable"), &dir, 16 << 20).unwrap();
+        git(&repo, &["checkout", "-q", "-b", "next"]);
+        std::fs::remove_file(repo.join("blob-6")).unwrap();
+        repo_with_blob(&repo, 400_000, 7);
+        checkout_within(&url, Some("next"), &dir, 16 << 20).unwrap();
+        assert!(dir.join("blob-7").exists());
+        assert_eq!(git(&dir, &["for-each-ref", "refs/remotes/"]), "");
         let repository = disk_use_within(&dir.join(".git"), u64::MAX);
         assert!(repository < 600_000, "{repository} bytes in .git");
     }
