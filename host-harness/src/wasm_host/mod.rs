@@ -398,8 +398,8 @@ pub struct PluginState {
 }
 
 impl AsClock for PluginState {
-    fn clock_mut(&mut self) -> &mut CallClock {
-        &mut self.clock
+    fn clock(&self) -> &CallClock {
+        &self.clock
     }
 }
 
