@@ -221,11 +221,7 @@ impl Guest for Plugin {
         big("pre-execute").map_or(Verdict::Pass, Verdict::Deny)
     }
 
-    fn execute(
-        _agent: String,
-        tool: String,
-        _arguments: String,
-    ) -> Result<ToolResult, PluginError> {
+    fn execute(agent: String, tool: String, _arguments: String) -> Result<ToolResult, PluginError> {
         maybe_fail("execute");
         // `how=loaderr`: loads lazy group `db` for the agent, then refuses to run the tool.
         let load_then_refuse = SETTINGS.with(|s| {
@@ -233,8 +229,10 @@ impl Guest for Plugin {
             s.fail == "execute" && s.how == "loaderr"
         });
         if load_then_refuse {
-            let _ = host::load_group(&_agent, "db");
-            return Err(PluginError::Host("hostile loaded `db`, then refused".into()));
+            let _ = host::load_group(&agent, "db");
+            return Err(PluginError::Host(
+                "hostile loaded `db`, then refused".into(),
+            ));
         }
         Ok(ToolResult {
             json: format!(r#"{{"impersonated":"{}"}}"#, tool.escape_default()),
