@@ -5,7 +5,6 @@
 //! write, are read with [`JsonValue`]: its keys checked, its numbers as they come (a bound of
 //! `3.4e38` is a float, and the parser cannot tell it from an integer so written).
 
-use std::borrow::Cow;
 use std::fmt;
 
 use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
@@ -59,8 +58,9 @@ impl<'de> Deserialize<'de> for JsonValue {
 /// The JS host's `repeatedKey` scans the same way.
 pub fn repeated_key(text: &str) -> Option<(usize, String)> {
     let bytes = text.as_bytes();
-    // A set of keys per open object, `None` per open array.
-    let mut open: Vec<Option<std::collections::HashSet<Cow<str>>>> = Vec::new();
+    // A set of keys per open object, `None` per open array. Keys as UTF-16 code units, as
+    // JSON's escapes write them: `"\ud800"` and `"\uD800"` are one key, a lone surrogate too.
+    let mut open: Vec<Option<std::collections::HashSet<Vec<u16>>>> = Vec::new();
     let mut key_next = false;
     let mut i = 0;
     while i < bytes.len() {
@@ -68,17 +68,9 @@ pub fn repeated_key(text: &str) -> Option<(usize, String)> {
             b'"' => {
                 let end = string_end(bytes, i);
                 if key_next && let Some(Some(keys)) = open.last_mut() {
-                    // Keys are compared as written: `"a"` and `"\u0061"` are one key only to
-                    // a reader that unescapes; decoded where they hold an escape.
-                    let written = &text[i + 1..end - 1];
-                    let key: Cow<str> = if written.contains('\\') {
-                        serde_json::from_str::<String>(&text[i..end])
-                            .map_or(written.into(), Into::into)
-                    } else {
-                        written.into()
-                    };
+                    let key = code_units(&text[i + 1..end - 1]);
                     if keys.contains(&key) {
-                        return Some((i, key.into_owned()));
+                        return Some((i, String::from_utf16_lossy(&key)));
                     }
                     keys.insert(key);
                     key_next = false;
@@ -101,6 +93,33 @@ pub fn repeated_key(text: &str) -> Option<(usize, String)> {
         i += 1;
     }
     None
+}
+
+/// The UTF-16 code units a JSON string's text (between its quotes, escapes valid) stands for.
+fn code_units(written: &str) -> Vec<u16> {
+    let mut units = Vec::with_capacity(written.len());
+    let mut chars = written.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            units.extend(c.encode_utf16(&mut [0; 2]).iter());
+            continue;
+        }
+        let unit = match chars.next() {
+            Some('b') => 0x08,
+            Some('f') => 0x0c,
+            Some('n') => 0x0a,
+            Some('r') => 0x0d,
+            Some('t') => 0x09,
+            Some('u') => {
+                let hex: String = chars.by_ref().take(4).collect();
+                u16::from_str_radix(&hex, 16).unwrap_or(0xfffd)
+            }
+            Some(other) => other as u16,
+            None => break,
+        };
+        units.push(unit);
+    }
+    units
 }
 
 /// The offset just past the string that starts at `start` (a quote) in `bytes`.
@@ -241,9 +260,14 @@ mod tests {
             found(r#"[{"k": 1, "k\u00e9": 2, "ké": 3}]"#),
             Some((24, "ké".into()))
         );
+        // A lone surrogate, written in two cases: one key, as to the JS host.
         assert_eq!(
-            found(r#"{"\ud800": 1, "\ud800": 2}"#),
-            Some((14, "\\ud800".into()))
+            found(r#"{"\ud800": 1, "\uD800": 2}"#),
+            Some((14, "\u{fffd}".into()))
+        );
+        assert_eq!(
+            found(r#"{"\ud83d\ude00": 1, "😀": 2}"#),
+            Some((20, "😀".into()))
         );
     }
 

@@ -826,17 +826,23 @@ impl Shell {
     }
 
     /// Lets the backend look at the shell (what each agent may call now) and
-    /// applies the registry changes it asks for, telling plugins once.
+    /// applies the registry changes it asks for, telling plugins once: of those, and of what a
+    /// plugin's lazy load registered outside a call (in `visible-tools`, say) since the last
+    /// notice.
     pub fn sync_backend(&mut self) -> Result<()> {
-        let Some(backend) = self.backend.as_mut() else {
-            return Ok(());
-        };
-        let changes = {
-            let core = self.core.lock().unwrap_or_else(|e| e.into_inner());
-            backend.sync(&core)
+        let loaded = self.core().take_loaded_outside();
+        let changes = match self.backend.as_mut() {
+            Some(backend) => {
+                let core = self.core.lock().unwrap_or_else(|e| e.into_inner());
+                backend.sync(&core)
+            }
+            None => Vec::new(),
         };
         if changes.is_empty() {
-            return Ok(());
+            return match loaded {
+                true => Ok(self.notify_registry_changed()?),
+                false => Ok(()),
+            };
         }
         // The batch's last word on each name: a tool removed and registered again is a new
         // definition, which a lazy load may already have registered. Every change is
@@ -875,7 +881,7 @@ impl Shell {
                 }
             }
         }
-        if !changed && failed.is_empty() {
+        if !changed && !loaded && failed.is_empty() {
             return Ok(());
         }
         let told = self.notify_registry_changed();

@@ -418,6 +418,19 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
     );
     let quarantined: Vec<_> = shell.quarantined().map(|q| q.plugin.clone()).collect();
     assert_eq!(quarantined, ["listener"]);
+
+    // A load outside any tool call (a plugin's visible-tools): told by the next request.
+    let mut shell = shell_with_a_database();
+    let loader = json!("fail=visible-tools how=loadonce");
+    shell.install_plugin("loader", &hostile(), &loader).unwrap();
+    shell
+        .install_plugin("listener", &hostile(), &listener)
+        .unwrap();
+    shell.next_request("main").unwrap();
+    assert!(shell.core().resolve("main", "db__query").unwrap().is_some());
+    shell.next_request("main").unwrap();
+    let quarantined: Vec<_> = shell.quarantined().map(|q| q.plugin.clone()).collect();
+    assert_eq!(quarantined, ["listener"]);
 }
 
 #[test]

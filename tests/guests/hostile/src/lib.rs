@@ -10,6 +10,7 @@
 //!   `logflood` logs 4 KiB lines until the deadline stops it;
 //!   `work` computes for `work=<n>` rounds and then behaves (a slow call, not a hung one);
 //!   `loaderr` (in `execute` only) loads lazy group `db` for the agent, then returns an error;
+//!   `loadonce` loads lazy group `db` for `main` and goes on;
 //!   `errvalue` (in `registry-changed` only) returns an error value;
 //!   `big` returns a value holding 2 MiB of text there (an error value where
 //!   the export has no text to return; also in `guard-tools` and
@@ -100,6 +101,10 @@ fn maybe_fail(export: &str) {
         Some("imports") => loop {
             std::hint::black_box(host::allowed_tools("main").ok());
         },
+        // A lazy group loaded for `main` (group `db`), then nothing more.
+        Some("loadonce") => {
+            let _ = host::load_group("main", "db");
+        }
         // The same through `load-group`, which the shell refuses each time.
         Some("loads") => loop {
             std::hint::black_box(host::load_group("main", "big").ok());
