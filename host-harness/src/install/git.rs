@@ -114,29 +114,23 @@ fn checkout_within(url: &str, rev: Option<&str>, dir: &Path, allowance: u64) -> 
 /// reflog and, in checkouts fetched before `--refmap=`, from remote-tracking branches. The
 /// update stands if this fails: it is only disk.
 fn drop_earlier_revisions(dir: &Path) {
-    let dropped = git(dir)
-        .and_then(|mut git| {
-            run(
-                git.args(["for-each-ref", "--format=%(refname)", "refs/remotes/"]),
-                "git for-each-ref",
-            )
-        })
-        .and_then(|refs| {
-            refs.lines().try_for_each(|name| {
-                let mut git = git(dir)?;
-                run(git.args(["update-ref", "-d", "--", name]), "git update-ref").map(drop)
-            })
-        })
-        .and_then(|()| git(dir))
-        .and_then(|mut git| {
-            run(
-                git.args(["reflog", "expire", "--expire=now", "--all"]),
-                "git reflog expire",
-            )
-        })
-        .and_then(|_| git(dir))
-        .and_then(|mut git| run(git.args(["gc", "--prune=now", "--quiet"]), "git gc"));
-    if let Err(e) = dropped {
+    let git_run = |args: &[&str], what: &str| run(git(dir)?.args(args), what);
+    let dropped = || -> Result<()> {
+        let remote_refs = git_run(
+            &["for-each-ref", "--format=%(refname)", "refs/remotes/"],
+            "git for-each-ref",
+        )?;
+        for name in remote_refs.lines() {
+            git_run(&["update-ref", "-d", "--", name], "git update-ref")?;
+        }
+        git_run(
+            &["reflog", "expire", "--expire=now", "--all"],
+            "git reflog expire",
+        )?;
+        git_run(&["gc", "--prune=now", "--quiet"], "git gc")?;
+        Ok(())
+    };
+    if let Err(e) = dropped() {
         tracing::warn!(
             "{}: the earlier revisions stay on disk: {e:#}",
             dir.display()
@@ -498,7 +492,7 @@ mod tests {
     }
 
     /// Updated in place again and again, a checkout holds its one revision: each update's
-    /// pack of 400 kB stayed before, 2.4 MB after six.
+    /// pack of 400 kB stayed before, 1.9 MB in `.git` after six.
     #[test]
     fn an_updated_checkout_keeps_only_its_revision() {
         let work = tempfile::tempdir().unwrap();
