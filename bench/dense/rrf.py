@@ -28,6 +28,8 @@ The models (`--model`):
   vector); `words` = those 20,000 + 20,000 words only. A query with no known term keeps the
   lexical ranking. `--static-weighting sif` weighs terms by smooth inverse frequency (wordfreq)
   times idf and removes the tools' common component. `--term-cache` keeps the USE term vectors between runs.
+- `bm25`: no model; the plain BM25 peer's ranking that the rankings file holds beside
+  lazy-tools' own (fused the same way: two lexical rankings rather than a dense one).
 """
 
 import argparse
@@ -265,7 +267,7 @@ def main():
     parser.add_argument("--depth", type=int, default=20)
     parser.add_argument("--k", type=float, default=60.0)
     parser.add_argument("--dense-weight", type=float, nargs="+", default=[0.5, 1.0])
-    parser.add_argument("--model", choices=["wordllama", "use", "use-static"], default="wordllama")
+    parser.add_argument("--model", choices=["wordllama", "use", "use-static", "bm25"], default="wordllama")
     parser.add_argument("--static-dims", type=int, nargs="+", default=[64])
     parser.add_argument(
         "--static-vocab", nargs="+", choices=["query", "fixed", "words"], default=["fixed"]
@@ -295,7 +297,9 @@ def main():
         with open(rankings, encoding="utf-8") as f:
             lines += [json.loads(line) for line in f if line.strip()]
     questions = [line["query"] for line in lines]
-    if args.model == "use-static":
+    if args.model == "bm25":
+        models = {}
+    elif args.model == "use-static":
         models = static_scorers(args, texts, questions)
     else:
         embed = embedder(args.model)
@@ -310,6 +314,11 @@ def main():
         lexical = line["rankings"]["lazy-tools"][: args.depth]
         scored = {"lazy-tools": lexical}
         fused = fused_here(args.fuse, line["query"])
+        if args.model == "bm25":
+            peer = line["rankings"]["bm25"][: args.depth]
+            scored["bm25"] = peer
+            for w in args.dense_weight:
+                scored[f"rrf bm25 x{w}"] = fuse([lexical, peer], [1.0, w], args.k) if fused else lexical
         for model, similarity in similarities.items():
             dense = (
                 [ids[j] for j in np.argsort(-similarity[i], kind="stable")[: args.depth]]
