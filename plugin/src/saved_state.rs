@@ -489,7 +489,8 @@ enum Entries {
     Groups,
 }
 
-/// A map of names to text that takes one of [`ENTRIES_LEFT`] per entry it reads.
+/// A map of names to text, each named once, that takes one of [`ENTRIES_LEFT`] per entry it
+/// reads.
 struct Within(Entries);
 
 impl<'de> serde::de::Visitor<'de> for Within {
@@ -503,10 +504,18 @@ impl<'de> serde::de::Visitor<'de> for Within {
         let mut entries = BTreeMap::new();
         while let Some((name, value)) = map.next_entry::<String, String>()? {
             let mut left = ENTRIES_LEFT.get();
-            let (slot, exceeded) = match self.0 {
-                Entries::Loads => (&mut left.loads, too_many_loads as fn() -> String),
-                Entries::Groups => (&mut left.groups, too_many_groups as fn() -> String),
+            let (slot, exceeded, kind) = match self.0 {
+                Entries::Loads => (&mut left.loads, too_many_loads as fn() -> String, "tool"),
+                Entries::Groups => (&mut left.groups, too_many_groups as fn() -> String, "group"),
             };
+            // Which of two entries the state meant is anyone's guess (a JSON map keeps the
+            // last), as for an agent listed twice.
+            if entries.contains_key(&name) {
+                return Err(serde::de::Error::custom(format!(
+                    "{kind} `{}` is listed twice",
+                    escaped(&name)
+                )));
+            }
             let Some(fewer) = slot.checked_sub(1) else {
                 return Err(serde::de::Error::custom(exceeded()));
             };

@@ -902,7 +902,7 @@ fn lazy_tools_restores_and_saves_a_large_state_under_the_long_limit() {
 
 /// What a restore keeps is bounded and named as a shell names things: a state of 390,000
 /// agents (16 MiB) restored, and its export then took the plugin past its memory; an agent
-/// named twice, an `unused_runs` that wraps, a tool name with a bell went through. Each is
+/// named twice (or a tool or group within one), an `unused_runs` that wraps, a tool name with a bell went through. Each is
 /// refused at the restore, saying which, and the plugin goes on.
 #[test]
 fn a_state_lazy_tools_could_not_hold_or_name_is_refused_at_the_restore() {
@@ -926,6 +926,15 @@ fn a_state_lazy_tools_could_not_hold_or_name_is_refused_at_the_restore() {
         (
             format!(r#"{{"main": {load}, "main": {{"tools": {{}}}}}}"#),
             "agent `main` is listed twice",
+        ),
+        (
+            r#"{"main": {"tools": {"t": "0123456789abcdef", "t": "fedcba9876543210"}}}"#
+                .to_string(),
+            "tool `t` is listed twice",
+        ),
+        (
+            r#"{"main": {"tools": {}, "groups": {"g": "full", "g": "partial"}}}"#.to_string(),
+            "group `g` is listed twice",
         ),
         (
             r#"{"main/ghost": {"tools": {"t": "0123456789abcdef"}, "unused_runs": 4294967295}}"#
