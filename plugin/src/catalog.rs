@@ -34,16 +34,20 @@ pub struct Entry<'a> {
 /// in the call that brings the change, and serves every agent.
 #[derive(Debug, Default)]
 pub struct ByName {
-    /// (index in `Registry::tools`, the name's number); equal names in registry order.
+    /// (index in `Registry::tools`, the name's number); equal names in registration order
+    /// ([`Registry::positions`]), as [`Registry::lookup`] ranks them.
     tools: Vec<(u32, NameId)>,
 }
 
 impl ByName {
     /// The order of `registry`'s tools, numbering their names in `names`.
     pub fn new(registry: &Registry, names: &mut NameTable) -> Self {
-        let tools: Vec<(&str, u32)> = (registry.tools().iter().enumerate())
-            .map(|(at, tool)| (tool.name.as_str(), at as u32))
-            .collect();
+        // Name by name, not index by index: a removal moves the registry's last tool into its
+        // gap, so a name's definitions are in registration order only in `positions`.
+        let mut tools: Vec<(&str, u32)> = Vec::with_capacity(registry.tools().len());
+        for (name, positions) in registry.positions_by_name() {
+            tools.extend(positions.iter().map(|&at| (name, at as u32)));
+        }
         let sorted = names::sorted_by_name(&tools, |&(name, _)| name);
         Self {
             tools: sorted
@@ -72,8 +76,8 @@ impl ByName {
         for id in changed.iter().filter_map(|name| names.get(name)) {
             gone.insert(id);
         }
-        // A name with a definition moved is placed again whole: its definitions come in index
-        // order, as `new` sorts them. Copied: new names are numbered below.
+        // A name with a definition moved is placed again whole: its definitions come in
+        // registration order, as `new` places them. Copied: new names are numbered below.
         let mut moved: Vec<String> = Vec::new();
         for &(at, id) in &self.tools {
             if at >= moved_from && !gone.contains(id) {
@@ -85,7 +89,7 @@ impl ByName {
         for name in &moved {
             push_definitions(registry, name, &mut placed);
         }
-        // A stable sort: each name's definitions stay in index order.
+        // A stable sort: each name's definitions stay in registration order.
         let placed: Vec<(u32, NameId)> = names::sorted_by_name(&placed, |&(name, _)| name)
             .into_iter()
             .map(|(name, at)| (at, names.intern(name)))
@@ -94,18 +98,16 @@ impl ByName {
     }
 }
 
-/// Appends the definitions of `name` in `registry` to `out`, in index order (the registry
-/// keeps them in registration order).
+/// Appends the definitions of `name` in `registry` to `out`, in registration order (which
+/// index order is not once a removal has moved a tool).
 fn push_definitions<'r>(registry: &'r Registry, name: &str, out: &mut Vec<(&'r str, u32)>) {
     let tools = registry.tools();
-    let start = out.len();
     out.extend(
         registry
             .positions(name)
             .iter()
             .map(|&at| (tools[at].name.as_str(), at as u32)),
     );
-    out[start..].sort_unstable_by_key(|&(_, at)| at);
 }
 
 /// `placed` (few, in name order) put into `kept` (in name order, no name of `placed` in it),
@@ -757,6 +759,82 @@ mod tests {
                 prop_assert_eq!(&order.tools, &ByName::new(&registry, &mut names).tools);
             }
         }
+
+        /// With names defined twice in one scope too (the contract allows it), a name's
+        /// definitions stay in registration order, in the order made afresh and in the
+        /// updated one, whatever the changes: among equals the catalog shows the definition a
+        /// load uses (`Registry::lookup`'s, the first registered), not the one a removal moved
+        /// ahead of it in the registry.
+        #[test]
+        fn a_names_definitions_stay_in_registration_order(
+            first in prop::collection::vec((0usize..6, 0usize..3, any::<u8>()), 0..14),
+            changes in prop::collection::vec(
+                (
+                    prop::collection::vec(0usize..6, 1..4),
+                    prop::collection::vec((0usize..6, 0usize..3, any::<u8>()), 0..6),
+                ),
+                1..8,
+            ),
+        ) {
+            let mut registry = Registry::new(first.into_iter().map(scoped).collect(), vec![]);
+            let mut names = NameTable::default();
+            let mut order = ByName::new(&registry, &mut names);
+            for (touched, defs) in changes {
+                let changed: Vec<String> = touched.iter().map(|n| format!("t{n}")).collect();
+                registry.apply(&changed, defs.into_iter().map(scoped).collect());
+                order.update(&registry, &mut names, &changed);
+                let fresh = ByName::new(&registry, &mut names);
+                for by_name in [&order, &fresh] {
+                    for (name, positions) in registry.positions_by_name() {
+                        let id = names.get(name).expect("every registered name is numbered");
+                        let placed: Vec<usize> = (by_name.tools.iter())
+                            .filter(|&&(_, of)| of == id)
+                            .map(|&(at, _)| at as usize)
+                            .collect();
+                        prop_assert_eq!(placed, positions.to_vec(), "{}", name);
+                    }
+                }
+                prop_assert_eq!(&order.tools, &fresh.tools);
+            }
+        }
+    }
+
+    /// Two global definitions of one name show the first registered, as a load uses it, also
+    /// after a removal moved the second ahead of it in the registry's list.
+    #[test]
+    fn a_name_defined_twice_shows_its_first_definition_after_a_removal() {
+        use crate::names::NameSet;
+        let def = |name: &str, description: &str| ToolDef {
+            name: name.into(),
+            description: description.into(),
+            parameters: "{}".into(),
+            origin: Origin::Builtin,
+        };
+        let mut registry = Registry::new(
+            vec![
+                def("gone", "Goes."),
+                def("dup", "First definition."),
+                def("dup", "Second definition."),
+            ],
+            vec![],
+        );
+        let mut names = NameTable::default();
+        let mut deferred = NameSet::default();
+        deferred.insert(names.intern("dup"));
+        let mut order = ByName::new(&registry, &mut names);
+        let gone = ["gone".to_string()];
+        registry.apply(&gone, vec![]);
+        order.update(&registry, &mut names, &gone);
+        let fresh = ByName::new(&registry, &mut names);
+        for by_name in [&order, &fresh] {
+            let shown: Vec<&str> = super::entries(&deferred, by_name, &registry, &["main"])
+                .iter()
+                .map(|entry| entry.description)
+                .collect();
+            assert_eq!(shown, ["First definition."]);
+        }
+        let loaded = registry.lookup("dup", &["main"]).unwrap();
+        assert_eq!(loaded.description, "First definition.");
     }
 
     fn entry(

@@ -490,6 +490,14 @@ impl Registry {
         self.defs(name)
     }
 
+    /// Each registered name with where its definitions are, in registration order, the
+    /// names in no particular order.
+    pub fn positions_by_name(&self) -> impl Iterator<Item = (&str, &[usize])> {
+        self.by_name
+            .iter()
+            .map(|(name, at)| (name.as_str(), at.as_slice()))
+    }
+
     /// Where `name`'s definitions are in [`Registry::tools`], in registration order.
     pub fn positions(&self, name: &str) -> &[usize] {
         self.by_name.get(name).map_or(&[], |at| at.as_slice())
