@@ -5,7 +5,7 @@ use std::path::Path;
 use host_harness::plugin_api::{Rule, ToolState};
 use host_harness::shell::{CallOutcome, Origin, Shell, Tool};
 use host_harness::tokens::Tokenizer;
-use host_harness::wasm_host::WasmHost;
+use host_harness::wasm_host::{WasmHost, hex};
 use serde_json::{Value, json};
 
 use crate::guests;
@@ -146,4 +146,82 @@ fn a_component_without_the_interface_is_refused_with_the_versions() {
 /// The binary encoding of `(component)`: magic, version 0x0d, layer 1.
 fn wat_empty_component() -> Vec<u8> {
     vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00]
+}
+
+/// Each `wit/since_v<version>/` folder with its version, parsed (`0.3.0` -> [0, 3, 0]).
+fn contract_folders(wit: &Path) -> Vec<(Vec<u32>, String, std::path::PathBuf)> {
+    let mut folders = Vec::new();
+    for entry in std::fs::read_dir(wit).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+        if let Some(version) = name.strip_prefix("since_v") {
+            let parsed = version.split('.').map(|n| n.parse().unwrap()).collect();
+            folders.push((parsed, version.to_owned(), path));
+        }
+    }
+    folders.sort();
+    folders
+}
+
+/// The section of `changelog` headed `## <version>`: its heading's rest and its lines.
+fn changelog_section<'a>(changelog: &'a str, version: &str) -> Option<(&'a str, Vec<&'a str>)> {
+    let mut lines = changelog.lines();
+    let heading = lines.find_map(|line| {
+        let rest = line.strip_prefix("## ")?.strip_prefix(version)?;
+        (rest.is_empty() || rest.starts_with(' ')).then_some(rest.trim())
+    })?;
+    Some((
+        heading,
+        lines.take_while(|l| !l.starts_with("## ")).collect(),
+    ))
+}
+
+/// A released contract is frozen (wit/CHANGELOG.md says how): its section lists each file of
+/// its folder with its SHA-256, and the files are still those. Editing a released folder,
+/// adding a file to it, releasing a version without its hashes, or leaving a version
+/// unreleased below a newer one fails here.
+#[test]
+fn released_contract_folders_are_never_edited() {
+    use sha2::{Digest, Sha256};
+    let wit = Path::new(env!("CARGO_MANIFEST_DIR")).join("../wit");
+    let changelog = std::fs::read_to_string(wit.join("CHANGELOG.md")).unwrap();
+    let folders = contract_folders(&wit);
+    assert!(folders.len() >= 3, "{folders:?}");
+    let newest = folders.len() - 1;
+    for (at, (_, version, folder)) in folders.iter().enumerate() {
+        let (heading, lines) = changelog_section(&changelog, version)
+            .unwrap_or_else(|| panic!("wit/CHANGELOG.md has no section for {version}"));
+        if heading == "(unreleased)" {
+            assert_eq!(at, newest, "{version} is unreleased below a newer version");
+            continue;
+        }
+        assert_eq!(heading, "(released)", "{version}'s heading");
+        // "`<file>` <sha256>" lines.
+        let listed: std::collections::BTreeMap<&str, &str> = lines
+            .iter()
+            .filter_map(|line| {
+                let (file, hash) = line.strip_prefix('`')?.split_once("` ")?;
+                (hash.len() == 64).then_some((file, hash))
+            })
+            .collect();
+        let mut files = std::collections::BTreeMap::new();
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            let name = path.file_name().unwrap().to_str().unwrap().to_owned();
+            files.insert(name, hex(&Sha256::digest(std::fs::read(&path).unwrap())));
+        }
+        let files: std::collections::BTreeMap<&str, &str> = files
+            .iter()
+            .map(|(f, h)| (f.as_str(), h.as_str()))
+            .collect();
+        assert!(
+            !listed.is_empty(),
+            "released {version} lists no file hashes"
+        );
+        assert_eq!(
+            files, listed,
+            "wit/since_v{version} is released: its files must be those wit/CHANGELOG.md \
+             lists (a change is a new version)"
+        );
+    }
 }
