@@ -169,7 +169,10 @@ impl Repl {
         let tools = self.session.shell.next_request(&self.agent)?;
         writeln!(out, "{} sees {} tools:", self.agent, tools.len())?;
         for tool in &tools {
-            let summary = tool.description.lines().next().unwrap_or_default();
+            // Its first line of text: many MCP servers begin a description with a line break.
+            let summary = (tool.description.lines().map(str::trim))
+                .find(|line| !line.is_empty())
+                .unwrap_or_default();
             writeln!(out, "  {}  {}", tool.name, shorten(summary, 80))?;
         }
         Ok(())
@@ -285,6 +288,27 @@ mod tests {
         let input = Inputs::read(std::io::Cursor::new(input.to_vec()), None);
         let ran = Repl::new(session).run(&input, &mut out, false);
         (ran, String::from_utf8(out).unwrap())
+    }
+
+    /// A description that begins with a line break, as the catalog's weather server writes
+    /// them, shows its first line of text in `tools`, not nothing.
+    #[test]
+    fn tools_shows_the_first_line_of_text_of_each_description() {
+        use crate::shell::{Origin, Tool};
+        let mut session = session();
+        let description =
+            "\n    Get the weather for a city.\n\n    Args:\n        city: its name\n";
+        (session.shell)
+            .register_tools([Tool::new("get_weather", description, Origin::Builtin)])
+            .unwrap();
+        let mut out = Vec::new();
+        let input = Inputs::read(std::io::Cursor::new(b"tools\n".to_vec()), None);
+        Repl::new(session).run(&input, &mut out, false).unwrap();
+        let out = String::from_utf8(out).unwrap();
+        assert!(
+            out.contains("  get_weather  Get the weather for a city.\n"),
+            "{out}"
+        );
     }
 
     #[test]
