@@ -181,7 +181,7 @@ fn story(dir: &Path, ending: &Ending, interrupt: Arc<Interrupt>) -> Result<()> {
     go_on(ending)?;
     say!(
         "7. It stores an entity and recalls it: {}",
-        shorten(&recalled.text.replace('\n', " "), 160)
+        crate::commands::shortened(&recalled.text.replace('\n', " "), 160)
     );
 
     let next = shell.next_request(&main)?;
@@ -247,11 +247,4 @@ fn started_servers(handle: &SharedServers) -> String {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
-    }
 }

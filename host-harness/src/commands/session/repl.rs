@@ -173,7 +173,12 @@ impl Repl {
             let summary = (tool.description.lines().map(str::trim))
                 .find(|line| !line.is_empty())
                 .unwrap_or_default();
-            writeln!(out, "  {}  {}", tool.name, shorten(summary, 80))?;
+            writeln!(
+                out,
+                "  {}  {}",
+                tool.name,
+                crate::commands::shortened(summary, 80)
+            )?;
         }
         Ok(())
     }
@@ -254,13 +259,6 @@ impl Repl {
             writeln!(out, "{plugin}: {}", explanation.summary)?;
         }
         Ok(())
-    }
-}
-
-fn shorten(text: &str, max: usize) -> String {
-    match text.char_indices().nth(max) {
-        Some((cut, _)) => format!("{}…", &text[..cut]),
-        None => text.to_string(),
     }
 }
 
