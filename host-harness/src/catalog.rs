@@ -9,10 +9,11 @@ use std::collections::hash_map::{Entry, HashMap};
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Context as _, Result, anyhow, bail};
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::strict_json::error_in_characters;
 use crate::terminal::escape;
 use crate::tool::{Origin, SearchText, Tool};
 
@@ -173,15 +174,15 @@ impl Catalog {
         }
         let mut unread = Vec::new();
         let mut json = serde_json::Deserializer::from_str(text);
+        let in_characters = |e: serde_json::Error| anyhow!(error_in_characters(&e, text));
         let mut catalog: Catalog =
-            serde_ignored::deserialize(&mut json, |path| unread.push(pointer(&path)))?;
-        json.end()?;
+            serde_ignored::deserialize(&mut json, |path| unread.push(pointer(&path)))
+                .map_err(in_characters)?;
+        json.end().map_err(in_characters)?;
         // A key written twice anywhere, a key nothing reads too, is refused at its place (the
         // JS host refuses the same).
         if let Some((at, key)) = crate::strict_json::repeated_key(text) {
-            let before = &text[..at];
-            let line = before.matches('\n').count() + 1;
-            let column = before.len() - before.rfind('\n').map_or(0, |n| n + 1) + 1;
+            let (line, column) = crate::strict_json::place(text, at);
             bail!(
                 "duplicate key `{}` at line {line} column {column}",
                 escape(&key)
@@ -751,6 +752,37 @@ mod tests {
             err.starts_with("duplicate key `properties` at line 2 column "),
             "{err}"
         );
+    }
+
+    /// Where a catalog is wrong is told in characters, as an editor counts columns: after a
+    /// tool's Chinese description, serde_json's byte count was about three times too far.
+    #[test]
+    fn a_catalog_error_after_chinese_text_is_at_its_character_column() {
+        let line = r#"{"servers": [{"name": "s", "tools": [{"name": "t", "description": "读取文件的内容", "#;
+        let at = line.chars().count() + 1;
+        for (rest, said) in [
+            (
+                "\"title\": \"A\", \"title\": \"B\"}]}]}",
+                "duplicate key `title`",
+            ),
+            ("x}]}]}", "key must be a string"),
+            (
+                "\"description\": \"b\"}]}]}",
+                "duplicate field `description`",
+            ),
+        ] {
+            let err = Catalog::parse(&format!("{line}{rest}"))
+                .unwrap_err()
+                .to_string();
+            // The repeated key begins 14 characters past the first (`"title": "A", `); serde_json
+            // refuses a repeated field at its name's closing quote.
+            let column = match said {
+                "duplicate key `title`" => at + 14,
+                "key must be a string" => at,
+                _ => at + "\"description\"".len() - 1,
+            };
+            assert_eq!(err, format!("{said} at line 1 column {column}"), "{rest}");
+        }
     }
 
     /// A key written twice where nothing reads it (`title`, `annotations`, an extension's) is

@@ -51,6 +51,37 @@ impl<'de> Deserialize<'de> for JsonValue {
     }
 }
 
+/// serde_json's message for `err`, an error reading `text`, with its column counted in
+/// characters, as the shell's other messages count it (YAML's, a file that is not UTF-8):
+/// serde_json counts bytes, three for each character of a line of Chinese.
+pub fn error_in_characters(err: &serde_json::Error, text: &str) -> String {
+    let message = err.to_string();
+    let (line, column) = (err.line(), err.column());
+    let Some(head) = message.strip_suffix(&format!(" at line {line} column {column}")) else {
+        return message;
+    };
+    let Some(line_text) = text.split('\n').nth(line.saturating_sub(1)) else {
+        return message;
+    };
+    // serde_json's column is the bytes of the line it has read, which may end inside the
+    // character it stopped at: that character counts.
+    let read = (column.min(line_text.len())..=line_text.len())
+        .find(|&at| line_text.is_char_boundary(at))
+        .unwrap_or(line_text.len());
+    let characters = line_text[..read].chars().count();
+    format!("{head} at line {line} column {characters}")
+}
+
+/// The 1-based line and character column of byte offset `at` of `text`.
+pub fn place(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |n| n + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
 /// The first key that one object of `text` (a JSON document a parser has read) names twice,
 /// and its byte offset: a scan of the text, so keys nobody reads are checked as written (a
 /// struct's reader passes over them as `IgnoredAny`, keeping the last of two equal ones), and
@@ -247,6 +278,28 @@ impl<'de> de::DeserializeSeed<'de> for Seed<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A column counts characters, as an editor shows them, not serde_json's bytes: after
+    /// Chinese text, on the second line, and at a character serde_json read only part of.
+    #[test]
+    fn a_json_errors_column_counts_characters() {
+        let column = |text: &str| {
+            let err = serde_json::from_str::<Value>(text).unwrap_err();
+            let message = error_in_characters(&err, text);
+            let (head, column) = message.rsplit_once(" column ").unwrap();
+            assert!(head.starts_with(&err.to_string()[..10]), "{message}");
+            column.parse::<usize>().unwrap()
+        };
+        // `x` is the line's 16th character and its 28th byte.
+        let text = "{\"描述\": \"读取文件\", x}";
+        assert_eq!(text[..text.find('x').unwrap()].chars().count(), 15);
+        assert_eq!(column(text), 16);
+        assert_eq!(column("{\"a\": 1,\n \"描述\": \"读取\" x}"), 13);
+        // serde_json stops inside `中` (its first byte): the character counts whole.
+        assert_eq!(column("{\"a\": 中}"), 7);
+        assert_eq!(column("{\"a\": 1"), 7);
+        assert_eq!(place("ab\n描述x", "ab\n描述".len()), (2, 3));
+    }
 
     #[test]
     fn a_repeated_key_is_found_past_strings_that_look_like_structure() {

@@ -196,7 +196,12 @@ impl Repl {
         } else {
             serde_json::from_str::<crate::strict_json::StrictValue>(json)
                 .map(|arguments| arguments.0)
-                .with_context(|| format!("the arguments are not JSON: {json}"))?
+                .map_err(|e| {
+                    anyhow!(
+                        "the arguments are not JSON: {json}: {}",
+                        crate::strict_json::error_in_characters(&e, json)
+                    )
+                })?
         };
         let outcome = self.session.shell.call(&self.agent, tool, &arguments)?;
         writeln!(out, "{outcome}")?;
