@@ -77,8 +77,7 @@ export function readText(path, limit, what) {
   } catch {
     const valid = utf8ValidUpTo(bytes);
     const before = bytes.subarray(0, valid).toString('utf8');
-    const line = before.split('\n').length;
-    const column = before.length - before.lastIndexOf('\n');
+    const { line, column } = place(before, before.length);
     throw Object.assign(new Error(`${escape(path)}:${line}:${column}: not UTF-8 text (byte ${valid})`), { code: 'EILSEQ' });
   }
 }
@@ -202,10 +201,44 @@ function repeatedKey(text) {
   return null;
 }
 
-/** The line and column of `offset` in `text`, both from 1. */
+/**
+ * Where each UTF-16 offset of one text is: its line and its column, both from 1, the column in
+ * characters (code points), as an editor and the Rust harness count it. A character past
+ * U+FFFF (an emoji) is two UTF-16 units and one column. Each lookup is a binary search: a YAML
+ * file places every one of its nodes.
+ */
+export class Positions {
+  constructor(text) {
+    this.lineStarts = [0];
+    for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', nl + 1)) this.lineStarts.push(nl + 1);
+    // The offset of the second unit of each character past U+FFFF.
+    this.trails = [];
+    for (const pair of text.matchAll(/[\ud800-\udbff][\udc00-\udfff]/g)) this.trails.push(pair.index + 1);
+  }
+
+  /** The line and column of `offset`. */
+  of(offset) {
+    const line = firstAbove(this.lineStarts, offset);
+    const start = this.lineStarts[line - 1];
+    const pairs = firstAbove(this.trails, offset - 1) - firstAbove(this.trails, start);
+    return { line, column: offset - start - pairs + 1 };
+  }
+}
+
+/** How many of `sorted`'s numbers are at most `value`. */
+function firstAbove(sorted, value) {
+  let [low, high] = [0, sorted.length];
+  while (low < high) {
+    const mid = (low + high) >>> 1;
+    if (sorted[mid] <= value) low = mid + 1;
+    else high = mid;
+  }
+  return low;
+}
+
+/** The line and column of UTF-16 offset `offset` in `text` ([`Positions`]). */
 function place(text, offset) {
-  const before = text.slice(0, offset);
-  return { line: before.split('\n').length, column: before.length - before.lastIndexOf('\n') };
+  return new Positions(text).of(offset);
 }
 
 /**

@@ -2,8 +2,9 @@
 // error found later (by the plugin, in JSON-pointer terms) is shown at the
 // user's line and column.
 
-import { Composer, Lexer, LineCounter, Parser, isAlias, isMap, isPair, isScalar, isSeq } from 'yaml';
+import { Composer, Lexer, Parser, isAlias, isMap, isPair, isScalar, isSeq } from 'yaml';
 
+import { Positions } from './bounded.js';
 import { escape } from './terminal.js';
 
 export class YamlError extends Error {
@@ -30,15 +31,6 @@ export const MAX_DEPTH = 64;
 const TOO_MANY_NODES = `the document has more YAML nodes than a file here may have (${MAX_NODES}, an alias's counted each time it is used)`;
 const TOO_DEEP = `the document is nested deeper than a file here may be (${MAX_DEPTH})`;
 
-/** Line and column (1-based) of `offset` in `text`, as the yaml library's LineCounter gives them. */
-function linePos(text, offset) {
-  let [line, start] = [1, 0];
-  for (let nl = text.indexOf('\n'); nl !== -1 && nl < offset; nl = text.indexOf('\n', nl + 1)) {
-    line += 1;
-    start = nl + 1;
-  }
-  return { line, column: offset - start + 1 };
-}
 
 /**
  * Refuses, from the lexer's tokens and before anything is built, a document past the node or
@@ -52,7 +44,7 @@ function linePos(text, offset) {
  */
 function prescan(file, text) {
   const refuse = (offset, message) => {
-    const { line, column } = linePos(text, offset);
+    const { line, column } = new Positions(text).of(offset);
     throw new YamlError(file, line, column, message);
   };
   const marks = new Map();
@@ -99,7 +91,7 @@ class FirstError {
  * and make an error object for every bad token after it (a million stray `]` took 12 s and
  * 1.2 GB), and only the first is shown.
  */
-function compose(file, text, lineCounter) {
+function compose(file, text) {
   // Integers as BigInt, so that one JSON cannot hold exactly is found rather than rounded.
   // Keys are checked for duplicates by the walk, by their JSON form and in linear time: the
   // library's own check tells `1` from `"1"`, and compares every key with every other.
@@ -116,15 +108,15 @@ function compose(file, text, lineCounter) {
   };
   let doc;
   try {
-    for (const next of composer.compose(new Parser(lineCounter.addNewLine).parse(text), true, text.length)) {
+    for (const next of composer.compose(new Parser().parse(text), true, text.length)) {
       if (doc) throw new FirstError(next.range[0], 'the file holds several YAML documents; a file here holds one');
       doc = next;
     }
     if (doc.errors[0]) throw new FirstError(doc.errors[0].pos[0], doc.errors[0].message);
   } catch (e) {
     if (!(e instanceof FirstError)) throw e;
-    const { line, col } = lineCounter.linePos(e.offset);
-    throw new YamlError(file, line, col, escape(e.message.split('\n')[0]));
+    const { line, column } = new Positions(text).of(e.offset);
+    throw new YamlError(file, line, column, escape(e.message.split('\n')[0]));
   }
   return doc;
 }
@@ -140,13 +132,10 @@ export class LocatedValue {
       throw new YamlError(file, 1, 1, `the file is ${bytes} bytes, larger than ${MAX_FILE_BYTES >> 20} MiB, the most a YAML file here may have`);
     }
     prescan(file, text);
-    const lineCounter = new LineCounter();
-    const doc = compose(file, text, lineCounter);
+    const doc = compose(file, text);
     const places = new Map();
-    const placeOf = (node) => {
-      const { line, col } = lineCounter.linePos(node?.range?.[0] ?? 0);
-      return { line, column: col };
-    };
+    const positions = new Positions(text);
+    const placeOf = (node) => positions.of(node?.range?.[0] ?? 0);
     let nodes = 0;
     /** Counts `node` against the budgets, as serde-saphyr counts them for the Rust harness (a mapping's keys too). */
     const count = (node, depth) => {

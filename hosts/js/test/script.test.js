@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 
+import { parseJsonFile } from '../src/bounded.js';
 import { loadComponent } from '../src/component.js';
+import { LocatedValue } from '../src/located-yaml.js';
 import { describe, jsonSubset, loadScript, parseScript, runCase, runStep } from '../src/script.js';
 import { Shell } from '../src/shell.js';
 import { fakeComponent } from './fake-plugin.js';
@@ -147,6 +149,21 @@ test('a script, profile or catalog that is not UTF-8, too large or not JSON is r
       assert.equal(e.message, `${join(dir, 'catalog.json')}:1:26: the catalog is not JSON here: expected the rest of a string (a control character or a bad escape is in it, or it never ends), found \`\\u{1b}\``);
       return true;
     });
+  });
+});
+
+test('a column counts characters, an emoji one, as the Rust harness counts it', () => {
+  // `😀` is two UTF-16 units and one character.
+  assert.throws(() => LocatedValue.parse('p.yml', '😀: *nope\n'), { message: 'p.yml:1:4: alias `nope` does not resolve' });
+  assert.throws(() => parseJsonFile('c.json', '{"😀": }', 'the catalog'), {
+    message: 'c.json:1:7: the catalog is not JSON here: expected a value, found `}`',
+  });
+  assert.throws(() => parseJsonFile('c.json', '{"a": 1,\n "😀😀": 1, "😀😀": 2}', 'the catalog'), {
+    message: 'c.json:2:11: the catalog names the key `😀😀` twice in one object (only one can be meant)',
+  });
+  withCase({}, (dir) => {
+    writeFileSync(join(dir, 'case.yml'), Buffer.concat([Buffer.from('# 😀'), Buffer.from([0xff])]));
+    assert.throws(() => loadScript(join(dir, 'case.yml')), { message: `${join(dir, 'case.yml')}:1:4: not UTF-8 text (byte 6)` });
   });
 });
 
