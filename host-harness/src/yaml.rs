@@ -395,6 +395,20 @@ mod tests {
         assert!(err.message.contains("duplicate"), "{err}");
     }
 
+    /// A column counts characters, as the JS host's reader counts them: an emoji is one (it
+    /// is two UTF-16 units and four bytes), a Chinese character one (three bytes).
+    #[test]
+    fn a_column_counts_characters() {
+        for (text, column) in [
+            ("😀: *nope\n", 4),
+            ("描述: *nope\n", 5),
+            ("a:\n  😀😀: [x, *nope]\n", 11),
+        ] {
+            let err = LocatedValue::parse(Path::new("p.yml"), text).unwrap_err();
+            assert_eq!(err.place.column, column, "{text}: {err}");
+        }
+    }
+
     #[test]
     fn files_are_read_up_to_a_size() {
         let dir = tempfile::tempdir().unwrap();
