@@ -208,11 +208,25 @@ impl TokenCosts {
                 .map(|tool| estimate_schema_tokens(tool))
                 .collect()
         };
-        for (tool, cost) in tools.into_iter().zip(costs) {
-            self.by_tool
-                .entry(tool.name.clone())
-                .or_default()
-                .push((tool.origin.clone(), cost));
+        if changed.is_some() {
+            // `definitions` gave each name's definitions in registration order.
+            for (tool, cost) in tools.into_iter().zip(costs) {
+                self.by_tool
+                    .entry(tool.name.clone())
+                    .or_default()
+                    .push((tool.origin.clone(), cost));
+            }
+            return;
+        }
+        // Each name's definitions in registration order, not the registry's (which a removal
+        // reorders, moving its last tool into the gap): `cost` takes a scope's first
+        // definition of a name, the one `Registry::lookup` picks. `tools` is the registry's
+        // list, so a definition's cost is at its index.
+        for (name, positions) in registry.positions_by_name() {
+            let defs = positions
+                .iter()
+                .map(|&at| (tools[at].origin.clone(), costs[at]));
+            self.by_tool.insert(name.to_owned(), defs.collect());
         }
     }
 
@@ -377,6 +391,32 @@ mod tests {
         costs.update(&registry, Some(&["c".to_string()]), &host);
         assert_eq!(host.asked.borrow().len(), 2);
         assert_eq!(costs.cost(&c), schema_text(&c).len() as u32);
+    }
+
+    /// A name defined twice in one scope (the contract allows it) costs its first registered
+    /// definition's schema, the one a load uses, when every cost is counted afresh too, after
+    /// a removal moved the second ahead of it in the registry's list.
+    #[test]
+    fn a_name_defined_twice_costs_its_first_definition_when_all_are_counted() {
+        let host = CountingHost::default();
+        let mut registry = Registry::new(
+            vec![
+                def("gone", "Goes.", Origin::Builtin),
+                def("dup", "Short.", Origin::Builtin),
+                def("dup", "A much, much longer description.", Origin::Builtin),
+            ],
+            vec![],
+        );
+        let gone = ["gone".to_string()];
+        registry.apply(&gone, vec![]);
+        let used = registry.lookup("dup", &["main"]).unwrap();
+        assert_eq!(used.description, "Short.");
+        let own = schema_text(used).len() as u32;
+        for changed in [None, Some(&["dup".to_string()][..])] {
+            let mut costs = TokenCosts::default();
+            costs.update(&registry, changed, &host);
+            assert_eq!(costs.cost(used), own, "{changed:?}");
+        }
     }
 
     #[test]
