@@ -55,21 +55,33 @@ impl<'de> Deserialize<'de> for JsonValue {
 /// characters, as the shell's other messages count it (YAML's, a file that is not UTF-8):
 /// serde_json counts bytes, three for each character of a line of Chinese.
 pub fn error_in_characters(err: &serde_json::Error, text: &str) -> String {
+    match json_error_at(err, text) {
+        (message, Some((line, column))) => format!("{message} at line {line} column {column}"),
+        (message, None) => message,
+    }
+}
+
+/// serde_json's message for `err`, an error reading `text`, without its place, and the place:
+/// its line and its column in characters, both from 1.
+pub fn json_error_at(err: &serde_json::Error, text: &str) -> (String, Option<(usize, usize)>) {
     let message = err.to_string();
     let (line, column) = (err.line(), err.column());
-    let Some(head) = message.strip_suffix(&format!(" at line {line} column {column}")) else {
-        return message;
-    };
-    let Some(line_text) = text.split('\n').nth(line.saturating_sub(1)) else {
-        return message;
+    let place = format!(" at line {line} column {column}");
+    let (Some(head), Some(line_text)) = (
+        message.strip_suffix(&place),
+        text.split('\n').nth(line.saturating_sub(1)),
+    ) else {
+        return (message, None);
     };
     // serde_json's column is the bytes of the line it has read, which may end inside the
-    // character it stopped at: that character counts.
+    // character it stopped at: that character counts. At the end of the text it is the bytes
+    // of the last line (0 on an empty one), and the place is just past them.
     let read = (column.min(line_text.len())..=line_text.len())
         .find(|&at| line_text.is_char_boundary(at))
         .unwrap_or(line_text.len());
-    let characters = line_text[..read].chars().count();
-    format!("{head} at line {line} column {characters}")
+    let at_end = err.classify() == serde_json::error::Category::Eof;
+    let characters = line_text[..read].chars().count() + usize::from(at_end);
+    (head.to_owned(), Some((line, characters)))
 }
 
 /// The 1-based line and character column of byte offset `at` of `text`.
@@ -297,7 +309,9 @@ mod tests {
         assert_eq!(column("{\"a\": 1,\n \"描述\": \"读取\" x}"), 13);
         // serde_json stops inside `中` (its first byte): the character counts whole.
         assert_eq!(column("{\"a\": 中}"), 7);
-        assert_eq!(column("{\"a\": 1"), 7);
+        // At the end of the text, the place just past it, as the JS host gives it.
+        assert_eq!(column("{\"a\": 1"), 8);
+        assert_eq!(column("{\"a\": 1,\n"), 1);
         assert_eq!(place("ab\n描述x", "ab\n描述".len()), (2, 3));
     }
 

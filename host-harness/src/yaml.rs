@@ -402,6 +402,8 @@ mod tests {
         for (text, column) in [
             ("😀: *nope\n", 4),
             ("描述: *nope\n", 5),
+            // A byte-order mark (an editor's) is no column.
+            ("\u{feff}a: *nope\n", 4),
             ("a:\n  😀😀: [x, *nope]\n", 11),
         ] {
             let err = LocatedValue::parse(Path::new("p.yml"), text).unwrap_err();

@@ -205,21 +205,23 @@ function repeatedKey(text) {
  * Where each UTF-16 offset of one text is: its line and its column, both from 1, the column in
  * characters (code points), as an editor and the Rust harness count it. A character past
  * U+FFFF (an emoji) is two UTF-16 units and one column. Each lookup is a binary search: a YAML
- * file places every one of its nodes.
+ * file places every one of its nodes. With `bomless`, a byte-order mark at the start is no
+ * column, as the Rust harness's YAML parser counts it.
  */
 export class Positions {
-  constructor(text) {
+  constructor(text, { bomless = false } = {}) {
     this.lineStarts = [0];
     for (let nl = text.indexOf('\n'); nl !== -1; nl = text.indexOf('\n', nl + 1)) this.lineStarts.push(nl + 1);
     // The offset of the second unit of each character past U+FFFF.
     this.trails = [];
     for (const pair of text.matchAll(/[\ud800-\udbff][\udc00-\udfff]/g)) this.trails.push(pair.index + 1);
+    this.bom = bomless && text.startsWith('\ufeff') ? 1 : 0;
   }
 
   /** The line and column of `offset`. */
   of(offset) {
     const line = firstAbove(this.lineStarts, offset);
-    const start = this.lineStarts[line - 1];
+    const start = this.lineStarts[line - 1] + (line === 1 ? Math.min(this.bom, offset) : 0);
     const pairs = firstAbove(this.trails, offset - 1) - firstAbove(this.trails, start);
     return { line, column: offset - start - pairs + 1 };
   }
@@ -236,9 +238,23 @@ function firstAbove(sorted, value) {
   return low;
 }
 
-/** The line and column of UTF-16 offset `offset` in `text` ([`Positions`]). */
+/**
+ * The line and column of UTF-16 offset `offset` in `text`, as [`Positions`] gives them, for one
+ * place: no table (a 256 MiB catalog of line breaks would not fit one), only the text before it read.
+ */
 function place(text, offset) {
-  return new Positions(text).of(offset);
+  let [line, start] = [1, 0];
+  for (let nl = text.indexOf('\n'); nl !== -1 && nl < offset; nl = text.indexOf('\n', nl + 1)) {
+    line += 1;
+    start = nl + 1;
+  }
+  let column = offset - start + 1;
+  for (let i = start + 1; i < offset; i += 1) {
+    const unit = text.charCodeAt(i);
+    const lead = text.charCodeAt(i - 1);
+    if (unit >= 0xdc00 && unit <= 0xdfff && lead >= 0xd800 && lead <= 0xdbff) column -= 1;
+  }
+  return { line, column };
 }
 
 /**

@@ -44,7 +44,7 @@ const TOO_DEEP = `the document is nested deeper than a file here may be (${MAX_D
  */
 function prescan(file, text) {
   const refuse = (offset, message) => {
-    const { line, column } = new Positions(text).of(offset);
+    const { line, column } = new Positions(text, { bomless: true }).of(offset);
     throw new YamlError(file, line, column, message);
   };
   const marks = new Map();
@@ -115,7 +115,7 @@ function compose(file, text) {
     if (doc.errors[0]) throw new FirstError(doc.errors[0].pos[0], doc.errors[0].message);
   } catch (e) {
     if (!(e instanceof FirstError)) throw e;
-    const { line, column } = new Positions(text).of(e.offset);
+    const { line, column } = new Positions(text, { bomless: true }).of(e.offset);
     throw new YamlError(file, line, column, escape(e.message.split('\n')[0]));
   }
   return doc;
@@ -134,7 +134,7 @@ export class LocatedValue {
     prescan(file, text);
     const doc = compose(file, text);
     const places = new Map();
-    const positions = new Positions(text);
+    const positions = new Positions(text, { bomless: true });
     const placeOf = (node) => positions.of(node?.range?.[0] ?? 0);
     let nodes = 0;
     /** Counts `node` against the budgets, as serde-saphyr counts them for the Rust harness (a mapping's keys too). */

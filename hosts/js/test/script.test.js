@@ -155,6 +155,13 @@ test('a script, profile or catalog that is not UTF-8, too large or not JSON is r
 test('a column counts characters, an emoji one, as the Rust harness counts it', () => {
   // `😀` is two UTF-16 units and one character.
   assert.throws(() => LocatedValue.parse('p.yml', '😀: *nope\n'), { message: 'p.yml:1:4: alias `nope` does not resolve' });
+  // A byte-order mark (an editor's) is no column, in YAML as in JSON.
+  assert.throws(() => LocatedValue.parse('p.yml', '\ufeffa: *nope\n'), { message: 'p.yml:1:4: alias `nope` does not resolve' });
+  assert.throws(() => parseJsonFile('c.json', '\ufeff{"a": }', 'the catalog'), {
+    message: 'c.json:1:7: the catalog is not JSON here: expected a value, found `}`',
+  });
+  // At the end of the text, the place just past it (the Rust harness's too).
+  assert.throws(() => parseJsonFile('c.json', '{"a": 1,\n', 'the catalog'), { message: /^c\.json:2:1: / });
   assert.throws(() => parseJsonFile('c.json', '{"😀": }', 'the catalog'), {
     message: 'c.json:1:7: the catalog is not JSON here: expected a value, found `}`',
   });

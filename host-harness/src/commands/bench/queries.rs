@@ -34,11 +34,12 @@ pub fn parse(text: &str) -> Result<Vec<LabelledQuery>> {
         }
         let mut query: LabelledQuery = serde_json::from_str(line).map_err(|e| {
             // serde_json places the error in the line it was given, its line 1.
-            let message = e.to_string();
-            let message = message
-                .rsplit_once(" at line ")
-                .map_or(message.as_str(), |(message, _)| message);
-            anyhow::anyhow!("line {}, column {}: {message}", i + 1, e.column())
+            match crate::strict_json::json_error_at(&e, line) {
+                (message, Some((_, column))) => {
+                    anyhow::anyhow!("line {}, column {column}: {message}", i + 1)
+                }
+                (message, None) => anyhow::anyhow!("line {}: {message}", i + 1),
+            }
         })?;
         query.line = i + 1;
         if query.gold.is_empty() {
@@ -82,6 +83,12 @@ mod tests {
         assert_eq!(
             format!("{error}"),
             "line 2, column 22: duplicate field `query`"
+        );
+        // The column counts characters: `读取文件` is 4 of them and 12 bytes.
+        let error = parse("{\"query\": \"读取文件\", \"gold\": 1}").unwrap_err();
+        assert_eq!(
+            format!("{error}"),
+            "line 1, column 27: invalid type: integer `1`, expected a sequence"
         );
         // A byte-order mark before the first line is not part of it.
         assert_eq!(
