@@ -403,13 +403,16 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
     assert_eq!(during, ["registry-changed"]);
     assert!(names(&mut shell, "main").contains(&"db__query".to_string()));
 
+    // A hostile plugin that loads the group as `loader` says, and the listener after it.
+    let loader_and_listener = |loader: &str| {
+        let mut shell = shell_with_a_database();
+        (shell.install_plugin("loader", &hostile(), &json!(loader))).unwrap();
+        (shell.install_plugin("listener", &hostile(), &listener)).unwrap();
+        shell
+    };
+
     // A guard tool that loads the group and then fails: the load is told all the same.
-    let mut shell = shell_with_a_database();
-    let loader = json!("fail=execute how=loaderr guards=g");
-    shell.install_plugin("loader", &hostile(), &loader).unwrap();
-    shell
-        .install_plugin("listener", &hostile(), &listener)
-        .unwrap();
+    let mut shell = loader_and_listener("fail=execute how=loaderr guards=g");
     let err = shell.call("main", "g", &Value::Null).unwrap_err();
     assert!(
         err.to_string()
@@ -420,12 +423,7 @@ fn a_group_a_guard_tool_loads_is_told_to_every_plugin_when_the_call_ends() {
     assert_eq!(quarantined, ["listener"]);
 
     // A load outside any tool call (a plugin's visible-tools): told by the next request.
-    let mut shell = shell_with_a_database();
-    let loader = json!("fail=visible-tools how=loadonce");
-    shell.install_plugin("loader", &hostile(), &loader).unwrap();
-    shell
-        .install_plugin("listener", &hostile(), &listener)
-        .unwrap();
+    let mut shell = loader_and_listener("fail=visible-tools how=loadonce");
     shell.next_request("main").unwrap();
     assert!(shell.core().resolve("main", "db__query").unwrap().is_some());
     shell.next_request("main").unwrap();
