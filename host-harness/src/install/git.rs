@@ -453,17 +453,29 @@ mod tests {
         git(&["commit", "-q", "-m", "blob"]);
     }
 
+    /// A scratch folder with a repository holding one commit of a 400 kB blob, its `file://`
+    /// URL, and where its checkout goes.
+    fn a_repo_of_one_blob() -> (
+        tempfile::TempDir,
+        std::path::PathBuf,
+        String,
+        std::path::PathBuf,
+    ) {
+        let work = tempfile::tempdir().unwrap();
+        let repo = work.path().join("repo");
+        let url = format!("file://{}", repo.display());
+        let dir = work.path().join("checkout");
+        repo_with_blob(&repo, 400_000, 1);
+        (work, repo, url, dir)
+    }
+
     /// An installed checkout updated in place is bounded by what the update adds, not by what
     /// earlier revisions left in it; an update past the bound deletes the checkout (what a
     /// stopped fetch leaves, locks included, no later add could trust), and the next add
     /// fetches afresh.
     #[test]
     fn an_update_in_place_is_bounded_by_what_it_adds() {
-        let work = tempfile::tempdir().unwrap();
-        let repo = work.path().join("repo");
-        let url = format!("file://{}", repo.display());
-        let dir = work.path().join("checkout");
-        repo_with_blob(&repo, 400_000, 1);
+        let (work, repo, url, dir) = a_repo_of_one_blob();
         let first = checkout_within(&url, None, &dir, 1 << 20).unwrap();
         // A second revision of 400 kB more: the folder then holds more than 1 MiB, its growth
         // less.
@@ -495,11 +507,7 @@ mod tests {
     /// pack of 400 kB stayed before, 1.9 MB in `.git` after six.
     #[test]
     fn an_updated_checkout_keeps_only_its_revision() {
-        let work = tempfile::tempdir().unwrap();
-        let repo = work.path().join("repo");
-        let url = format!("file://{}", repo.display());
-        let dir = work.path().join("checkout");
-        repo_with_blob(&repo, 400_000, 1);
+        let (_work, repo, url, dir) = a_repo_of_one_blob();
         checkout_within(&url, None, &dir, 16 << 20).unwrap();
         for seed in 2..=6 {
             // The same file, new bytes: one revision holds 400 kB.
