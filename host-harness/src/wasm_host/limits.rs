@@ -397,12 +397,12 @@ mod tests {
         // Its whole call stays bounded, however little it ran.
         clock.start(limit);
         clock.started_cpu = Some(ms(0));
-        let Err(err) = clock.on_deadline_at(ms(500), Some(ms(1))) else {
-            panic!("a call past ten times its limit goes on");
-        };
         assert!(matches!(
-            err.downcast_ref::<LimitExceeded>(),
-            Some(LimitExceeded::WallTime { .. })
+            stopped(
+                clock.on_deadline_at(ms(500), Some(ms(1))),
+                "a call past ten times its limit goes on"
+            ),
+            LimitExceeded::WallTime { .. }
         ));
     }
 
@@ -416,12 +416,12 @@ mod tests {
         clock.start(ms(50));
         clock.started_cpu = Some(ms(0));
         assert!(clock.on_deadline_at(ms(45), Some(ms(40))).is_ok());
-        let Err(err) = clock.on_deadline_at(ms(60), Some(ms(52))) else {
-            panic!("a call that ran 52 ms in WASI goes on");
-        };
         assert!(matches!(
-            err.downcast_ref::<LimitExceeded>(),
-            Some(LimitExceeded::Time { .. })
+            stopped(
+                clock.on_deadline_at(ms(60), Some(ms(52))),
+                "a call that ran 52 ms in WASI goes on"
+            ),
+            LimitExceeded::Time { .. }
         ));
     }
 
@@ -459,6 +459,12 @@ mod tests {
         assert!(thread_cpu_time().unwrap() - before > slept);
     }
 
+    /// Why a look at the clock stopped the call; a panic saying `goes_on` if it did not.
+    fn stopped(look: wasmtime::Result<UpdateDeadline>, goes_on: &str) -> LimitExceeded {
+        let Err(err) = look else { panic!("{goes_on}") };
+        err.downcast::<LimitExceeded>().unwrap()
+    }
+
     #[test]
     fn a_clock_charges_only_the_plugin() {
         let mut clock = CallClock::default();
@@ -466,12 +472,9 @@ mod tests {
         clock.charge_host(Duration::from_secs(10));
         assert!(clock.on_deadline().is_ok(), "host time is not the plugin's");
         clock.start(Duration::ZERO);
-        let Err(err) = clock.on_deadline() else {
-            panic!("a call past its limit goes on");
-        };
         assert!(matches!(
-            err.downcast_ref::<LimitExceeded>(),
-            Some(LimitExceeded::Time { .. })
+            stopped(clock.on_deadline(), "a call past its limit goes on"),
+            LimitExceeded::Time { .. }
         ));
     }
 }
