@@ -412,9 +412,7 @@ mod tests {
     #[test]
     fn what_the_thread_ran_in_wasi_is_charged_from_the_calls_start() {
         let ms = Duration::from_millis;
-        let mut clock = CallClock::default();
-        clock.start(ms(50));
-        clock.started_cpu = Some(ms(0));
+        let clock = started(ms(50), ms(0));
         assert!(clock.on_deadline_at(ms(45), Some(ms(40))).is_ok());
         assert!(matches!(
             stopped(
@@ -429,9 +427,7 @@ mod tests {
     fn a_shells_imports_on_the_cpu_are_not_charged_to_the_plugin() {
         // The CPU clock counts the imports too; the wall time outside them is the lesser bound.
         let ms = Duration::from_millis;
-        let mut clock = CallClock::default();
-        clock.start(ms(50));
-        clock.started_cpu = Some(ms(0));
+        let mut clock = started(ms(50), ms(0));
         clock.charge_host(ms(100));
         let Ok(UpdateDeadline::Continue(next)) = clock.on_deadline_at(ms(130), Some(ms(128)))
         else {
@@ -457,6 +453,14 @@ mod tests {
             std::hint::black_box(0u64);
         }
         assert!(thread_cpu_time().unwrap() - before > slept);
+    }
+
+    /// A clock of a call begun with `limit`, its thread's CPU clock at `cpu`.
+    fn started(limit: Duration, cpu: Duration) -> CallClock {
+        let mut clock = CallClock::default();
+        clock.start(limit);
+        clock.started_cpu = Some(cpu);
+        clock
     }
 
     /// Why a look at the clock stopped the call; a panic saying `goes_on` if it did not.
