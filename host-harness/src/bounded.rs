@@ -49,15 +49,24 @@ pub fn read(path: &Path, limit: u64, what: &str) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
+/// The line and column, both from 1, of byte offset `at` of `text`, the column in characters
+/// as an editor shows it (a Chinese character is three bytes and one column).
+pub fn line_and_column(text: &str, at: usize) -> (usize, usize) {
+    let before = &text[..at];
+    let line_start = before.rfind('\n').map_or(0, |newline| newline + 1);
+    (
+        before.matches('\n').count() + 1,
+        before[line_start..].chars().count() + 1,
+    )
+}
+
 /// [`read`] as UTF-8 text; text that is not UTF-8 is refused at the line and column of its
 /// first bad byte, as an editor shows them.
 pub fn read_text(path: &Path, limit: u64, what: &str) -> std::io::Result<String> {
     String::from_utf8(read(path, limit, what)?).map_err(|e| {
         let at = e.utf8_error().valid_up_to();
         let valid = std::str::from_utf8(&e.as_bytes()[..at]).unwrap_or_default();
-        let line_start = valid.rfind('\n').map_or(0, |newline| newline + 1);
-        let line = valid.matches('\n').count() + 1;
-        let column = valid[line_start..].chars().count() + 1;
+        let (line, column) = line_and_column(valid, valid.len());
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             format!("not UTF-8 text at line {line}, column {column} (byte {at})"),
@@ -68,6 +77,12 @@ pub fn read_text(path: &Path, limit: u64, what: &str) -> std::io::Result<String>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_counts_the_characters_before_it_on_its_line() {
+        assert_eq!(line_and_column("ab\n描述x", "ab\n描述".len()), (2, 3));
+        assert_eq!(line_and_column("ab", 0), (1, 1));
+    }
 
     #[test]
     fn a_file_too_large_or_not_regular_is_refused_without_reading_it_all() {

@@ -182,7 +182,7 @@ impl Catalog {
         // A key written twice anywhere, a key nothing reads too, is refused at its place (the
         // JS host refuses the same).
         if let Some((at, key)) = crate::strict_json::repeated_key(text) {
-            let (line, column) = crate::strict_json::place(text, at);
+            let (line, column) = crate::bounded::line_and_column(text, at);
             bail!(
                 "duplicate key `{}` at line {line} column {column}",
                 escape(&key)

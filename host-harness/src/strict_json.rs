@@ -84,16 +84,6 @@ pub fn json_error_at(err: &serde_json::Error, text: &str) -> (String, Option<(us
     (head.to_owned(), Some((line, characters)))
 }
 
-/// The 1-based line and character column of byte offset `at` of `text`.
-pub fn place(text: &str, at: usize) -> (usize, usize) {
-    let before = &text[..at];
-    let line_start = before.rfind('\n').map_or(0, |n| n + 1);
-    (
-        before.matches('\n').count() + 1,
-        before[line_start..].chars().count() + 1,
-    )
-}
-
 /// The first key that one object of `text` (a JSON document a parser has read) names twice,
 /// and its byte offset: a scan of the text, so keys nobody reads are checked as written (a
 /// struct's reader passes over them as `IgnoredAny`, keeping the last of two equal ones), and
@@ -312,7 +302,6 @@ mod tests {
         // At the end of the text, the place just past it, as the JS host gives it.
         assert_eq!(column("{\"a\": 1"), 8);
         assert_eq!(column("{\"a\": 1,\n"), 1);
-        assert_eq!(place("ab\n描述x", "ab\n描述".len()), (2, 3));
     }
 
     #[test]
